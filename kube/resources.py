@@ -1,0 +1,80 @@
+"""Descriptors of the API resources Kustodian reads and writes.
+
+A ``Resource`` knows its REST path; the rest of the code never formats URLs.  Kinds
+are also named by their *kind key* (``policy.store.kind_key``) so the policy layer
+can refer to them without knowing about the API's plural names.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import quote
+
+
+@dataclass(frozen=True)
+class Resource:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def key(self) -> str:
+        """The kind key (``"PersistentVolume"``, ``"CephNFS.ceph.rook.io"``)."""
+        return f"{self.kind}.{self.group}" if self.group else self.kind
+
+    def path(self, namespace: str | None = None, name: str | None = None, subresource: str = "") -> str:
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        base += f"/{self.plural}"
+        if name is not None:
+            base += f"/{quote(name, safe='')}"
+            if subresource:
+                base += f"/{subresource}"
+        return base
+
+
+def _core(plural: str, kind: str, namespaced: bool) -> Resource:
+    return Resource("", "v1", plural, kind, namespaced)
+
+
+NAMESPACES = _core("namespaces", "Namespace", False)
+NODES = _core("nodes", "Node", False)
+PERSISTENT_VOLUMES = _core("persistentvolumes", "PersistentVolume", False)
+PERSISTENT_VOLUME_CLAIMS = _core("persistentvolumeclaims", "PersistentVolumeClaim", True)
+PODS = _core("pods", "Pod", True)
+CONFIG_MAPS = _core("configmaps", "ConfigMap", True)
+SECRETS = _core("secrets", "Secret", True)
+EVENTS = _core("events", "Event", True)
+STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
+LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
+VALIDATING_WEBHOOKS = Resource(
+    "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
+    "ValidatingWebhookConfiguration", False,
+)
+MUTATING_WEBHOOKS = Resource(
+    "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
+    "MutatingWebhookConfiguration", False,
+)
+
+BUILTIN: tuple[Resource, ...] = (
+    NAMESPACES, NODES, PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, PODS, CONFIG_MAPS, SECRETS,
+    EVENTS, STORAGE_CLASSES, LEASES, CRDS, VALIDATING_WEBHOOKS, MUTATING_WEBHOOKS,
+)
+
+
+def plural_of(kind: str) -> str:
+    """The plural Kubernetes derives for a kind when a CRD does not say otherwise."""
+    low = kind.lower()
+    if low.endswith(("s", "x", "z", "ch", "sh")):
+        return low + "es"
+    if low.endswith("y") and low[-2:-1] not in "aeiou":
+        return low[:-1] + "ies"
+    return low + "s"

@@ -1,0 +1,71 @@
+"""Safe readers for raw Kubernetes objects (plain ``dict``s decoded from JSON).
+
+Admission requests and watch events carry objects we never re-serialise through a
+model, so every field read must tolerate absent keys and wrong types: a malformed
+object should produce a clear decision, never a ``KeyError`` on the hot path.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypeAlias
+
+RawObject: TypeAlias = Mapping[str, Any]
+
+
+def field(obj: RawObject | None, *path: str) -> Any:
+    """Return the value at ``path`` (e.g. ``field(pv, "spec", "csi", "driver")``) or ``None``."""
+    cur: Any = obj
+    for key in path:
+        if not isinstance(cur, Mapping):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def str_field(obj: RawObject | None, *path: str) -> str:
+    """Like :func:`field`, but ``""`` unless the value is a string."""
+    value = field(obj, *path)
+    return value if isinstance(value, str) else ""
+
+
+def map_field(obj: RawObject | None, *path: str) -> Mapping[str, Any]:
+    """Like :func:`field`, but ``{}`` unless the value is a mapping."""
+    value = field(obj, *path)
+    return value if isinstance(value, Mapping) else {}
+
+
+def list_field(obj: RawObject | None, *path: str) -> list[Any]:
+    """Like :func:`field`, but ``[]`` unless the value is a list."""
+    value = field(obj, *path)
+    return value if isinstance(value, list) else []
+
+
+def name(obj: RawObject | None) -> str:
+    return str_field(obj, "metadata", "name")
+
+
+def namespace(obj: RawObject | None) -> str:
+    return str_field(obj, "metadata", "namespace")
+
+
+def uid(obj: RawObject | None) -> str:
+    return str_field(obj, "metadata", "uid")
+
+
+def annotations(obj: RawObject | None) -> Mapping[str, Any]:  # type: ignore[no-redef]
+    return map_field(obj, "metadata", "annotations")
+
+
+def labels(obj: RawObject | None) -> Mapping[str, Any]:
+    return map_field(obj, "metadata", "labels")
+
+
+def is_deleting(obj: RawObject | None) -> bool:
+    return bool(str_field(obj, "metadata", "deletionTimestamp"))
+
+
+def ref(obj: RawObject | None) -> str:
+    """``namespace/name`` (or ``name`` for cluster-scoped objects), for messages and logs."""
+    ns, nm = namespace(obj), name(obj)
+    return f"{ns}/{nm}" if ns else nm

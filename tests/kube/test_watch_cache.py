@@ -1,0 +1,130 @@
+"""The watch cache against a real API server: list, watch, restart, 410, indexes."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from kube.cache import WatchCache
+from kube.errors import Conflict, NotFound
+from kube.resources import CONFIG_MAPS
+from tests.conftest import KubeApi
+
+pytestmark = pytest.mark.api
+
+
+def wait_for(cond: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def cm(ns: str, name: str, **data: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns,
+            "labels": {"team": data.pop("team", "a")}}, "data": data}
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+        self.lock = threading.Lock()
+
+    def __call__(self, etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+        obj = new or old or {}
+        with self.lock:
+            self.events.append((etype, obj["metadata"]["name"]))
+
+    def seen(self, etype: str, name: str) -> bool:
+        with self.lock:
+            return (etype, name) in self.events
+
+
+@pytest.fixture
+def cache(kube_api: KubeApi, namespace: str) -> Iterator[tuple[WatchCache, Recorder]]:
+    c = WatchCache(kube_api.client, CONFIG_MAPS, namespace=namespace, page_size=7,
+                   indexers={"team": lambda o: [o["metadata"].get("labels", {}).get("team", "")]},
+                   backoff_initial=0.05, backoff_max=0.5)
+    rec = Recorder()
+    c.add_handler(rec)
+    yield c, rec
+    c.stop()
+
+
+def test_lists_in_pages_then_follows_create_update_delete(kube_api: KubeApi, namespace: str,
+                                                          cache: tuple[WatchCache, Recorder]) -> None:
+    c, rec = cache
+    client = kube_api.client
+    for i in range(20):
+        client.create(CONFIG_MAPS, cm(namespace, f"pre-{i:02d}", team="a" if i % 2 else "b"))
+    c.start()
+    assert c.wait_synced(15)
+    assert len(c) == 20  # 3 pages of 7
+    assert {o["metadata"]["name"] for o in c.by_index("team", "b")} == {f"pre-{i:02d}" for i in range(0, 20, 2)}
+    assert all("managedFields" not in o["metadata"] for o in c.list())
+
+    client.create(CONFIG_MAPS, cm(namespace, "new", k="v1"))
+    wait_for(lambda: c.get(namespace, "new") is not None, what="ADDED")
+    client.patch(CONFIG_MAPS, "new", {"data": {"k": "v2"}, "metadata": {"labels": {"team": "c"}}}, namespace)
+    wait_for(lambda: (c.get(namespace, "new") or {}).get("data", {}).get("k") == "v2", what="MODIFIED")
+    assert [o["metadata"]["name"] for o in c.by_index("team", "c")] == ["new"]
+    assert "new" not in {o["metadata"]["name"] for o in c.by_index("team", "a")}
+    client.delete(CONFIG_MAPS, "new", namespace)
+    wait_for(lambda: c.get(namespace, "new") is None, what="DELETED")
+    assert c.by_index("team", "c") == []
+    assert rec.seen("ADDED", "new") and rec.seen("MODIFIED", "new") and rec.seen("DELETED", "new")
+
+
+def test_survives_an_api_server_restart(kube_api: KubeApi, namespace: str,
+                                        cache: tuple[WatchCache, Recorder]) -> None:
+    server = kube_api.require_server()
+    c, _ = cache
+    c.start()
+    assert c.wait_synced(15)
+    server.restart_apiserver()
+    kube_api.client.create(CONFIG_MAPS, cm(namespace, "after-restart"))
+    wait_for(lambda: c.get(namespace, "after-restart") is not None, timeout=30, what="event after restart")
+    assert c.watches >= 2  # the first watch ended with the server; a new one followed
+
+
+def test_relists_on_410_and_reconciles_what_changed_meanwhile(kube_api: KubeApi, namespace: str,
+                                                             cache: tuple[WatchCache, Recorder]) -> None:
+    server = kube_api.require_server()
+    c, rec = cache
+    kube_api.client.create(CONFIG_MAPS, cm(namespace, "doomed"))
+    c.start()
+    assert c.wait_synced(15)
+    relists_before = c.relists
+
+    def while_down() -> None:
+        # Changes the cache cannot see: delete an object behind the API server's back,
+        # then compact etcd so that resuming the watch from our resourceVersion is a 410.
+        server.etcd_delete(f"/registry/configmaps/{namespace}/doomed")
+        server.etcd_bump_and_compact()
+
+    server.restart_apiserver(between=while_down)
+    wait_for(lambda: c.relists > relists_before, timeout=30, what="a re-list after 410")
+    wait_for(lambda: c.get(namespace, "doomed") is None, what="the re-list to drop the deleted object")
+    assert rec.seen("DELETED", "doomed")
+    kube_api.client.create(CONFIG_MAPS, cm(namespace, "after-410"))
+    wait_for(lambda: c.get(namespace, "after-410") is not None, what="watch resumed after re-list")
+
+
+def test_writes_carry_preconditions(kube_api: KubeApi, namespace: str) -> None:
+    client = kube_api.client
+    created = client.create(CONFIG_MAPS, cm(namespace, "pre"))
+    stale = dict(created)
+    client.patch(CONFIG_MAPS, "pre", {"data": {"x": "1"}}, namespace)
+    with pytest.raises(Conflict):
+        client.replace(CONFIG_MAPS, stale)  # stale resourceVersion
+    with pytest.raises(Conflict):
+        client.delete(CONFIG_MAPS, "pre", namespace, uid="00000000-0000-0000-0000-000000000000")
+    client.delete(CONFIG_MAPS, "pre", namespace, uid=created["metadata"]["uid"])
+    with pytest.raises(NotFound):
+        client.get(CONFIG_MAPS, "pre", namespace)
