@@ -8,6 +8,7 @@ of skipping the tests that need it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 import uuid
@@ -98,7 +99,5 @@ def namespace(kube_api: KubeApi) -> Iterator[str]:
     name = f"kt-{uuid.uuid4().hex[:10]}"
     kube_api.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
     yield name
-    try:
+    with contextlib.suppress(NotFound):
         kube_api.client.delete(NAMESPACES, name)
-    except NotFound:
-        pass

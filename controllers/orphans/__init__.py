@@ -1,0 +1,7 @@
+"""The node agent side of orphaned replica cleanup: the disk I/O that policy must not do.
+
+:mod:`controllers.orphans.scan` turns a Longhorn disk into a
+:class:`policy.orphans.DiskScan` and removes a replica directory once
+:func:`policy.orphans.cleanup_decision` has said so.  Everything that decides lives
+in :mod:`policy.orphans`.
+"""

@@ -1,0 +1,3 @@
+from kustodian.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,89 @@
+"""Denial messages a person can act on, within what the API server will show.
+
+``kubectl delete`` prints the admission message verbatim, and the webhook copies
+it into an Event, so it must fit on one line and stay near 1 KiB even when 50,000
+PVs depend on a pool.  Every group keeps its name and its count (``and N more``);
+names are handed out round-robin across groups so one CephNFS is never crowded out
+by thousands of PersistentVolumes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+MESSAGE_LIMIT = 1024  # bytes, UTF-8
+_IRREGULAR_PLURALS = {"Endpoints": "Endpoints"}
+
+
+def short_kind(kind_key: str) -> str:
+    """``"CephBlockPool.ceph.rook.io"`` -> ``"CephBlockPool"``."""
+    return kind_key.partition(".")[0]
+
+
+def plural(kind: str) -> str:
+    """English plural of a Kind: ``CephNFS`` -> ``CephNFSes``, ``StorageClass`` -> ``StorageClasses``."""
+    if kind in _IRREGULAR_PLURALS:
+        return _IRREGULAR_PLURALS[kind]
+    lower = kind.lower()
+    if lower.endswith(("s", "x", "z", "ch", "sh")):
+        return kind + "es"
+    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u", ""):
+        return kind[:-1] + "ies"
+    return kind + "s"
+
+
+@dataclass(frozen=True)
+class Section:
+    """``lead`` then ``Plural: [names]`` groups joined by ``"; "``, then ``tail``."""
+
+    groups: tuple[tuple[str, tuple[str, ...]], ...]
+    lead: str = ""
+    tail: str = ""
+
+
+def _group(title: str, labels: Sequence[str], shown: int) -> str:
+    more = len(labels) - shown
+    body = ", ".join(labels[:shown])
+    if more:
+        body = f"{body} and {more} more" if shown else f"and {more} more"
+    return f"{title}: [{body}]"
+
+
+def _render(header: str, sections: Sequence[Section], shown: Sequence[int]) -> str:
+    parts: list[str] = []
+    i = 0
+    for section in sections:
+        groups = []
+        for title, labels in section.groups:
+            groups.append(_group(title, labels, shown[i]))
+            i += 1
+        parts.append(section.lead + "; ".join(groups) + section.tail)
+    return header + "; ".join(parts)
+
+
+def fit_message(header: str, sections: Sequence[Section], limit: int = MESSAGE_LIMIT) -> str:
+    """Render ``header`` + sections, showing as many labels as fit in ``limit`` bytes."""
+    totals = [len(labels) for section in sections for _, labels in section.groups]
+    label_bytes = sum(
+        len(label.encode()) for section in sections for _, labels in section.groups for label in labels
+    )
+    if label_bytes <= limit:  # cheap pre-check: never render 50,000 names just to measure them
+        everything = _render(header, sections, totals)
+        if len(everything.encode()) <= limit:
+            return everything
+    shown = [0] * len(totals)
+    full = [False] * len(totals)
+    progress = True
+    while progress:
+        progress = False
+        for i, total in enumerate(totals):
+            if full[i] or shown[i] >= total:
+                continue
+            shown[i] += 1
+            if len(_render(header, sections, shown).encode()) <= limit:
+                progress = True
+            else:
+                shown[i] -= 1
+                full[i] = True
+    return _render(header, sections, shown)

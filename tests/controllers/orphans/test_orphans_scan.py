@@ -1,0 +1,407 @@
+"""The disk scanner and remover, on a real filesystem under ``tmp_path``.
+
+These tests may run as root, where ``chmod 000`` does not stop reads: files are made
+unreadable in ways that fail for root too (a directory or a FIFO where a file is
+expected, bytes that are not UTF-8 JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from controllers.orphans.scan import RemovalOutcome, remove_replica_dir, scan_disk
+from policy.orphans import (
+    DiskScan,
+    DropFinalizer,
+    Reason,
+    RemoveDir,
+    TrackedReplica,
+    cleanup_decision,
+    disk_condition,
+    find_orphans,
+    orphan_object,
+)
+
+NODE = "node-a"
+UUID = "disk-uuid-1"
+ORPHAN = "pvc-1111-aaaaaaaa"
+TRACKED = "pvc-2222-bbbbbbbb"
+NOW = datetime(2024, 5, 1, 12, 0, tzinfo=UTC)
+META = json.dumps(
+    {
+        "Size": 1073741824,
+        "Head": "volume-head-000.img",
+        "Dirty": False,
+        "Rebuilding": False,
+        "SectorSize": 512,
+    }
+).encode()
+
+
+def settled_clock() -> int:
+    """A clock far enough ahead that every directory looks settled."""
+    return int((datetime.now(UTC) + timedelta(minutes=5)).timestamp() * 1e9)
+
+
+def racy_clock() -> int:
+    return 0
+
+
+def make_disk(root: Path, name: str = "disk", uuid: str = UUID) -> Path:
+    disk = root / name
+    (disk / "replicas").mkdir(parents=True)
+    (disk / "longhorn-disk.cfg").write_text(json.dumps({"diskName": name, "diskUUID": uuid}))
+    return disk
+
+
+def make_replica(disk: Path, name: str, meta: bytes = META) -> Path:
+    replica = disk / "replicas" / name
+    replica.mkdir()
+    (replica / "volume.meta").write_bytes(meta)
+    (replica / "volume-head-000.img").write_bytes(b"\0" * 4096)
+    return replica
+
+
+def scan(disk: Path, uuid: str = UUID, previous: DiskScan | None = None, **kw: Any) -> DiskScan:
+    return scan_disk(str(disk), disk.name, uuid, previous, **kw)
+
+
+def orphans(*scans: DiskScan, tracked: frozenset[TrackedReplica] = frozenset()) -> list[str]:
+    return [o.dir_name for o in find_orphans(NODE, list(scans), tracked)]
+
+
+# -- scanning -------------------------------------------------------------------------
+
+
+def test_scan_reports_identity_and_entries(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    make_replica(disk, ORPHAN)
+    (disk / "replicas" / "not-a-replica").mkdir()
+    (disk / "replicas" / "stray-file-aaaaaaaa").write_text("x")
+    got = scan(disk)
+    assert (got.readable, got.found_uuid, got.error) == (True, UUID, "")
+    assert got.fsid
+    assert disk_condition(got, [got]).ok
+    assert got.entries[ORPHAN].has_valid_meta
+    assert not got.entries["not-a-replica"].has_valid_meta
+    assert not got.entries["stray-file-aaaaaaaa"].is_dir
+    assert orphans(got) == [ORPHAN]
+
+
+def test_disk_without_replicas_dir_is_readable_and_empty(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    (disk / "replicas").rmdir()
+    got = scan(disk)
+    assert (got.readable, dict(got.entries)) == (True, {})
+
+
+@pytest.mark.parametrize("kind", ["missing", "file", "nul-byte"])
+def test_unusable_disk_path_is_reported_not_raised(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "disk"
+    if kind == "file":
+        path.write_text("x")
+    got = scan_disk(str(path) + ("\0" if kind == "nul-byte" else ""), "disk", UUID)
+    assert not got.readable
+    assert got.error
+    assert not disk_condition(got, [got]).ok
+
+
+@pytest.mark.parametrize("kind", ["symlink-outside", "file"])
+def test_replicas_that_is_not_a_real_directory_makes_disk_unreadable(tmp_path: Path, kind: str) -> None:
+    disk = make_disk(tmp_path)
+    (disk / "replicas").rmdir()
+    outside = make_disk(tmp_path, "outside")
+    make_replica(outside, ORPHAN)
+    if kind == "file":
+        (disk / "replicas").write_text("x")
+    else:
+        (disk / "replicas").symlink_to(outside / "replicas")
+    got = scan(disk)
+    assert not got.readable
+    assert orphans(got) == []
+    result = remove_replica_dir(str(disk), ORPHAN, UUID)
+    assert result.outcome == RemovalOutcome.REFUSED
+    assert (outside / "replicas" / ORPHAN / "volume.meta").exists()
+
+
+def unreadable_meta(path: Path, how: str) -> None:
+    meta = path / "volume.meta"
+    meta.unlink()
+    if how == "directory":
+        meta.mkdir()
+    elif how == "fifo":
+        os.mkfifo(meta)
+    elif how == "symlink":
+        target = path.parent.parent / "elsewhere.meta"
+        target.write_bytes(META)
+        meta.symlink_to(target)
+    elif how == "invalid-utf8":
+        meta.write_bytes(b'{"Size": 1, "Head": "\xff\xfe"}')
+    elif how == "invalid-json":
+        meta.write_bytes(META[:-3])
+    elif how == "too-large":
+        meta.write_bytes(META + b" " * (64 * 1024))
+    elif how == "chmod-000":
+        meta.write_bytes(META)
+        if os.geteuid() == 0:
+            # root reads through mode 000: make it fail in a way that binds root too.
+            meta.unlink()
+            meta.mkdir()
+        else:
+            meta.chmod(0)
+    elif how == "missing":
+        pass
+
+
+@pytest.mark.parametrize(
+    "how",
+    ["directory", "fifo", "symlink", "invalid-utf8", "invalid-json", "too-large", "chmod-000", "missing"],
+)
+def test_replica_with_unreadable_meta_is_never_an_orphan(tmp_path: Path, how: str) -> None:
+    disk = make_disk(tmp_path)
+    unreadable_meta(make_replica(disk, ORPHAN), how)
+    got = scan(disk)  # a FIFO must not hang this
+    assert got.readable
+    entry = got.entries[ORPHAN]
+    assert (entry.is_dir, entry.has_valid_meta) == (True, False)
+    assert entry.error
+    assert orphans(got) == []
+
+
+@pytest.mark.parametrize("how", ["directory", "fifo", "invalid-json", "missing", "no-uuid"])
+def test_unreadable_disk_identity_skips_the_disk(tmp_path: Path, how: str) -> None:
+    disk = make_disk(tmp_path)
+    make_replica(disk, ORPHAN)
+    cfg = disk / "longhorn-disk.cfg"
+    cfg.unlink()
+    if how == "directory":
+        cfg.mkdir()
+    elif how == "fifo":
+        os.mkfifo(cfg)
+    elif how == "invalid-json":
+        cfg.write_text("{")
+    elif how == "no-uuid":
+        cfg.write_text(json.dumps({"diskName": "disk"}))
+    got = scan(disk)
+    assert got.found_uuid is None
+    assert disk_condition(got, [got]).reason == Reason.DISK_UUID_UNKNOWN
+    assert orphans(got) == []
+    assert remove_replica_dir(str(disk), ORPHAN, UUID).outcome == RemovalOutcome.REFUSED
+    assert (disk / "replicas" / ORPHAN / "volume.meta").exists()
+
+
+def test_symlinks_in_replicas_are_never_orphans(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    outside = tmp_path / "precious"
+    outside.mkdir()
+    (outside / "volume.meta").write_bytes(META)
+    (disk / "replicas" / "pvc-3333-cccccccc").symlink_to(outside)
+    (disk / "replicas" / "pvc-4444-dddddddd").symlink_to(tmp_path / "dangling")
+    got = scan(disk)
+    assert got.entries["pvc-3333-cccccccc"].is_symlink
+    assert not got.entries["pvc-3333-cccccccc"].has_valid_meta
+    assert orphans(got) == []
+    result = remove_replica_dir(str(disk), "pvc-3333-cccccccc", UUID)
+    assert (result.outcome, result.reason) == (RemovalOutcome.REFUSED, "NotADirectory")
+    assert (outside / "volume.meta").read_bytes() == META
+    assert (disk / "replicas" / "pvc-3333-cccccccc").is_symlink()
+
+
+def test_two_disk_paths_on_one_filesystem_are_both_skipped(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    make_replica(disk, ORPHAN)
+    alias = tmp_path / "alias"  # what a bind mount of the same disk looks like to us
+    alias.symlink_to(disk)
+    first, second = scan(disk), scan(alias)
+    assert first.fsid == second.fsid
+    assert disk_condition(first, [first, second]).reason == Reason.DISK_FILESYSTEM_SHARED
+    assert orphans(first, second) == []
+    assert orphans(first) == [ORPHAN]
+
+
+# -- rescans --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("clock", [settled_clock, racy_clock], ids=["settled-fingerprint", "racy-names"])
+def test_unchanged_rescan_reuses_entries_without_reading_meta(tmp_path: Path, clock: Any) -> None:
+    disk = make_disk(tmp_path)
+    replica = make_replica(disk, ORPHAN)
+    first = scan(disk, clock_ns=clock)
+    assert (first.listing_token is not None) == (clock is settled_clock)
+    # Break volume.meta in place (the replicas listing is untouched): a rescan that
+    # re-read it would notice.
+    (replica / "volume.meta").write_bytes(b"garbage")
+    again = scan(disk, previous=first, clock_ns=clock)
+    assert again.entries is first.entries
+    assert again.entries[ORPHAN].has_valid_meta
+
+
+def test_changed_listing_reads_only_new_and_previously_invalid_entries(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    kept = make_replica(disk, ORPHAN)
+    pending = make_replica(disk, "pvc-5555-eeeeeeee", meta=b"")  # being created: no meta yet
+    first = scan(disk, clock_ns=settled_clock)
+    assert not first.entries["pvc-5555-eeeeeeee"].has_valid_meta
+    (kept / "volume.meta").write_bytes(b"garbage")  # not re-read: reused as valid
+    (pending / "volume.meta").write_bytes(META)  # re-read: it was invalid
+    make_replica(disk, "pvc-6666-ffffffff")
+    again = scan(disk, previous=first, clock_ns=settled_clock)
+    assert again.entries is not first.entries
+    assert again.entries[ORPHAN] is first.entries[ORPHAN]
+    assert again.entries["pvc-5555-eeeeeeee"].has_valid_meta
+    assert again.entries["pvc-6666-ffffffff"].has_valid_meta
+
+
+def test_removed_dir_disappears_from_rescan(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    make_replica(disk, ORPHAN)
+    first = scan(disk, clock_ns=settled_clock)
+    assert remove_replica_dir(str(disk), ORPHAN, UUID).outcome == RemovalOutcome.REMOVED
+    assert ORPHAN not in scan(disk, previous=first, clock_ns=settled_clock).entries
+
+
+def test_disk_swapped_under_same_path_is_rescanned_and_never_cleaned(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    make_replica(disk, ORPHAN)
+    first = scan(disk, clock_ns=settled_clock)
+    orphan = orphan_object(find_orphans(NODE, [first], frozenset())[0], namespace="kustodian")
+    orphan["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:00Z"
+    # Another disk is mounted at the same path, carrying a same-named directory.
+    os.rename(disk, tmp_path / "old-disk")
+    other = make_disk(tmp_path, "disk", uuid="disk-uuid-2")
+    make_replica(other, ORPHAN)
+    now = scan(disk, previous=first, clock_ns=settled_clock)
+    assert now.entries is not first.entries
+    assert disk_condition(now, [now]).reason == Reason.DISK_UUID_MISMATCH
+    decision = cleanup_decision(
+        orphan, [now], frozenset(), node=NODE, auto_delete=False, grace=timedelta(0), now=NOW
+    )
+    assert isinstance(decision.action, DropFinalizer)
+    assert decision.action.reason == Reason.DISK_CHANGED
+    # Even a caller that skipped the decision is stopped by the re-verification.
+    result = remove_replica_dir(str(disk), ORPHAN, UUID)
+    assert (result.outcome, result.reason) == (RemovalOutcome.REFUSED, "DiskUUIDMismatch")
+    assert (other / "replicas" / ORPHAN / "volume.meta").exists()
+
+
+# -- decide, then remove --------------------------------------------------------------
+
+
+def deleting_orphan(disk_scan: DiskScan, dir_name: str) -> dict[str, Any]:
+    found = [o for o in find_orphans(NODE, [disk_scan], frozenset()) if o.dir_name == dir_name]
+    obj = orphan_object(found[0], namespace="kustodian")
+    obj["metadata"].update(uid="u1", deletionTimestamp="2024-05-01T12:00:00Z")
+    return obj
+
+
+def test_orphan_removed_and_everything_else_survives(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    orphan_dir = make_replica(disk, ORPHAN)
+    tracked_dir = make_replica(disk, TRACKED)
+    (tracked_dir / "snapshots").mkdir()
+    (tracked_dir / "snapshots" / "snap.img").write_bytes(b"keep")
+    (disk / "replicas" / "README").write_text("not ours")
+    (disk / "replicas" / "not-a-replica").mkdir()
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "data").write_bytes(b"precious")
+    # Things inside the orphan that point outside it: only the links may go.
+    (orphan_dir / "link-out").symlink_to(outside)
+    (orphan_dir / "nested").mkdir()
+    (orphan_dir / "nested" / "link-file").symlink_to(outside / "data")
+    os.link(outside / "data", orphan_dir / "hardlink")
+    tracked = frozenset({TrackedReplica(NODE, UUID, str(disk), TRACKED)})
+
+    scanned = scan(disk)
+    assert orphans(scanned, tracked=tracked) == [ORPHAN]
+    decision = cleanup_decision(
+        deleting_orphan(scanned, ORPHAN),
+        [scan(disk)],
+        tracked,
+        node=NODE,
+        auto_delete=False,
+        grace=timedelta(0),
+        now=NOW,
+    )
+    assert isinstance(decision.action, RemoveDir)
+    action = decision.action
+    result = remove_replica_dir(action.disk_path, action.dir_name, action.expected_uuid)
+    assert (result.outcome, result.gone, result.path) == (RemovalOutcome.REMOVED, True, str(orphan_dir))
+    assert not orphan_dir.exists()
+    assert (outside / "data").read_bytes() == b"precious"
+    assert (tracked_dir / "snapshots" / "snap.img").read_bytes() == b"keep"
+    assert (disk / "replicas" / "README").exists()
+    assert (disk / "replicas" / "not-a-replica").is_dir()
+    again = remove_replica_dir(action.disk_path, action.dir_name, action.expected_uuid)
+    assert (again.outcome, again.gone) == (RemovalOutcome.ALREADY_ABSENT, True)
+
+
+def test_dir_tracked_between_scan_and_delete_is_kept(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    make_replica(disk, ORPHAN)
+    obj = deleting_orphan(scan(disk), ORPHAN)
+    # A Replica object claims the directory after the Orphan was reported.
+    tracked_now = frozenset({TrackedReplica(NODE, UUID, str(disk), ORPHAN)})
+    decision = cleanup_decision(
+        obj, [scan(disk)], tracked_now, node=NODE, auto_delete=False, grace=timedelta(0), now=NOW
+    )
+    assert isinstance(decision.action, DropFinalizer)
+    assert decision.action.reason == Reason.DATA_TRACKED
+    assert (disk / "replicas" / ORPHAN / "volume.meta").exists()
+
+
+@pytest.mark.parametrize(
+    "dir_name",
+    [
+        "..",
+        ".",
+        "",
+        "../disk-aaaaaaaa",
+        "a-aaaaaaaa/../../x",
+        "/etc-aaaaaaaa",
+        "replicas",
+        ORPHAN + "/volume.meta",
+    ],
+)
+def test_removal_refuses_unsafe_names(tmp_path: Path, dir_name: str) -> None:
+    disk = make_disk(tmp_path)
+    make_replica(disk, ORPHAN)
+    result = remove_replica_dir(str(disk), dir_name, UUID)
+    assert (result.outcome, result.reason) == (RemovalOutcome.REFUSED, "InvalidName")
+    assert (disk / "replicas" / ORPHAN / "volume.meta").exists()
+    assert (disk / "longhorn-disk.cfg").exists()
+
+
+def test_removal_refuses_a_file(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    (disk / "replicas" / ORPHAN).write_text("x")
+    result = remove_replica_dir(str(disk), ORPHAN, UUID)
+    assert (result.outcome, result.reason) == (RemovalOutcome.REFUSED, "NotADirectory")
+    assert (disk / "replicas" / ORPHAN).exists()
+
+
+def test_interrupted_removal_keeps_volume_meta_for_the_next_try(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = make_disk(tmp_path)
+    replica = make_replica(disk, ORPHAN)
+    real_unlink = os.unlink
+
+    def failing_unlink(path: Any, *, dir_fd: int | None = None) -> None:
+        if path == "volume-head-000.img":
+            raise PermissionError(13, "Permission denied", path)
+        real_unlink(path, dir_fd=dir_fd)
+
+    monkeypatch.setattr(os, "unlink", failing_unlink)
+    result = remove_replica_dir(str(disk), ORPHAN, UUID)
+    monkeypatch.undo()
+    assert (result.outcome, result.gone) == (RemovalOutcome.FAILED, False)
+    assert (replica / "volume.meta").exists()
+    assert orphans(scan(disk)) == [ORPHAN]
+    assert remove_replica_dir(str(disk), ORPHAN, UUID).outcome == RemovalOutcome.REMOVED

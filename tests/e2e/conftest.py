@@ -1,0 +1,154 @@
+"""End-to-end fixtures: Kustodian's own processes, started exactly as a user starts them."""
+
+from __future__ import annotations
+
+import base64
+import os
+import socket
+import ssl
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from kustodian.testing.crds import rook_crds
+from tests.conftest import KubeApi
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def rook_crds_installed(kube_api: KubeApi) -> None:
+    kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(rook_crds()))
+    kube_api.kubectl("wait", "--for=condition=Established", "--timeout=30s",
+                     *[f"crd/{d['metadata']['name']}" for d in rook_crds()])
+
+
+@dataclass
+class WebhookProcess:
+    url: str
+    ca_file: Path
+    proc: subprocess.Popen[str]
+    log_file: Path
+
+    def ca_bundle(self) -> str:
+        return base64.b64encode(self.ca_file.read_bytes()).decode()
+
+    def http(self) -> httpx.Client:
+        return httpx.Client(base_url=self.url, verify=ssl.create_default_context(cafile=str(self.ca_file)))
+
+    def logs(self) -> str:
+        return self.log_file.read_text()
+
+
+def kustodian(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "kustodian", *args], capture_output=True, text=True,
+                          check=False, **kw)
+
+
+def start_webhook(kube_api: KubeApi, workdir: Path, *extra: str) -> WebhookProcess:
+    certs_dir = workdir / "certs"
+    issued = kustodian("certs", "issue", "--service", "kustodian", "--namespace", "kustodian",
+                       "--out", str(certs_dir), "--ip", "127.0.0.1", "--dns", "localhost")
+    assert issued.returncode == 0, issued.stderr
+    port = free_port()
+    log_file = workdir / "webhook.log"
+    env = {**os.environ, "KUSTODIAN_LOG_FORMAT": "text"}
+    with log_file.open("w") as log_out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kustodian", "webhook", "--kubeconfig", str(kube_api.kubeconfig),
+             "--host", "127.0.0.1", "--port", str(port), "--tls-cert-file", str(certs_dir / "tls.crt"),
+             "--tls-key-file", str(certs_dir / "tls.key"), *extra],
+            stdout=log_out, stderr=subprocess.STDOUT, text=True, env=env)
+    hook = WebhookProcess(f"https://127.0.0.1:{port}", certs_dir / "ca.crt", proc, log_file)
+    deadline = time.monotonic() + 60
+    with hook.http() as http:
+        while True:
+            try:
+                if http.get("/readyz").status_code == 200:
+                    return hook
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                raise AssertionError(f"webhook did not become ready:\n{hook.logs()}")
+            time.sleep(0.1)
+
+
+def stop_webhook(hook: WebhookProcess) -> None:
+    hook.proc.terminate()
+    try:
+        hook.proc.wait(15)
+    except subprocess.TimeoutExpired:
+        hook.proc.kill()
+
+
+def webhook_configurations(hook: WebhookProcess, name: str = "kustodian") -> list[dict[str, Any]]:
+    """The configurations the chart renders, pointed at a local URL instead of a Service."""
+    common = {"admissionReviewVersions": ["v1"], "sideEffects": "NoneOnDryRun",
+              "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
+                                                          "operator": "NotIn",
+                                                          "values": ["kube-system", "kube-node-lease"]}]}}
+    validating = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{
+            **common, "name": "deletion-guard.kustodian.io", "failurePolicy": "Fail", "timeoutSeconds": 3,
+            "clientConfig": {"url": f"{hook.url}/validate", "caBundle": hook.ca_bundle()},
+            "rules": [
+                {"apiGroups": ["ceph.rook.io"], "apiVersions": ["*"], "operations": ["DELETE"],
+                 "resources": ["cephclusters", "cephblockpools", "cephfilesystems", "cephobjectstores",
+                               "cephobjectzones", "cephobjectzonegroups", "cephobjectrealms",
+                               "cephrbdmirrors", "cephfilesystemmirrors"], "scope": "*"},
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
+                 "resources": ["namespaces"], "scope": "*"},
+            ],
+        }, {
+            **common, "name": "reclaim-space-validation.kustodian.io", "failurePolicy": "Fail",
+            "timeoutSeconds": 3,
+            "clientConfig": {"url": f"{hook.url}/validate", "caBundle": hook.ca_bundle()},
+            "rules": [
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["namespaces", "persistentvolumeclaims", "configmaps"], "scope": "*"},
+                {"apiGroups": ["storage.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
+                 "resources": ["storageclasses"], "scope": "*"},
+            ],
+        }],
+    }
+    mutating = {
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{
+            **common, "name": "reclaim-space.kustodian.io", "failurePolicy": "Ignore", "timeoutSeconds": 2,
+            "reinvocationPolicy": "Never",
+            "clientConfig": {"url": f"{hook.url}/mutate", "caBundle": hook.ca_bundle()},
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
+                       "resources": ["persistentvolumeclaims"], "scope": "Namespaced"}],
+        }],
+    }
+    return [validating, mutating]
+
+
+@pytest.fixture(scope="module")
+def webhook(kube_api: KubeApi, rook_crds_installed: None,
+            tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
+    hook = start_webhook(kube_api, tmp_path_factory.mktemp("webhook"), "--no-reclaim-space")
+    configs = webhook_configurations(hook)
+    kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(configs))
+    try:
+        yield hook
+    finally:
+        kube_api.kubectl("delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration", "kustodian",
+                         "--ignore-not-found")
+        stop_webhook(hook)

@@ -1,0 +1,296 @@
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from policy.node_cleanup import (
+    ANNOTATION_NODE_MISSING_SINCE,
+    ANNOTATION_NODE_UID,
+    Decision,
+    Delete,
+    DeletePVC,
+    NodeSnapshot,
+    Reason,
+    Skip,
+    Warn,
+    format_rfc3339,
+    go_duration,
+    missing_since,
+    parse_rfc3339,
+    pv_delete_decision,
+    pvc_cleanup_decision,
+)
+
+SC = "local-nvme"
+HOST = "kubernetes.io/hostname"
+NOW = datetime(2024, 5, 1, 12, 0, 0, tzinfo=UTC)
+DELAY = timedelta(minutes=1)
+GONE = NodeSnapshot.from_nodes([])
+PRESENT = NodeSnapshot.from_nodes([{"metadata": {"name": "n1", "uid": "node-uid-1", "labels": {HOST: "n1"}}}])
+RECREATED = NodeSnapshot.from_nodes(
+    [{"metadata": {"name": "n1", "uid": "node-uid-2", "labels": {HOST: "n1"}}}]
+)
+
+
+def pv(
+    *,
+    phase: str = "Bound",
+    reclaim: str | None = "Delete",
+    claim_uid: str | None = "pvc-uid",
+    annotations: dict[str, str] | None = None,
+    deleting: bool = False,
+) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "local": {"path": "/mnt/disks/ssd0"},
+        "storageClassName": SC,
+        "nodeAffinity": {
+            "required": {
+                "nodeSelectorTerms": [
+                    {"matchExpressions": [{"key": HOST, "operator": "In", "values": ["n1"]}]}
+                ]
+            }
+        },
+    }
+    if reclaim is not None:
+        spec["persistentVolumeReclaimPolicy"] = reclaim
+    if claim_uid is not None:
+        spec["claimRef"] = {"namespace": "db", "name": "data-0", "uid": claim_uid}
+    meta: dict[str, Any] = {"name": "pv-1", "uid": "pv-uid", "annotations": dict(annotations or {})}
+    if deleting:
+        meta["deletionTimestamp"] = "2024-05-01T11:00:00Z"
+    return {"metadata": meta, "spec": spec, "status": {"phase": phase}}
+
+
+def pvc(*, uid: str = "pvc-uid", volume: str = "pv-1", deleting: bool = False) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": "data-0", "namespace": "db", "uid": uid}
+    if deleting:
+        meta["deletionTimestamp"] = "2024-05-01T11:59:00Z"
+    return {"metadata": meta, "spec": {"volumeName": volume}}
+
+
+def decide(
+    the_pv: dict[str, Any],
+    the_pvc: dict[str, Any] | None,
+    nodes: NodeSnapshot = GONE,
+    *,
+    now: datetime = NOW,
+    delay: timedelta = DELAY,
+    detect_recreated: bool = False,
+) -> Decision:
+    return pvc_cleanup_decision(
+        the_pv,
+        the_pvc,
+        nodes,
+        opted_in_classes={SC},
+        delay=delay,
+        now=now,
+        first_missing_at=missing_since(the_pv),
+        detect_recreated=detect_recreated,
+    )
+
+
+def since(delta: timedelta) -> dict[str, str]:
+    return {ANNOTATION_NODE_MISSING_SINCE: format_rfc3339(NOW - delta)}
+
+
+def test_first_sighting_records_stamp_and_warns_with_exact_message() -> None:
+    decision = decide(pv(), pvc())
+    assert decision.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: "2024-05-01T12:00:00Z"}
+    assert decision.action == Warn(
+        namespace="db",
+        name="data-0",
+        uid="pvc-uid",
+        message="PVC is tied to a deleted Node. PVC will be cleaned up in 1m0s if the Node doesn't come back",
+        requeue_at=NOW + DELAY,
+    )
+    assert decision.requeue_at == NOW + DELAY
+
+
+def test_delay_not_elapsed_requeues_at_exact_deadline() -> None:
+    decision = decide(pv(annotations=since(timedelta(seconds=50))), pvc())
+    assert decision.pv_annotations == {}
+    assert isinstance(decision.action, Warn)
+    assert decision.action.requeue_at == NOW + timedelta(seconds=10)
+    assert decision.action.message.endswith("cleaned up in 10s if the Node doesn't come back")
+
+
+def test_delay_elapsed_deletes_pvc_with_uid_precondition() -> None:
+    decision = decide(pv(annotations=since(DELAY)), pvc())
+    assert decision == Decision(DeletePVC("db", "data-0", "pvc-uid"), {})
+    assert decision.requeue_at is None
+
+
+def test_zero_delay_deletes_on_first_sighting_and_still_records_stamp() -> None:
+    decision = decide(pv(), pvc(), delay=timedelta(0))
+    assert isinstance(decision.action, DeletePVC)
+    assert ANNOTATION_NODE_MISSING_SINCE in decision.pv_annotations
+
+
+def test_restart_keeps_the_original_deadline() -> None:
+    # Stamp written by a previous process 45s ago: a new process must not restart the
+    # minute, nor skip what is left of it.
+    the_pv = pv(annotations=since(timedelta(seconds=45)))
+    restarted = decide(the_pv, pvc())
+    assert isinstance(restarted.action, Warn)
+    assert restarted.action.requeue_at == NOW + timedelta(seconds=15)
+    assert restarted.pv_annotations == {}
+    # The same holds when the caller forgets to pass the parsed stamp.
+    forgot = pvc_cleanup_decision(
+        the_pv, pvc(), GONE, opted_in_classes={SC}, delay=DELAY, now=NOW, first_missing_at=None
+    )
+    assert forgot == restarted
+    later = decide(the_pv, pvc(), now=NOW + timedelta(seconds=15))
+    assert isinstance(later.action, DeletePVC)
+
+
+def test_garbage_stamp_restarts_the_timer_rather_than_deleting() -> None:
+    decision = decide(pv(annotations={ANNOTATION_NODE_MISSING_SINCE: "yesterday"}), pvc())
+    assert isinstance(decision.action, Warn)
+    assert decision.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: format_rfc3339(NOW)}
+
+
+@pytest.mark.parametrize(
+    ("nodes", "annotations", "patch"),
+    [
+        (PRESENT, since(timedelta(seconds=30)), {ANNOTATION_NODE_MISSING_SINCE: None}),
+        (PRESENT, {}, {}),
+        (NodeSnapshot.failed(), since(timedelta(seconds=30)), {}),
+    ],
+    ids=["node-back-inside-delay-clears-stamp", "node-present-no-stamp-no-patch", "lookup-error-keeps-stamp"],
+)
+def test_node_present_or_unknown_skips(
+    nodes: NodeSnapshot, annotations: dict[str, str], patch: dict[str, str | None]
+) -> None:
+    decision = decide(pv(annotations=annotations), pvc(), nodes)
+    assert isinstance(decision.action, Skip)
+    assert decision.pv_annotations == patch
+
+
+CLAIM_CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, Reason]] = [
+    ("no-claim-ref", pv(claim_uid=None), None, Reason.NO_CLAIM),
+    ("claim-not-found", pv(), None, Reason.CLAIM_NOT_FOUND),
+    ("claim-recreated-with-new-uid", pv(), pvc(uid="other-uid"), Reason.CLAIM_NOT_BOUND),
+    ("claim-bound-to-another-pv", pv(), pvc(volume="pv-2"), Reason.CLAIM_NOT_BOUND),
+    ("claim-already-deleting", pv(), pvc(deleting=True), Reason.CLAIM_DELETING),
+    ("claim-ref-without-uid", pv(claim_uid=""), pvc(), Reason.MISSING_UID),
+]
+
+
+@pytest.mark.parametrize(
+    ("the_pv", "the_pvc", "reason"), [c[1:] for c in CLAIM_CASES], ids=[c[0] for c in CLAIM_CASES]
+)
+def test_claim_rechecked_before_delete(
+    the_pv: dict[str, Any], the_pvc: dict[str, Any] | None, reason: Reason
+) -> None:
+    the_pv["metadata"]["annotations"].update(since(timedelta(hours=1)))
+    decision = decide(the_pv, the_pvc)
+    assert isinstance(decision.action, Skip)
+    assert decision.action.reason == reason
+    assert decision.pv_annotations == {}
+
+
+def test_timer_starts_even_without_a_claim() -> None:
+    decision = decide(pv(claim_uid=None), None)
+    assert isinstance(decision.action, Skip)
+    assert ANNOTATION_NODE_MISSING_SINCE in decision.pv_annotations
+
+
+def test_recreated_node_goes_through_the_delay() -> None:
+    the_pv = pv(annotations={ANNOTATION_NODE_UID: "node-uid-1"})
+    first = decide(the_pv, pvc(), RECREATED, detect_recreated=True)
+    assert isinstance(first.action, Warn)
+    assert first.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: format_rfc3339(NOW)}
+    the_pv["metadata"]["annotations"].update(first.pv_annotations)
+    later = decide(the_pv, pvc(), RECREATED, now=NOW + DELAY, detect_recreated=True)
+    assert later.action == DeletePVC("db", "data-0", "pvc-uid")
+
+
+def test_node_uid_recorded_while_node_exists() -> None:
+    decision = decide(pv(), pvc(), PRESENT, detect_recreated=True)
+    assert decision.pv_annotations == {ANNOTATION_NODE_UID: "node-uid-1"}
+    again = decide(pv(annotations={ANNOTATION_NODE_UID: "node-uid-1"}), pvc(), PRESENT, detect_recreated=True)
+    assert again.pv_annotations == {}
+
+
+DELETER_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, Delete | Reason]] = [
+    (
+        "available-stale",
+        pv(phase="Available", claim_uid=None),
+        GONE,
+        Delete("pv-1", "pv-uid", Reason.NODE_MISSING),
+    ),
+    ("released-delete-policy", pv(phase="Released"), GONE, Delete("pv-1", "pv-uid", Reason.NODE_MISSING)),
+    ("released-retain-policy", pv(phase="Released", reclaim="Retain"), GONE, Reason.RECLAIM_NOT_DELETE),
+    ("released-no-policy", pv(phase="Released", reclaim=None), GONE, Reason.RECLAIM_NOT_DELETE),
+    ("bound", pv(phase="Bound"), GONE, Reason.PHASE_NOT_DELETABLE),
+    ("pending", pv(phase="Pending"), GONE, Reason.PHASE_NOT_DELETABLE),
+    ("failed", pv(phase="Failed"), GONE, Reason.PHASE_NOT_DELETABLE),
+    ("no-phase", pv(phase=""), GONE, Reason.PHASE_NOT_DELETABLE),
+    ("available-node-present", pv(phase="Available"), PRESENT, Reason.NODE_EXISTS),
+    ("available-lookup-failed", pv(phase="Available"), NodeSnapshot.failed(), Reason.NODE_LOOKUP_FAILED),
+    ("already-deleting", pv(phase="Released", deleting=True), GONE, Reason.PV_DELETING),
+]
+
+
+@pytest.mark.parametrize(
+    ("the_pv", "nodes", "expected"), [c[1:] for c in DELETER_CASES], ids=[c[0] for c in DELETER_CASES]
+)
+def test_pv_delete_decision(the_pv: dict[str, Any], nodes: NodeSnapshot, expected: Delete | Reason) -> None:
+    got = pv_delete_decision(the_pv, nodes, {SC})
+    if isinstance(expected, Delete):
+        assert got == expected
+    else:
+        assert isinstance(got, Skip)
+        assert got.reason == expected
+
+
+def test_pv_deleter_respects_empty_opt_in() -> None:
+    got = pv_delete_decision(pv(phase="Available"), GONE, [])
+    assert isinstance(got, Skip)
+    assert got.reason == Reason.NOT_OPTED_IN
+
+
+def test_pv_deleter_recreated_node() -> None:
+    the_pv = pv(phase="Available", annotations={ANNOTATION_NODE_UID: "node-uid-1"})
+    assert pv_delete_decision(the_pv, RECREATED, {SC}, detect_recreated=True) == Delete(
+        "pv-1", "pv-uid", Reason.NODE_RECREATED
+    )
+
+
+@pytest.mark.parametrize(
+    ("delta", "text"),
+    [
+        (timedelta(0), "0s"),
+        (timedelta(seconds=10), "10s"),
+        (timedelta(minutes=1), "1m0s"),
+        (timedelta(seconds=90), "1m30s"),
+        (timedelta(hours=1), "1h0m0s"),
+        (timedelta(days=1, seconds=3), "24h0m3s"),
+        (timedelta(seconds=1, milliseconds=500), "1.5s"),
+        (timedelta(milliseconds=250), "250ms"),
+        (timedelta(microseconds=1500), "1.5ms"),
+        (timedelta(microseconds=7), "7µs"),
+        (timedelta(seconds=-61), "-1m1s"),
+    ],
+    ids=str,
+)
+def test_go_duration(delta: timedelta, text: str) -> None:
+    assert go_duration(delta) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2024-05-01T12:00:00Z", NOW),
+        ("2024-05-01T14:00:00+02:00", NOW),
+        ("2024-05-01T12:00:00", None),
+        ("", None),
+        (None, None),
+        ("not a time", None),
+    ],
+    ids=["utc-z", "offset", "naive", "empty", "none", "garbage"],
+)
+def test_parse_rfc3339(text: object, expected: datetime | None) -> None:
+    assert parse_rfc3339(text) == expected

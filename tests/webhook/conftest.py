@@ -1,0 +1,78 @@
+"""A real TLS webhook for tests: certificates from ``certs``, uvicorn in a thread."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from certs import issue_ca, issue_serving, write_bundle
+from webhook.app import create_app
+from webhook.registry import Registry
+from webhook.server import CertReloader, TLSFiles, build_server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("tls")
+    now = datetime.now(UTC)
+    ca = issue_ca(now=now)
+    write_bundle(out, ca, issue_serving(ca, service="kustodian", namespace="kustodian", dns=["localhost"],
+                                        ips=["127.0.0.1"], now=now))
+    return out
+
+
+@dataclass
+class RunningServer:
+    url: str
+    ca: Path
+    server: uvicorn.Server
+    reloader: CertReloader | None
+    thread: threading.Thread
+
+    def client(self) -> httpx.Client:
+        import ssl
+
+        return httpx.Client(base_url=self.url, verify=ssl.create_default_context(cafile=str(self.ca)))
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        if self.reloader:
+            self.reloader.stop()
+
+
+def serve(app: object, tls_dir: Path, *, reload_interval: float = 0.1) -> RunningServer:
+    port = free_port()
+    server, reloader = build_server(app, host="127.0.0.1", port=port,  # type: ignore[arg-type]
+                                    tls=TLSFiles(str(tls_dir / "tls.crt"), str(tls_dir / "tls.key")),
+                                    reload_interval=reload_interval, graceful_timeout=2)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert server.started, "webhook server did not start"
+    return RunningServer(f"https://127.0.0.1:{port}", tls_dir / "ca.crt", server, reloader, thread)
+
+
+@pytest.fixture
+def running(tls_dir: Path) -> Iterator[tuple[RunningServer, Registry]]:
+    registry = Registry()
+    srv = serve(create_app(registry), tls_dir)
+    yield srv, registry
+    srv.stop()
