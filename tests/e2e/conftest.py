@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from kustodian.testing.crds import rook_crds
+from kustodian.testing.webhooks import webhook_configurations
 from tests.conftest import KubeApi
 
 
@@ -94,57 +95,11 @@ def stop_webhook(hook: WebhookProcess) -> None:
         hook.proc.kill()
 
 
-def webhook_configurations(hook: WebhookProcess, name: str = "kustodian") -> list[dict[str, Any]]:
-    """The configurations the chart renders, pointed at a local URL instead of a Service."""
-    common = {"admissionReviewVersions": ["v1"], "sideEffects": "NoneOnDryRun",
-              "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
-                                                          "operator": "NotIn",
-                                                          "values": ["kube-system", "kube-node-lease"]}]}}
-    validating = {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": name},
-        "webhooks": [{
-            **common, "name": "deletion-guard.kustodian.io", "failurePolicy": "Fail", "timeoutSeconds": 3,
-            "clientConfig": {"url": f"{hook.url}/validate", "caBundle": hook.ca_bundle()},
-            "rules": [
-                {"apiGroups": ["ceph.rook.io"], "apiVersions": ["*"], "operations": ["DELETE"],
-                 "resources": ["cephclusters", "cephblockpools", "cephfilesystems", "cephobjectstores",
-                               "cephobjectzones", "cephobjectzonegroups", "cephobjectrealms",
-                               "cephrbdmirrors", "cephfilesystemmirrors"], "scope": "*"},
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
-                 "resources": ["namespaces"], "scope": "*"},
-            ],
-        }, {
-            **common, "name": "reclaim-space-validation.kustodian.io", "failurePolicy": "Fail",
-            "timeoutSeconds": 3,
-            "clientConfig": {"url": f"{hook.url}/validate", "caBundle": hook.ca_bundle()},
-            "rules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                 "resources": ["namespaces", "persistentvolumeclaims", "configmaps"], "scope": "*"},
-                {"apiGroups": ["storage.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                 "resources": ["storageclasses"], "scope": "*"},
-            ],
-        }],
-    }
-    mutating = {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": name},
-        "webhooks": [{
-            **common, "name": "reclaim-space.kustodian.io", "failurePolicy": "Ignore", "timeoutSeconds": 2,
-            "reinvocationPolicy": "Never",
-            "clientConfig": {"url": f"{hook.url}/mutate", "caBundle": hook.ca_bundle()},
-            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                       "resources": ["persistentvolumeclaims"], "scope": "Namespaced"}],
-        }],
-    }
-    return [validating, mutating]
-
-
 @pytest.fixture(scope="module")
 def webhook(kube_api: KubeApi, rook_crds_installed: None,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
     hook = start_webhook(kube_api, tmp_path_factory.mktemp("webhook"), "--no-reclaim-space")
-    configs = webhook_configurations(hook)
+    configs = webhook_configurations(hook.url, hook.ca_bundle())
     kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(configs))
     try:
         yield hook
