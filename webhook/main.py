@@ -89,8 +89,13 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     if missing:
         log.info("kinds not served by this cluster (their CRDs are absent), skipped: %s", ", ".join(missing))
     caches = {key: WatchCache(client, res, indexers=needs[key]) for key, res in resources.items()}
-    view = CacheView(caches)
     recorder = EventRecorder(client, "kustodian-webhook")
+    if reclaim is not None:
+        reclaim.recorder = recorder
+        # just our ConfigMap (field selector), under its own key: a kind-wide ConfigMap cache
+        # that admin deletion rules may need stays separate
+        caches["ConfigMap#reclaim-config"] = reclaim.config_cache(client)
+    view = CacheView(caches)
     if rules is not None:
         DeletionGuard(rules, view, recorder).register(registry)
     if reclaim is not None:

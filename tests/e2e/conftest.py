@@ -98,7 +98,7 @@ def stop_webhook(hook: WebhookProcess) -> None:
 @pytest.fixture(scope="module")
 def webhook(kube_api: KubeApi, rook_crds_installed: None,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
-    hook = start_webhook(kube_api, tmp_path_factory.mktemp("webhook"), "--no-reclaim-space")
+    hook = start_webhook(kube_api, tmp_path_factory.mktemp("webhook"))
     configs = webhook_configurations(hook.url, hook.ca_bundle())
     kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(configs))
     try:
