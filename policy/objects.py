@@ -53,11 +53,11 @@ def uid(obj: RawObject | None) -> str:
     return str_field(obj, "metadata", "uid")
 
 
-def annotations(obj: RawObject | None) -> Mapping[str, Any]:  # type: ignore[no-redef]
+def annotations_of(obj: RawObject | None) -> Mapping[str, Any]:
     return map_field(obj, "metadata", "annotations")
 
 
-def labels(obj: RawObject | None) -> Mapping[str, Any]:
+def labels_of(obj: RawObject | None) -> Mapping[str, Any]:
     return map_field(obj, "metadata", "labels")
 
 

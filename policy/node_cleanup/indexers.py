@@ -9,7 +9,7 @@ that relies on them (see :mod:`policy.store`).
 from __future__ import annotations
 
 from policy.node_cleanup.affinity import HOSTNAME_LABEL, referenced_hostnames
-from policy.objects import RawObject, labels, str_field
+from policy.objects import RawObject, labels_of, str_field
 from policy.store import Indexers
 
 PV_BY_NODE = "node-cleanup/pv-by-node"
@@ -30,7 +30,7 @@ def pv_claim_keys(pv: RawObject) -> list[str]:
 
 def node_hostname_keys(node: RawObject) -> list[str]:
     """The node's ``kubernetes.io/hostname`` label value, if any."""
-    hostname = labels(node).get(HOSTNAME_LABEL)
+    hostname = labels_of(node).get(HOSTNAME_LABEL)
     return [hostname] if isinstance(hostname, str) and hostname else []
 
 

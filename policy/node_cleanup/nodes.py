@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from policy.node_cleanup.affinity import HOSTNAME_LABEL
-from policy.objects import RawObject, labels, name, uid
+from policy.objects import RawObject, labels_of, name, uid
 
 
 class NodeDirectory(Protocol):
@@ -67,7 +67,7 @@ class NodeSnapshot:
             names.add(node_name)
             if node_uid:
                 uid_by_name[node_name] = node_uid
-            hostname = labels(node).get(HOSTNAME_LABEL)
+            hostname = labels_of(node).get(HOSTNAME_LABEL)
             if isinstance(hostname, str) and hostname:
                 uids_by_hostname.setdefault(hostname, set()).add(node_uid)
         unambiguous = {h: next(iter(u)) for h, u in uids_by_hostname.items() if len(u) == 1 and "" not in u}
