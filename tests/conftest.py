@@ -14,10 +14,12 @@ import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from certs import issue_ca, issue_serving, write_bundle
 from kube.client import KubeClient
 from kube.config import load_config
 from kube.errors import NotFound
@@ -101,3 +103,13 @@ def namespace(kube_api: KubeApi) -> Iterator[str]:
     yield name
     with contextlib.suppress(NotFound):
         kube_api.client.delete(NAMESPACES, name)
+
+
+@pytest.fixture(scope="session")
+def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("tls")
+    now = datetime.now(UTC)
+    ca = issue_ca(now=now)
+    write_bundle(out, ca, issue_serving(ca, service="kustodian", namespace="kustodian", dns=["localhost"],
+                                        ips=["127.0.0.1"], now=now))
+    return out

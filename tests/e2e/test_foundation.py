@@ -12,7 +12,7 @@ import pytest
 from kube.resources import VALIDATING_WEBHOOKS
 from tests.conftest import KubeApi
 from tests.e2e.conftest import kustodian
-from tests.webhook.conftest import serve, tls_dir  # noqa: F401 - fixture
+from tests.webhook.conftest import serve
 from webhook.main import build_webhook
 from webhook.settings import WebhookSettings
 

@@ -7,14 +7,12 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
 import pytest
 import uvicorn
 
-from certs import issue_ca, issue_serving, write_bundle
 from webhook.app import create_app
 from webhook.registry import Registry
 from webhook.server import CertReloader, TLSFiles, build_server
@@ -24,16 +22,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-@pytest.fixture(scope="session")
-def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("tls")
-    now = datetime.now(UTC)
-    ca = issue_ca(now=now)
-    write_bundle(out, ca, issue_serving(ca, service="kustodian", namespace="kustodian", dns=["localhost"],
-                                        ips=["127.0.0.1"], now=now))
-    return out
 
 
 @dataclass
