@@ -58,7 +58,7 @@ def explain_delete(args: argparse.Namespace) -> int:
     from webhook.main import load_deletion_rules
 
     rules = load_deletion_rules(args.rules)
-    key = _resolve_kind(args.kind, rules.provider_kinds() | {"Namespace"})
+    key = _resolve_kind(args.kind, rules.provider_kinds() | rules.dependent_kinds() | {"Namespace"})
     view: ClusterView
     if args.from_dir:
         view = view_from_manifests(iter_manifests(Path(args.from_dir)), rules.indexers())
