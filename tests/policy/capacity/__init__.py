@@ -1,0 +1,1 @@
+"""Tests of ``policy.capacity``: the capacity-reservation planner and its helpers."""
