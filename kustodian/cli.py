@@ -129,7 +129,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", help="Extra deletion rules file")
     add_settings_flags(p, KubeSettings)
     p.set_defaults(func=_cmd_explain_delete)
+
+    reclaim = sub.add_parser("reclaim", help="reclaim-space policy tools")
+    rsub = reclaim.add_subparsers(dest="reclaim_command", required=True, metavar="ACTION")
+    p = rsub.add_parser("plan", help="table of PVCs with effective schedule, source and next run",
+                        description="Show the reclaim-space schedule every PVC gets, where it comes from "
+                                    "and when it next runs; from the live cluster or --from DIR.")
+    p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
+    p.add_argument("--config-namespace", default="kustodian", help="Namespace of the reclaim ConfigMap")
+    p.add_argument("--config-name", default="kustodian-reclaim-config", help="Name of the reclaim ConfigMap")
+    add_settings_flags(p, KubeSettings)
+    p.set_defaults(func=_cmd_plan("reclaim_plan"))
+
+    capacity = sub.add_parser("capacity", help="capacity reservation tools")
+    capsub = capacity.add_subparsers(dest="capacity_command", required=True, metavar="ACTION")
+    p = capsub.add_parser("plan", help="plan REQUESTED reservations and print the plan",
+                          description="Run the capacity planner over AvailableCapacities and "
+                                      "AvailableCapacityReservations; from the live cluster or --from DIR. "
+                                      "Exit 1 when a reservation would be rejected.")
+    p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
+    p.add_argument("--sequential-lvg", action="store_true", help="Plan LVG reservations one at a time")
+    add_settings_flags(p, KubeSettings)
+    p.set_defaults(func=_cmd_plan("capacity_plan"))
     return parser
+
+
+def _cmd_plan(name: str) -> Command:
+    def run(args: argparse.Namespace) -> int:
+        from kustodian import plans
+
+        func: Command = getattr(plans, name)
+        return func(args)
+
+    return run
 
 
 def main(argv: Sequence[str] | None = None) -> int:

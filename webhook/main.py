@@ -100,6 +100,10 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         DeletionGuard(rules, view, recorder).register(registry)
     if reclaim is not None:
         reclaim.register(registry, view)
+    if settings.capacity:
+        from webhook.features import capacity
+
+        capacity.register(registry)
 
     readiness = Readiness()
     readiness.add("caches-synced", view.synced)

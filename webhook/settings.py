@@ -22,6 +22,7 @@ class WebhookSettings(KubeSettings):
     reclaim_space: bool = Field(True, description="Enable the reclaim-space policy webhook")
     reclaim_config_name: str = Field("kustodian-reclaim-config", description="Name of the central "
                                      "reclaim-space ConfigMap (in --namespace)")
+    capacity: bool = Field(True, description="Validate AvailableCapacity / Reservation objects")
     graceful_timeout: int = Field(10, ge=0, le=300, description="Seconds to finish in-flight reviews on stop")
 
     @model_validator(mode="after")

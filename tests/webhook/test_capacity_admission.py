@@ -1,0 +1,45 @@
+"""Capacity objects at admission, over real HTTPS: malformed ones refused with field paths."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.webhook.conftest import RunningServer
+from webhook.features import capacity
+from webhook.registry import Registry
+
+
+def review(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {"uid": "cap-1", "kind": {"group": "kustodian.io", "version": "v1alpha1", "kind": kind},
+                        "resource": {"group": "kustodian.io", "version": "v1alpha1", "resource": "x"},
+                        "name": obj["metadata"]["name"], "operation": "CREATE", "object": obj}}
+
+
+GOOD_AC = {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacity", "metadata": {"name": "ac-1"},
+           "spec": {"location": "uuid-1", "nodeId": "n1", "storageClass": "HDD", "size": 1 << 30}}
+
+
+@pytest.mark.parametrize(("kind", "spec", "expected"), [
+    ("AvailableCapacity", {**GOOD_AC["spec"], "size": -5}, "spec.size"),
+    ("AvailableCapacity", {**GOOD_AC["spec"], "size": "10Gi"}, "spec.size"),
+    ("AvailableCapacity", {**GOOD_AC["spec"], "size": True}, "spec.size"),
+    ("AvailableCapacity", {**GOOD_AC["spec"], "storageClass": "FLOPPY"}, "spec.storageClass"),
+    ("AvailableCapacityReservation",
+     {"namespace": "default", "status": "REQUESTED", "nodeRequests": {"requested": ["n1"]},
+      "reservationRequests": [{"capacityRequest": {"name": "v", "storageClass": "HDD", "size": 1.5}}]},
+     "spec.reservationRequests[0].capacityRequest.size"),
+], ids=["negative-size", "string-size", "bool-size", "unknown-class", "fractional-request"])
+def test_malformed_capacity_objects_are_refused_with_the_field_path(
+        running: tuple[RunningServer, Registry], kind: str, spec: dict[str, Any], expected: str) -> None:
+    srv, registry = running
+    capacity.register(registry)
+    obj = {"apiVersion": "kustodian.io/v1alpha1", "kind": kind, "metadata": {"name": "x"}, "spec": spec}
+    with srv.client() as client:
+        resp = client.post("/validate", json=review(kind, obj)).json()["response"]
+        assert resp["allowed"] is False and resp["status"]["code"] == 422
+        assert expected in resp["status"]["message"]
+        ok = client.post("/validate", json=review("AvailableCapacity", GOOD_AC)).json()["response"]
+        assert ok == {"uid": "cap-1", "allowed": True}
