@@ -115,6 +115,16 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
 def run(settings: WebhookSettings) -> None:
     client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint))
     hook = build_webhook(settings, client)
+    manager = None
+    if settings.tls_mode == "builtin":
+        from certs.manager import CertManager
+
+        name = settings.webhook_configuration_name
+        manager = CertManager(client, namespace=settings.namespace, secret_name=settings.tls_secret_name,
+                              service=settings.service_name, out_dir=Path(settings.tls_dir),
+                              validating=[name], mutating=[name])
+        manager.ensure()  # the server cannot start without its pair
+        threading.Thread(target=manager.run, name="cert-manager", daemon=True).start()
     hook.start_caches()
     tls = TLSFiles(settings.tls_cert_file, settings.tls_key_file) if settings.tls_cert_file and \
         settings.tls_key_file else None
@@ -129,6 +139,8 @@ def run(settings: WebhookSettings) -> None:
     try:
         server.run()
     finally:
+        if manager is not None:
+            manager.stop()
         if reloader is not None:
             reloader.stop()
         hook.stop()

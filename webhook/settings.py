@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field, model_validator
 
 from kube.settings import KubeSettings
@@ -10,6 +12,17 @@ from kube.settings import KubeSettings
 class WebhookSettings(KubeSettings):
     host: str = Field("0.0.0.0", description="Address to listen on")  # noqa: S104 - a pod serves all interfaces
     port: int = Field(8443, ge=1, le=65535, description="HTTPS port")
+    tls_mode: Literal["files", "builtin"] = Field(
+        "files", description="files: serve --tls-cert-file/--tls-key-file (cert-manager, your own "
+                             "Secret); builtin: issue, store (Secret), publish (caBundle) and renew "
+                             "certificates itself")
+    tls_dir: str = Field("/tmp/kustodian-tls",  # noqa: S108 - an emptyDir in the pod
+                         description="builtin mode: where the serving pair is written")
+    tls_secret_name: str = Field("kustodian-tls",
+                                 description="builtin mode: Secret holding CA and serving pair")
+    service_name: str = Field("kustodian", description="builtin mode: the webhook Service (certificate SANs)")
+    webhook_configuration_name: str = Field("kustodian", description="builtin mode: Validating and Mutating "
+                                            "WebhookConfiguration whose caBundle is kept current")
     tls_cert_file: str | None = Field(None, description="Serving certificate (PEM); reloaded when it changes")
     tls_key_file: str | None = Field(None, description="Serving key (PEM)")
     insecure_http: bool = Field(False, description="Serve plain HTTP (local experiments only; the API "
@@ -27,6 +40,13 @@ class WebhookSettings(KubeSettings):
 
     @model_validator(mode="after")
     def _tls_is_consistent(self) -> WebhookSettings:
+        if self.tls_mode == "builtin":
+            if self.tls_cert_file or self.tls_key_file or self.insecure_http:
+                raise ValueError("tls_mode builtin manages the certificate itself: do not also set "
+                                 "tls_cert_file, tls_key_file or insecure_http")
+            self.tls_cert_file = f"{self.tls_dir}/tls.crt"
+            self.tls_key_file = f"{self.tls_dir}/tls.key"
+            return self
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
             raise ValueError("tls_cert_file and tls_key_file must be given together")
         if not self.tls_cert_file and not self.insecure_http:

@@ -1,0 +1,153 @@
+"""Built-in TLS against the real API server: issue, share, publish, renew, rotate the CA."""
+
+from __future__ import annotations
+
+import base64
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from cryptography import x509
+
+from certs.manager import CertManager
+from kube.resources import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS
+from tests.conftest import KubeApi
+
+pytestmark = pytest.mark.api
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def configs(kube_api: KubeApi, name: str) -> None:
+    hook = {"admissionReviewVersions": ["v1"], "sideEffects": "None", "failurePolicy": "Ignore",
+            "clientConfig": {"url": "https://127.0.0.1:1/x"},
+            "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"], "operations": ["DELETE"],
+                       "resources": ["widgets"]}]}
+    for res in (VALIDATING_WEBHOOKS, MUTATING_WEBHOOKS):
+        kube_api.client.create(res, {"apiVersion": res.api_version, "kind": res.kind, "metadata": {"name": name},
+                                     "webhooks": [{**hook, "name": "a.kustodian.io"}]})
+
+
+def bundles(kube_api: KubeApi, name: str) -> set[bytes]:
+    out = set()
+    for res in (VALIDATING_WEBHOOKS, MUTATING_WEBHOOKS):
+        for w in kube_api.client.get(res, name)["webhooks"]:
+            out.add(base64.b64decode(w["clientConfig"]["caBundle"]))
+    return out
+
+
+def subjects(pem: bytes) -> list[str]:
+    return [c.serial_number.to_bytes(20, "big").hex() for c in x509.load_pem_x509_certificates(pem)]
+
+
+def test_replicas_share_one_secret_and_renew_with_an_overlap(kube_api: KubeApi, namespace: str,
+                                                            tmp_path: Path) -> None:
+    name = f"tls-{namespace}"
+    configs(kube_api, name)
+    clock = Clock()
+    try:
+        def manager(i: int) -> CertManager:
+            return CertManager(kube_api.client, namespace=namespace, secret_name="kustodian-tls",
+                               service="kustodian", out_dir=tmp_path / f"r{i}", validating=[name],
+                               mutating=[name], ca_validity=timedelta(days=30), validity=timedelta(days=3),
+                               clock=clock)
+
+        first, second = manager(1), manager(2)
+        a = first.ensure()
+        b = second.ensure()  # reads the same Secret instead of issuing its own
+        assert a.ca.cert_pem == b.ca.cert_pem and a.serving.cert_pem == b.serving.cert_pem
+        assert (tmp_path / "r1" / "tls.crt").read_bytes() == (tmp_path / "r2" / "tls.crt").read_bytes()
+        assert (tmp_path / "r1" / "tls.key").stat().st_mode & 0o777 == 0o600
+        assert bundles(kube_api, name) == {a.ca.cert_pem}
+        cert = x509.load_pem_x509_certificate(a.serving.cert_pem)
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        assert f"kustodian.{namespace}.svc" in sans.get_values_for_type(x509.DNSName)
+
+        # two thirds into the serving lifetime: renewed once, by whichever replica comes first
+        clock.now += timedelta(days=2, hours=1)
+        renewed = second.ensure()
+        assert renewed.serving.cert_pem != a.serving.cert_pem and renewed.ca.cert_pem == a.ca.cert_pem
+        assert first.ensure().serving.cert_pem == renewed.serving.cert_pem  # no second rotation
+        assert bundles(kube_api, name) == {a.ca.cert_pem}
+
+        # the CA itself nears its end: a new CA, and the bundle trusts both during the overlap
+        clock.now += timedelta(days=19)
+        rotated = first.ensure()
+        assert rotated.ca.cert_pem != a.ca.cert_pem
+        (bundle,) = bundles(kube_api, name)
+        assert subjects(bundle) == subjects(rotated.ca.cert_pem) + subjects(a.ca.cert_pem)
+        secret = kube_api.client.get(SECRETS, "kustodian-tls", namespace)
+        assert base64.b64decode(secret["data"]["ca-bundle.crt"]) == bundle
+
+        # once the old CA has expired it leaves the bundle
+        clock.now += timedelta(days=12)
+        later = second.ensure()
+        assert subjects(later.bundle)[-1] != subjects(a.ca.cert_pem)[0]
+        assert subjects(a.ca.cert_pem)[0] not in subjects(later.bundle)
+    finally:
+        for res in (VALIDATING_WEBHOOKS, MUTATING_WEBHOOKS):
+            kube_api.client.delete(res, name)
+
+
+def test_a_foreign_secret_is_never_overwritten(kube_api: KubeApi, namespace: str, tmp_path: Path) -> None:
+    kube_api.client.create(SECRETS, {"apiVersion": "v1", "kind": "Secret",
+                                     "metadata": {"name": "kustodian-tls", "namespace": namespace},
+                                     "data": {"password": base64.b64encode(b"s3cret").decode()}})
+    mgr = CertManager(kube_api.client, namespace=namespace, secret_name="kustodian-tls", service="kustodian",
+                      out_dir=tmp_path)
+    with pytest.raises(Exception, match="refusing to overwrite"):
+        mgr.ensure()
+    assert kube_api.client.get(SECRETS, "kustodian-tls", namespace)["data"] == {
+        "password": base64.b64encode(b"s3cret").decode()}
+
+
+def test_the_webhook_process_in_builtin_mode_serves_what_it_published(kube_api: KubeApi, namespace: str,
+                                                                     tmp_path: Path) -> None:
+    import os
+    import ssl
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    from tests.e2e.conftest import free_port
+
+    name = f"tls-{namespace}"
+    configs(kube_api, name)
+    port = free_port()
+    log = tmp_path / "webhook.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kustodian", "webhook", "--tls-mode", "builtin", "--tls-dir",
+             str(tmp_path / "tls"), "--namespace", namespace, "--webhook-configuration-name", name,
+             "--kubeconfig", str(kube_api.kubeconfig), "--host", "127.0.0.1", "--port", str(port)],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG_FORMAT": "text"})
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                (bundle,) = bundles(kube_api, name)
+                if b"BEGIN CERTIFICATE" in bundle:
+                    ca = tmp_path / "published-ca.crt"
+                    ca.write_bytes(bundle)
+                    ctx = ssl.create_default_context(cafile=str(ca))
+                    ctx.check_hostname = False  # the certificate names the Service, we dial 127.0.0.1
+                    if httpx.get(f"https://127.0.0.1:{port}/readyz", verify=ctx).status_code == 200:
+                        break
+            except (httpx.TransportError, KeyError, ValueError):
+                pass
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.2)
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        for res in (VALIDATING_WEBHOOKS, MUTATING_WEBHOOKS):
+            kube_api.client.delete(res, name)
