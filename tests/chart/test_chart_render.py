@@ -1,0 +1,389 @@
+"""The chart lints, renders valid Kubernetes objects, and says exactly what the features need."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import jsonschema  # type: ignore[import-untyped]  # no stubs in the dev extra
+import kubernetes_validate
+import pytest
+import yaml
+from cryptography import x509
+from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
+
+from kustodian.cli import build_parser
+from kustodian.settings_cli import settings_from_args
+from kustodian.testing.webhooks import webhook_configurations
+from policy.capacity.validation import validate_available_capacity, validate_reservation
+from policy.deletion import load_rules
+from webhook.settings import WebhookSettings
+
+from .conftest import ALL_ON, CHART, FULLNAME, NAMESPACE, VALUE_SETS, Doc, find, helm, one, render, webhooks
+
+K8S_VERSION = kubernetes_validate.utils.latest_version()
+SETS = sorted(VALUE_SETS)
+
+
+@pytest.mark.parametrize("name", ["default", "all-on"], ids=["default", "all-on"])
+def test_helm_lint_passes(name: str, tmp_path: Path) -> None:
+    proc = helm("lint", str(CHART), "--strict", "--namespace", NAMESPACE, values=VALUE_SETS[name], tmp=tmp_path)
+    assert "0 chart(s) failed" in proc.stdout
+
+
+@pytest.mark.parametrize("name", SETS, ids=SETS)
+def test_every_rendered_object_is_valid_against_the_kubernetes_schemas(
+        name: str, rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered[name]
+    assert docs
+    checked = 0
+    for doc in docs:
+        if doc["apiVersion"].startswith("cert-manager.io/"):
+            assert doc["kind"] in ("Issuer", "Certificate") and doc["spec"]
+            continue
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)
+        checked += 1
+    assert checked >= 8
+
+
+def test_an_unknown_value_key_is_refused(tmp_path: Path) -> None:
+    for values in ({"nope": 1}, {"webhook": {"prot": 9443}}, {"orphans": {"disks": ["relative/path"]}},
+                   {"tls": {"mode": "self-signed"}}):
+        proc = helm("template", "r", str(CHART), values=values, tmp=tmp_path, check=False)
+        assert proc.returncode != 0, values
+        assert "values don't meet the specifications of the schema" in proc.stderr or "schema" in proc.stderr
+
+
+def test_secret_mode_requires_the_secret_and_its_ca(tmp_path: Path) -> None:
+    proc = helm("template", "r", str(CHART), values={"tls": {"mode": "secret"}}, tmp=tmp_path, check=False)
+    assert proc.returncode != 0 and "tls.secret" in proc.stderr
+
+
+def _webhook_args(docs: list[Doc]) -> list[str]:
+    dep = one(docs, "Deployment")
+    container = next(c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == "webhook")
+    args: list[str] = container["args"]
+    return args
+
+
+@pytest.mark.parametrize("name", SETS, ids=SETS)
+def test_the_webhook_container_args_are_valid_kustodian_settings(name: str, rendered: dict[str, list[Doc]]) -> None:
+    args = _webhook_args(rendered[name])
+    parsed = build_parser().parse_args(args)
+    settings = settings_from_args(WebhookSettings, parsed)
+    assert settings.namespace == NAMESPACE
+    assert settings.tls_cert_file == "/tls/tls.crt" and settings.port == 8443
+    values = VALUE_SETS[name]
+    assert settings.deletion_guard == values.get("deletionGuard", {}).get("enabled", True)
+    assert settings.reclaim_space == values.get("reclaimSpace", {}).get("enabled", True)
+    assert settings.capacity == values.get("capacity", {}).get("enabled", False)
+
+
+def test_the_deployment_is_highly_available_and_locked_down(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["default"]
+    dep = one(docs, "Deployment")
+    spec = dep["spec"]["template"]["spec"]
+    assert dep["spec"]["replicas"] == 3
+    assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 2
+    assert spec["priorityClassName"] == "system-cluster-critical"
+    assert "podAntiAffinity" in spec["affinity"]
+    assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] == 65532
+    names = [c["name"] for c in spec["containers"]]
+    assert names == ["webhook", "controllers"]
+    for c in spec["containers"]:
+        assert c["securityContext"]["readOnlyRootFilesystem"] is True
+        assert c["securityContext"]["allowPrivilegeEscalation"] is False
+        assert c["resources"]["requests"] and c["resources"]["limits"]
+    hook = spec["containers"][0]
+    assert hook["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
+    assert hook["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8443, "scheme": "HTTPS"}
+    assert hook["lifecycle"]["preStop"]["exec"]["command"][0] == "sleep"
+    assert spec["containers"][1]["args"] == ["controllers"]
+
+
+def _rules_of(docs: list[Doc], kind: str, name: str) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = one(docs, kind, name)["rules"]
+    return rules
+
+
+def _grants(rules: list[dict[str, Any]]) -> set[tuple[str, str, str]]:
+    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+
+
+def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["all-on"]
+    for d in find(docs, "ClusterRole") + find(docs, "Role"):
+        for rule in d["rules"]:
+            assert "*" not in rule["verbs"] and "*" not in rule["resources"] and "*" not in rule["apiGroups"], d
+    webhook = _grants(_rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook"))
+    webhook |= _grants(_rules_of(docs, "Role", f"{FULLNAME}-webhook"))
+    writes = {(g, r, v) for g, r, v in webhook if v not in ("get", "list", "watch")}
+    assert writes == {("", "events", "create"), ("", "secrets", "update"),
+                      ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update"),
+                      ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update")}
+    for g, r in [("", "persistentvolumes"), ("", "persistentvolumeclaims"), ("storage.k8s.io", "storageclasses"),
+                 ("", "namespaces"), ("ceph.rook.io", "cephblockpools"), ("ceph.rook.io", "cephnfses"),
+                 ("objectbucket.io", "objectbucketclaims"), ("objectstorage.k8s.io", "buckets"),
+                 ("", "configmaps")]:
+        assert {(g, r, "list"), (g, r, "watch")} <= webhook, (g, r)
+    # write access to the Secret and configurations is by name only
+    for d in (one(docs, "ClusterRole", f"{FULLNAME}-webhook"), one(docs, "Role", f"{FULLNAME}-webhook")):
+        for rule in d["rules"]:
+            if set(rule["verbs"]) - {"list", "watch", "create"} or "configmaps" in rule["resources"]:
+                assert rule.get("resourceNames"), rule
+    # without in-process rotation the webhook writes events only
+    default = _grants(_rules_of(rendered["default"], "ClusterRole", f"{FULLNAME}-webhook"))
+    default |= _grants(_rules_of(rendered["default"], "Role", f"{FULLNAME}-webhook"))
+    assert {(g, r, v) for g, r, v in default if v not in ("list", "watch")} == {("", "events", "create")}
+
+    agent = set().union(*(_grants(d["rules"]) for d in find(docs, "Role")
+                          if d["metadata"]["name"].startswith(f"{FULLNAME}-node-agent")))
+    assert agent
+    assert not {x for x in agent if x[1] == "persistentvolumes"}
+    assert ("kustodian.io", "orphans", "create") in agent and ("longhorn.io", "replicas", "watch") in agent
+
+    controllers = _grants(_rules_of(docs, "ClusterRole", f"{FULLNAME}-controllers"))
+    assert ("", "persistentvolumes", "delete") in controllers  # node-loss cleanup
+    lease = _rules_of(docs, "Role", f"{FULLNAME}-controllers")
+    assert any(r["resources"] == ["leases"] and r.get("resourceNames") == ["kustodian-controllers"] for r in lease)
+    # a disabled feature grants nothing
+    assert ("", "persistentvolumes", "delete") not in _grants(
+        _rules_of(rendered["default"], "ClusterRole", f"{FULLNAME}-controllers"))
+
+
+def test_bindings_point_at_the_right_service_accounts(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["all-on"]
+    sas = {d["metadata"]["name"] for d in find(docs, "ServiceAccount")}
+    assert sas == {FULLNAME, f"{FULLNAME}-node-agent"}
+    for b in find(docs, "RoleBinding") + find(docs, "ClusterRoleBinding"):
+        (subject,) = b["subjects"]
+        assert subject["name"] in sas and subject["namespace"] == NAMESPACE
+        ref_kind = b["roleRef"]["kind"]
+        assert one(docs, ref_kind, b["roleRef"]["name"])
+    ds = one(docs, "DaemonSet")
+    assert ds["spec"]["template"]["spec"]["serviceAccountName"] == f"{FULLNAME}-node-agent"
+
+
+@pytest.mark.parametrize("name", SETS, ids=SETS)
+def test_webhooks_are_scoped_to_exactly_what_the_features_handle(name: str, rendered: dict[str, list[Doc]]) -> None:
+    hooks = webhooks(rendered[name])
+    values = VALUE_SETS[name]
+    expected = set()
+    if values.get("deletionGuard", {}).get("enabled", True):
+        expected.add("deletion-guard.kustodian.io")
+    if values.get("reclaimSpace", {}).get("enabled", True):
+        expected |= {"reclaim-space-validation.kustodian.io", "reclaim-config-validation.kustodian.io",
+                     "reclaim-space.kustodian.io"}
+    if values.get("capacity", {}).get("enabled", False):
+        expected.add("capacity-validation.kustodian.io")
+    assert set(hooks) == expected
+    for hook in hooks.values():
+        assert hook["admissionReviewVersions"] == ["v1"]
+        assert hook["sideEffects"] == "NoneOnDryRun"
+        for rule in hook["rules"]:
+            assert "*" not in rule["resources"] and "*" not in rule["operations"]
+        service = hook["clientConfig"]["service"]
+        assert service["name"] == FULLNAME and service["namespace"] == NAMESPACE
+        expr = hook["namespaceSelector"]["matchExpressions"][0]
+        assert expr["key"] == "kubernetes.io/metadata.name"
+        if hook["name"] == "reclaim-config-validation.kustodian.io":
+            assert expr == {"key": "kubernetes.io/metadata.name", "operator": "In", "values": [NAMESPACE]}
+        else:
+            assert expr["operator"] == "NotIn"
+            assert {"kube-system", "kube-node-lease", NAMESPACE} <= set(expr["values"])
+    if "deletion-guard.kustodian.io" in hooks:
+        guard = hooks["deletion-guard.kustodian.io"]
+        assert (guard["failurePolicy"], guard["timeoutSeconds"]) == ("Fail", 3)
+    if "reclaim-space.kustodian.io" in hooks:
+        mut = hooks["reclaim-space.kustodian.io"]
+        assert (mut["failurePolicy"], mut["timeoutSeconds"], mut["reinvocationPolicy"]) == ("Ignore", 2, "Never")
+        assert mut["clientConfig"]["service"]["path"] == "/mutate"
+        cfg = hooks["reclaim-config-validation.kustodian.io"]
+        assert cfg["matchConditions"][0]["expression"] == "request.name == 'kustodian-reclaim-config'"
+    if "capacity-validation.kustodian.io" in hooks:
+        cap = hooks["capacity-validation.kustodian.io"]
+        assert cap["rules"][0]["apiGroups"] == ["kustodian.io"]
+        assert sorted(cap["rules"][0]["operations"]) == ["CREATE", "UPDATE"]
+
+
+def test_the_rules_match_the_configurations_the_tests_use(rendered: dict[str, list[Doc]]) -> None:
+    """Same rules as kustodian.testing.webhooks (plus the config split and the annotation filter)."""
+    ours = webhooks(rendered["default"])
+    theirs = {w["name"]: w for c in webhook_configurations("https://x", "Y") for w in c["webhooks"]}
+    assert ours["deletion-guard.kustodian.io"]["rules"] == theirs["deletion-guard.kustodian.io"]["rules"]
+    assert ours["reclaim-space.kustodian.io"]["rules"] == theirs["reclaim-space.kustodian.io"]["rules"]
+    split = (ours["reclaim-space-validation.kustodian.io"]["rules"]
+             + ours["reclaim-config-validation.kustodian.io"]["rules"])
+    resources = {(g, r) for rule in split for g in rule["apiGroups"] for r in rule["resources"]}
+    wanted = {(g, r) for rule in theirs["reclaim-space-validation.kustodian.io"]["rules"]
+              for g in rule["apiGroups"] for r in rule["resources"]}
+    assert resources == wanted
+
+
+def test_builtin_tls_ca_signs_the_serving_certificate_and_is_the_ca_bundle(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["default"]
+    secret = one(docs, "Secret", f"{FULLNAME}-tls")
+    ca_b64 = secret["data"]["ca.crt"]
+    for hook in webhooks(docs).values():
+        assert hook["clientConfig"]["caBundle"] == ca_b64
+    ca = x509.load_pem_x509_certificate(base64.b64decode(ca_b64))
+    cert = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value.get_values_for_type(
+        x509.DNSName)
+    assert f"{FULLNAME}.{NAMESPACE}.svc" in sans
+    assert cert.issuer == ca.subject and cert.not_valid_after_utc > datetime.now(UTC)
+    key = ca.public_key()
+    assert isinstance(key, rsa.RSAPublicKey | ec.EllipticCurvePublicKey)
+    if isinstance(key, rsa.RSAPublicKey):
+        assert cert.signature_hash_algorithm is not None
+        key.verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(), cert.signature_hash_algorithm)
+    dep = one(docs, "Deployment")
+    volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["tls"]["secret"]["secretName"] == f"{FULLNAME}-tls"
+
+
+def test_cert_manager_and_secret_modes(rendered: dict[str, list[Doc]]) -> None:
+    cm = rendered["cert-manager"]
+    assert not find(cm, "Secret")
+    cert = one(cm, "Certificate", f"{FULLNAME}-tls")
+    assert cert["spec"]["secretName"] == f"{FULLNAME}-tls"
+    for d in find(cm, "ValidatingWebhookConfiguration") + find(cm, "MutatingWebhookConfiguration"):
+        assert d["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/{FULLNAME}-tls"
+        assert all("caBundle" not in w["clientConfig"] for w in d["webhooks"])
+    own = rendered["secret"]
+    assert not find(own, "Secret") and not find(own, "Certificate")
+    assert all(w["clientConfig"]["caBundle"] == "Zm9v" for w in webhooks(own).values())
+    dep = one(own, "Deployment")
+    volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    assert volumes["tls"]["secret"]["secretName"] == "my-tls"
+
+
+def test_configmaps_hold_what_the_webhook_reads(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["all-on"]
+    reclaim = one(docs, "ConfigMap", "kustodian-reclaim-config")
+    assert json.loads(reclaim["data"]["config.json"]) == ALL_ON["reclaimSpace"]["config"]
+    from policy.reclaim.config import parse_config
+
+    assert parse_config(reclaim).storageclass_schedules == {"rbd": "@weekly"}
+    rules_cm = one(docs, "ConfigMap", f"{FULLNAME}-deletion-rules")
+    rules = yaml.safe_load(rules_cm["data"]["deletion-rules.yaml"])
+    assert load_rules(rules, source="chart").provider_kinds() == {"StorageClass.storage.k8s.io"}
+    assert "--deletion-rules-file=/etc/kustodian/rules/deletion-rules.yaml" in _webhook_args(docs)
+    assert not find(rendered["default"], "ConfigMap", f"{FULLNAME}-deletion-rules")
+
+
+def test_the_node_agent_mounts_only_the_configured_disks(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["all-on"]
+    ds = one(docs, "DaemonSet")
+    spec = ds["spec"]["template"]["spec"]
+    host = [v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v]
+    assert host == ALL_ON["orphans"]["disks"]
+    (container,) = spec["containers"]
+    assert container["args"] == ["node-agent"]
+    mounted = [m["mountPath"] for m in container["volumeMounts"] if m["name"].startswith("disk-")]
+    assert mounted == host
+    env = {e["name"]: e.get("value") for e in container["env"]}
+    assert json.loads(env["KUSTODIAN_DISKS"] or "") == host
+    assert not find(rendered["default"], "DaemonSet")
+
+
+# -- CRDs ------------------------------------------------------------------------------------------------
+
+def _crd_schema(docs: list[Doc], name: str) -> dict[str, Any]:
+    crd = one(docs, "CustomResourceDefinition", name)
+    schema: dict[str, Any] = copy.deepcopy(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+    return schema
+
+
+def valid_ac(name: str = "ac-1") -> Doc:
+    return {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacity", "metadata": {"name": name},
+            "spec": {"location": "drive-uuid-1", "nodeId": "node-a", "storageClass": "SSD", "size": 1 << 40}}
+
+
+def valid_acr() -> Doc:
+    return {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacityReservation",
+            "metadata": {"name": "pod-1"},
+            "spec": {"namespace": "default", "status": "RESERVED",
+                     "nodeRequests": {"requested": ["node-a", "node-b"], "reserved": ["node-a"]},
+                     "reservationRequests": [{"capacityRequest": {"name": "vol-1", "storageClass": "ANY",
+                                                                  "size": 1 << 30, "storageGroup": "g"},
+                                              "reservations": ["ac-1"]}]},
+            "status": {"reason": "", "message": ""}}
+
+
+def valid_orphan() -> Doc:
+    return {"apiVersion": "kustodian.io/v1alpha1", "kind": "Orphan", "metadata": {"name": "o", "namespace": "k"},
+            "spec": {"nodeID": "node-a", "type": "replica",
+                     "parameters": {"DataName": "pvc-1-abcdef12", "DiskName": "d", "DiskUUID": "u",
+                                    "DiskPath": "/var/lib/longhorn"}},
+            "status": {"conditions": [{"type": "DataCleanable", "status": "True", "reason": "Cleanable",
+                                       "message": "", "lastTransitionTime": "2025-01-01T00:00:00Z"}]}}
+
+
+def _mutated(doc: Doc, path: str, value: Any) -> Doc:
+    out = copy.deepcopy(doc)
+    *parents, last = path.split(".")
+    node: Any = out
+    for p in parents:
+        node = node[int(p)] if isinstance(node, list) else node[p]
+    if isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return out
+
+
+INVALID = [
+    ("availablecapacities.kustodian.io", valid_ac(), "spec.size", -1),
+    ("availablecapacities.kustodian.io", valid_ac(), "spec.storageClass", "FOO"),
+    ("availablecapacities.kustodian.io", valid_ac(), "spec.storageClass", "ANY"),
+    ("availablecapacities.kustodian.io", valid_ac(), "spec.nodeId", ""),
+    ("availablecapacityreservations.kustodian.io", valid_acr(), "spec.status", "DONE"),
+    ("availablecapacityreservations.kustodian.io", valid_acr(),
+     "spec.reservationRequests.0.capacityRequest.size", -5),
+    ("availablecapacityreservations.kustodian.io", valid_acr(), "spec.reservationRequests", []),
+    ("orphans.kustodian.io", valid_orphan(), "spec.type", "engine"),
+]
+
+
+def test_kustodian_objects_are_valid_against_the_crd_schemas(rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["default"]
+    for crd, obj in [("availablecapacities.kustodian.io", valid_ac()),
+                     ("availablecapacityreservations.kustodian.io", valid_acr()),
+                     ("orphans.kustodian.io", valid_orphan())]:
+        jsonschema.validate(obj, _crd_schema(docs, crd))
+    # the CRD schema and Kustodian's own validation agree on the valid objects
+    assert validate_available_capacity(valid_ac()) == []
+    assert validate_reservation(valid_acr()) == []
+
+
+@pytest.mark.parametrize(("crd", "obj", "path", "value"), INVALID,
+                         ids=[f"{c.split('.')[0]}-{p}={v!r}" for c, _, p, v in INVALID])
+def test_invalid_kustodian_objects_are_refused_by_the_crd_schema(
+        crd: str, obj: Doc, path: str, value: Any, rendered: dict[str, list[Doc]]) -> None:
+    bad = _mutated(obj, path, value)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, _crd_schema(rendered["default"], crd))
+    if crd.startswith("availablecapacities"):
+        assert validate_available_capacity(bad)
+    elif crd.startswith("availablecapacityreservations"):
+        assert validate_reservation(bad)
+
+
+def test_crds_are_in_the_crds_directory_with_printer_columns(tmp_path: Path) -> None:
+    files = sorted(p.name for p in (CHART / "crds").iterdir())
+    assert files == ["availablecapacities.kustodian.io.yaml", "availablecapacityreservations.kustodian.io.yaml",
+                     "orphans.kustodian.io.yaml"]
+    docs = render(None, tmp_path)
+    short = {d["metadata"]["name"]: (d["spec"]["scope"], d["spec"]["names"]["shortNames"])
+             for d in find(docs, "CustomResourceDefinition")}
+    assert short == {"availablecapacities.kustodian.io": ("Cluster", ["ac"]),
+                     "availablecapacityreservations.kustodian.io": ("Cluster", ["acr"]),
+                     "orphans.kustodian.io": ("Namespaced", ["orphan"])}
+    for d in find(docs, "CustomResourceDefinition"):
+        assert d["spec"]["versions"][0]["additionalPrinterColumns"]
+    assert not find(render(None, tmp_path, include_crds=False), "CustomResourceDefinition")
