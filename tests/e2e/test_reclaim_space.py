@@ -89,3 +89,55 @@ def test_a_bad_schedule_on_a_storageclass_is_refused_with_key_value_and_reason(
         kube_api.kubectl("label", "sc", sc, "team=storage")
     finally:
         kube_api.kubectl("delete", "storageclass", sc, "--ignore-not-found")
+
+
+def test_central_configmap_applies_and_a_bad_one_that_slips_in_keeps_the_last_good(
+        kube_api: KubeApi, webhook: WebhookProcess, namespace: str) -> None:
+    from kustodian.testing.webhooks import webhook_configurations
+
+    sc = f"cm-{uuid.uuid4().hex[:6]}"
+    kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump(storage_class(sc, None)))
+    kube_api.kubectl("create", "namespace", "kustodian", check=False)
+
+    def configmap(text: str) -> str:
+        return yaml.safe_dump({"apiVersion": "v1", "kind": "ConfigMap",
+                               "metadata": {"name": "kustodian-reclaim-config", "namespace": "kustodian"},
+                               "data": {"config.json": text}})
+
+    try:
+        kube_api.kubectl("apply", "-f", "-", input=configmap(json.dumps({"auto-reclaim-storageclass": {sc: "@weekly"}})))
+        refused = kube_api.kubectl("apply", "-f", "-", input=configmap("{not json"), check=False)
+        assert refused.returncode != 0 and "config.json" in refused.stderr
+
+        deadline = time.monotonic() + 15
+        i = 0
+        while True:  # wait for the webhook's cache to see the ConfigMap
+            kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc(f"a{i}", namespace, sc)))
+            if annotations(kube_api, namespace, f"a{i}").get(SCHEDULE) == "@weekly":
+                break
+            assert time.monotonic() < deadline
+            i += 1
+            time.sleep(0.1)
+        assert annotations(kube_api, namespace, f"a{i}")[SOURCE] == "configmap/kustodian/kustodian-reclaim-config"
+
+        # the validating webhook is down for a moment and a bad config gets in
+        kube_api.kubectl("delete", "validatingwebhookconfiguration", "kustodian")
+        try:
+            kube_api.kubectl("apply", "-f", "-", input=configmap('{"auto-reclaim-storageclass": {"' + sc + '": "sometimes"}}'))
+        finally:
+            kube_api.kubectl("apply", "-f", "-",
+                             input=yaml.safe_dump(webhook_configurations(webhook.url, webhook.ca_bundle())[0]))
+        time.sleep(1)  # let the cache see the bad version
+        kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc("after-bad", namespace, sc)))
+        assert annotations(kube_api, namespace, "after-bad")[SCHEDULE] == "@weekly"  # last good config
+        deadline = time.monotonic() + 10
+        while True:
+            out = kube_api.kubectl("get", "events", "-n", "kustodian", "--field-selector", "reason=InvalidConfig",
+                                   "-o", "jsonpath={.items[*].message}").stdout
+            if "sometimes" in out:
+                break
+            assert time.monotonic() < deadline, "no InvalidConfig event"
+            time.sleep(0.1)
+    finally:
+        kube_api.kubectl("delete", "configmap", "kustodian-reclaim-config", "-n", "kustodian", "--ignore-not-found")
+        kube_api.kubectl("delete", "storageclass", sc, "--ignore-not-found")

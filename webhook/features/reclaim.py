@@ -27,9 +27,10 @@ from kube.resources import CONFIG_MAPS
 from kube.view import CacheView
 from policy.objects import field
 from policy.reclaim.annotations import ENABLE, SCHEDULE
-from policy.reclaim.config import ConfigError, ReclaimConfig, parse_config
+from policy.reclaim.config import ReclaimConfig
 from policy.reclaim.mutation import mutate_on_create
 from policy.reclaim.precedence import storage_class_name
+from policy.reclaim.tracker import LastGoodConfig
 from policy.reclaim.validation import (
     KIND_CONFIGMAP,
     KIND_NAMESPACE,
@@ -59,8 +60,7 @@ class ReclaimPolicyWebhook:
         self.view: CacheView | None = None
         self._config_cache: WatchCache | None = None
         self._lock = threading.Lock()
-        self._memo: tuple[str, ReclaimConfig] = ("", ReclaimConfig())
-        self._last_good = ReclaimConfig()
+        self._tracker = LastGoodConfig()
 
     def needed_kinds(self) -> dict[str, dict[str, Indexer]]:
         return {KIND_NAMESPACE: {}, KIND_STORAGECLASS: {}}
@@ -83,28 +83,19 @@ class ReclaimPolicyWebhook:
     def current_config(self) -> ReclaimConfig:
         cache = self._config_cache
         if cache is None:
-            return self._last_good
-        ns, name = self.config_ref
-        cm = cache.get(ns, name)
-        if cm is None:
-            return ReclaimConfig()
-        rv = str(field(cm, "metadata", "resourceVersion") or "")
+            return self._tracker.in_force
+        cm = cache.get(*self.config_ref)
         with self._lock:
-            if self._memo[0] == rv:
-                return self._memo[1]
-            try:
-                config = parse_config(cm)
-            except ConfigError as exc:
-                log.error("reclaim-space ConfigMap %s/%s is invalid, keeping the last good configuration: %s",
-                          ns, name, exc)
-                if self.recorder is not None:
-                    self.recorder.record(cm, "Warning", "InvalidConfig",
-                                         f"ignored, the last good configuration stays in force: {exc}")
-                config = self._last_good
-            else:
-                self._last_good = config
-            self._memo = (rv, config)
-            return config
+            update = self._tracker.update(cm)
+        if update.problems and cm is not None:
+            ns, name = self.config_ref
+            message = "; ".join(update.problems)
+            log.error("reclaim-space ConfigMap %s/%s is invalid, keeping the last good configuration: %s",
+                      ns, name, message)
+            if self.recorder is not None:
+                self.recorder.record(cm, "Warning", "InvalidConfig",
+                                     f"ignored, the last good configuration stays in force: {message}")
+        return update.config
 
     # -- handlers -----------------------------------------------------------------------------
 
