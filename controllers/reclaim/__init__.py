@@ -1,0 +1,1 @@
+"""Reclaim-space propagation: existing PVCs follow their policy sources."""
