@@ -134,7 +134,7 @@ def test_existing_pvcs_follow_the_storageclass_and_user_owned_ones_do_not(
 
 def test_a_concurrent_user_edit_wins_over_a_stale_decision(
         kube_api: KubeApi, namespace: str, propagation: tuple[ReclaimPropagation, Queue]) -> None:
-    ctl, queue = propagation
+    ctl, _ = propagation
     client = kube_api.client
     name = f"race-{namespace}"
     client.create(STORAGE_CLASSES, sc(name, "@daily"))
