@@ -50,7 +50,8 @@ CERT_MANAGER: dict[str, Any] = {"tls": {"mode": "cert-manager"}}
 SECRET_TLS: dict[str, Any] = {"tls": {"mode": "secret", "secret": {"name": "my-tls", "caBundle": "Zm9v"}}}
 
 VALUE_SETS: dict[str, dict[str, Any]] = {
-    "default": {}, "all-on": ALL_ON, "all-off": ALL_OFF, "cert-manager": CERT_MANAGER, "secret": SECRET_TLS,
+    "default": {}, "helm-tls": {"tls": {"mode": "builtin", "builtin": {"inProcessRotation": False}}},
+    "all-on": ALL_ON, "all-off": ALL_OFF, "cert-manager": CERT_MANAGER, "secret": SECRET_TLS,
 }
 
 

@@ -122,7 +122,7 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
     webhook = _grants(_rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook"))
     webhook |= _grants(_rules_of(docs, "Role", f"{FULLNAME}-webhook"))
     writes = {(g, r, v) for g, r, v in webhook if v not in ("get", "list", "watch")}
-    assert writes == {("", "events", "create"), ("", "secrets", "update"),
+    assert writes == {("", "events", "create"), ("", "secrets", "update"), ("", "secrets", "create"),
                       ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update"),
                       ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update")}
     for g, r in [("", "persistentvolumes"), ("", "persistentvolumeclaims"), ("storage.k8s.io", "storageclasses"),
@@ -136,9 +136,9 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
             if set(rule["verbs"]) - {"list", "watch", "create"} or "configmaps" in rule["resources"]:
                 assert rule.get("resourceNames"), rule
     # without in-process rotation the webhook writes events only
-    default = _grants(_rules_of(rendered["default"], "ClusterRole", f"{FULLNAME}-webhook"))
-    default |= _grants(_rules_of(rendered["default"], "Role", f"{FULLNAME}-webhook"))
-    assert {(g, r, v) for g, r, v in default if v not in ("list", "watch")} == {("", "events", "create")}
+    helm_tls = _grants(_rules_of(rendered["helm-tls"], "ClusterRole", f"{FULLNAME}-webhook"))
+    helm_tls |= _grants(_rules_of(rendered["helm-tls"], "Role", f"{FULLNAME}-webhook"))
+    assert {(g, r, v) for g, r, v in helm_tls if v not in ("list", "watch")} == {("", "events", "create")}
 
     agent = set().union(*(_grants(d["rules"]) for d in find(docs, "Role")
                           if d["metadata"]["name"].startswith(f"{FULLNAME}-node-agent")))
@@ -224,8 +224,28 @@ def test_the_rules_match_the_configurations_the_tests_use(rendered: dict[str, li
     assert resources == wanted
 
 
-def test_builtin_tls_ca_signs_the_serving_certificate_and_is_the_ca_bundle(rendered: dict[str, list[Doc]]) -> None:
+def test_builtin_in_process_tls_is_the_default(rendered: dict[str, list[Doc]]) -> None:
     docs = rendered["default"]
+    assert not find(docs, "Secret")  # Kustodian creates and renews it at start
+    dep = one(docs, "Deployment")
+    args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert "--tls-mode=builtin" in args and f"--tls-secret-name={FULLNAME}-tls" in args
+    assert f"--webhook-configuration-name={FULLNAME}" in args and not any("tls-cert-file" in a for a in args)
+    volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
+    assert "emptyDir" in volumes["tls"] and "secret" not in volumes["tls"]
+    for hook in webhooks(docs).values():  # nothing to publish before the first start (no lookup here)
+        assert "caBundle" not in hook["clientConfig"]
+    from kustodian.cli import build_parser
+    from kustodian.settings_cli import settings_from_args
+    from webhook.settings import WebhookSettings
+
+    settings = settings_from_args(WebhookSettings, build_parser().parse_args(args))
+    assert settings.tls_mode == "builtin" and settings.tls_cert_file == "/tls/tls.crt"
+
+
+def test_helm_generated_tls_ca_signs_the_serving_certificate_and_is_the_ca_bundle(
+        rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered["helm-tls"]
     secret = one(docs, "Secret", f"{FULLNAME}-tls")
     ca_b64 = secret["data"]["ca.crt"]
     for hook in webhooks(docs).values():
