@@ -4,7 +4,6 @@ configurations (pointed at a locally running webhook) carrying the user stories.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -14,29 +13,13 @@ import yaml
 
 from tests.conftest import KubeApi
 from tests.e2e.conftest import WebhookProcess, start_webhook, stop_webhook
+from tests.e2e.stories import SCHEDULE, apply, deletion_guard_story, pvc_mutation_story, storage_class
 
 from .conftest import ALL_ON, Doc, find, render
 
 pytestmark = pytest.mark.api
 
-SCHEDULE = "reclaimspace.csiaddons.openshift.io/schedule"
 CONFIG_NAME = "kchart-kustodian-localtest"
-
-
-def apply(kube_api: KubeApi, *docs: Doc) -> None:
-    kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
-
-
-def until(kube_api: KubeApi, args: list[str], want: str, timeout: float = 15) -> str:
-    deadline = time.monotonic() + timeout
-    while True:
-        proc = kube_api.kubectl(*args, check=False)
-        out = proc.stdout + proc.stderr
-        if want in out:
-            return out
-        if time.monotonic() > deadline:
-            raise AssertionError(f"kubectl {' '.join(args)} never printed {want!r}; last output:\n{out}")
-        time.sleep(0.1)
 
 
 @pytest.fixture(scope="module")
@@ -104,71 +87,21 @@ def test_the_crd_schema_refuses_an_invalid_available_capacity(
         kube_api.kubectl("delete", "ac", good, bad, "--ignore-not-found")
 
 
-def rbd_pv(name: str, cluster_ns: str, pool: str) -> Doc:
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
-            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                     "persistentVolumeReclaimPolicy": "Delete", "storageClassName": "rook-ceph-block",
-                     "csi": {"driver": "rook-ceph.rbd.csi.ceph.com", "volumeHandle": f"0001-{name}",
-                             "volumeAttributes": {"clusterID": cluster_ns, "pool": pool}}}}
-
-
 def test_deletion_guard_story_through_the_chart_configuration(
         kube_api: KubeApi, chart_webhook: WebhookProcess, namespace: str) -> None:
-    pv_name = f"pvc-{namespace}-chart"
-    apply(kube_api,
-          {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool",
-           "metadata": {"name": "replicapool", "namespace": namespace}, "spec": {"replicated": {"size": 3}}},
-          {"apiVersion": "ceph.rook.io/v1", "kind": "CephNFS", "metadata": {"name": "nfs-a", "namespace": namespace},
-           "spec": {"rados": {"pool": "replicapool"}}},
-          rbd_pv(pv_name, namespace, "replicapool"))
-    expected = (f'admission webhook "deletion-guard.kustodian.io" denied the request: CephBlockPool '
-                f'"{namespace}/replicapool" cannot be deleted: it has dependents: CephNFSes: [nfs-a]; '
-                f'PersistentVolumes: [{pv_name}]')
-    until(kube_api, ["delete", "cephblockpool", "replicapool", "-n", namespace, "--dry-run=server"],
-          "PersistentVolumes: [")
-    proc = kube_api.kubectl("delete", "cephblockpool", "replicapool", "-n", namespace, check=False)
-    assert proc.returncode != 0
-    assert f"Error from server (Forbidden): {expected}" in proc.stderr
-    kube_api.kubectl("get", "cephblockpool", "replicapool", "-n", namespace)
-
-    kube_api.kubectl("delete", "cephnfs", "nfs-a", "-n", namespace)
-    kube_api.kubectl("delete", "pv", pv_name)
-    until(kube_api, ["delete", "cephblockpool", "replicapool", "-n", namespace],
-          'cephblockpool.ceph.rook.io "replicapool" deleted')
-
-
-def pvc(name: str, ns: str, sc: str) -> Doc:
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": name, "namespace": ns},
-            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": sc,
-                     "resources": {"requests": {"storage": "1Gi"}}}}
-
-
-def pvc_annotations(kube_api: KubeApi, ns: str, name: str) -> dict[str, str]:
-    out = kube_api.kubectl("get", "pvc", name, "-n", ns, "-o", "json").stdout
-    result: dict[str, str] = json.loads(out)["metadata"].get("annotations") or {}
-    return result
+    deletion_guard_story(kube_api, namespace)
 
 
 def test_pvc_mutation_story_through_the_chart_configuration(
         kube_api: KubeApi, chart_webhook: WebhookProcess, namespace: str) -> None:
-    sc = f"rbd-{uuid.uuid4().hex[:6]}"
-    apply(kube_api, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-                     "metadata": {"name": sc, "annotations": {SCHEDULE: "@daily"}},
-                     "provisioner": "rook-ceph.rbd.csi.ceph.com"})
-    try:
-        deadline = time.monotonic() + 15
-        i = 0
-        while True:  # the webhook learns the StorageClass from its watch
-            name = f"probe-{i}"
-            kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc(name, namespace, sc)))
-            if pvc_annotations(kube_api, namespace, name).get(SCHEDULE):
-                break
-            assert time.monotonic() < deadline, "the schedule never appeared"
-            i += 1
-            time.sleep(0.1)
-        kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc("data", namespace, sc)))
-        assert pvc_annotations(kube_api, namespace, "data")[SCHEDULE] == "@daily"
+    pvc_mutation_story(kube_api, namespace)
 
+
+def test_schedule_validation_through_the_chart_configuration(
+        kube_api: KubeApi, chart_webhook: WebhookProcess) -> None:
+    sc = f"rbd-{uuid.uuid4().hex[:6]}"
+    apply(kube_api, storage_class(sc, None))
+    try:
         # the validation webhook (matchConditions: only objects carrying a policy annotation)
         proc = kube_api.kubectl("annotate", "sc", sc, "--overwrite", f"{SCHEDULE}=every day", check=False)
         assert proc.returncode != 0

@@ -5,69 +5,21 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from typing import Any
 
 import pytest
 import yaml
 
 from tests.conftest import KubeApi
 from tests.e2e.conftest import WebhookProcess
+from tests.e2e.stories import SCHEDULE, SOURCE, pvc, pvc_annotations, pvc_mutation_story, storage_class
 
 pytestmark = pytest.mark.api
 
-SCHEDULE = "reclaimspace.csiaddons.openshift.io/schedule"
-SOURCE = "reclaimspace.kustodian.io/source"
-
-
-def storage_class(name: str, schedule: str | None) -> dict[str, Any]:
-    ann = {SCHEDULE: schedule} if schedule else {}
-    return {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
-            "metadata": {"name": name, "annotations": ann}, "provisioner": "rook-ceph.rbd.csi.ceph.com"}
-
-
-def pvc(name: str, ns: str, sc: str, annotations: dict[str, str] | None = None) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
-            "metadata": {"name": name, "namespace": ns, "annotations": annotations or {}},
-            "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": sc,
-                     "resources": {"requests": {"storage": "1Gi"}}}}
-
-
-def annotations(kube_api: KubeApi, ns: str, name: str) -> dict[str, str]:
-    out = kube_api.kubectl("get", "pvc", name, "-n", ns, "-o", "json").stdout
-    result: dict[str, str] = json.loads(out)["metadata"].get("annotations") or {}
-    return result
 
 
 def test_pvc_created_in_an_annotated_storageclass_carries_the_schedule(
         kube_api: KubeApi, webhook: WebhookProcess, namespace: str) -> None:
-    sc = f"rbd-{uuid.uuid4().hex[:6]}"
-    kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump(storage_class(sc, "@daily")))
-    try:
-        # the webhook learns about the StorageClass from its watch; PVCs created before that
-        # would simply not be mutated (failurePolicy Ignore), so wait for the first one to be
-        deadline = time.monotonic() + 15
-        i = 0
-        while True:
-            name = f"probe-{i}"
-            kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc(name, namespace, sc)))
-            if annotations(kube_api, namespace, name).get(SCHEDULE):
-                break
-            assert time.monotonic() < deadline, "the schedule never appeared"
-            i += 1
-            time.sleep(0.1)
-
-        kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc("data", namespace, sc)))
-        got = annotations(kube_api, namespace, "data")
-        assert got[SCHEDULE] == "@daily"
-        assert got[SOURCE] == f"storageclass/{sc}"
-
-        # a PVC with its own schedule is never touched
-        kube_api.kubectl("create", "-f", "-",
-                         input=yaml.safe_dump(pvc("mine", namespace, sc, {SCHEDULE: "@weekly"})))
-        got = annotations(kube_api, namespace, "mine")
-        assert got[SCHEDULE] == "@weekly" and SOURCE not in got
-    finally:
-        kube_api.kubectl("delete", "storageclass", sc, "--ignore-not-found")
+    pvc_mutation_story(kube_api, namespace)
 
 
 @pytest.mark.parametrize(("value", "why"), [
@@ -113,12 +65,12 @@ def test_central_configmap_applies_and_a_bad_one_that_slips_in_keeps_the_last_go
         i = 0
         while True:  # wait for the webhook's cache to see the ConfigMap
             kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc(f"a{i}", namespace, sc)))
-            if annotations(kube_api, namespace, f"a{i}").get(SCHEDULE) == "@weekly":
+            if pvc_annotations(kube_api, namespace, f"a{i}").get(SCHEDULE) == "@weekly":
                 break
             assert time.monotonic() < deadline
             i += 1
             time.sleep(0.1)
-        assert annotations(kube_api, namespace, f"a{i}")[SOURCE] == "configmap/kustodian/kustodian-reclaim-config"
+        assert pvc_annotations(kube_api, namespace, f"a{i}")[SOURCE] == "configmap/kustodian/kustodian-reclaim-config"
 
         # the validating webhook is down for a moment and a bad config gets in
         kube_api.kubectl("delete", "validatingwebhookconfiguration", "kustodian")
@@ -129,7 +81,7 @@ def test_central_configmap_applies_and_a_bad_one_that_slips_in_keeps_the_last_go
                              input=yaml.safe_dump(webhook_configurations(webhook.url, webhook.ca_bundle())[0]))
         time.sleep(1)  # let the cache see the bad version
         kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc("after-bad", namespace, sc)))
-        assert annotations(kube_api, namespace, "after-bad")[SCHEDULE] == "@weekly"  # last good config
+        assert pvc_annotations(kube_api, namespace, "after-bad")[SCHEDULE] == "@weekly"  # last good config
         deadline = time.monotonic() + 10
         while True:
             out = kube_api.kubectl("get", "events", "-n", "kustodian", "--field-selector", "reason=InvalidConfig",

@@ -18,7 +18,7 @@ def review(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
                         "name": obj["metadata"]["name"], "operation": "CREATE", "object": obj}}
 
 
-GOOD_AC = {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacity", "metadata": {"name": "ac-1"},
+GOOD_AC: dict[str, Any] = {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacity", "metadata": {"name": "ac-1"},
            "spec": {"location": "uuid-1", "nodeId": "n1", "storageClass": "HDD", "size": 1 << 30}}
 
 
