@@ -29,6 +29,16 @@ def _cmd_webhook(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_controllers(args: argparse.Namespace) -> int:
+    from controllers.main import run
+    from controllers.settings import ControllersSettings
+
+    settings = settings_from_args(ControllersSettings, args)
+    setup_logging(settings.log_format, settings.log_level)
+    run(settings)
+    return 0
+
+
 def _cmd_certs_issue(args: argparse.Namespace) -> int:
     from certs import CertificateError, issue_ca, issue_serving, write_bundle
 
@@ -92,8 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_flags(p, WebhookSettings)
     p.set_defaults(func=_cmd_webhook)
 
-    p = sub.add_parser("controllers", help="run the controller sidecars (leader-elected)")
-    p.set_defaults(func=_todo("controllers", 5))
+    from controllers.settings import ControllersSettings
+
+    p = sub.add_parser("controllers", help="run the controller sidecar (leader-elected)",
+                       description="Run the enabled controllers while this replica holds the Lease.")
+    add_settings_flags(p, ControllersSettings)
+    p.set_defaults(func=_cmd_controllers)
     p = sub.add_parser("node-agent", help="run the per-node orphan detection agent")
     p.set_defaults(func=_todo("node-agent", 7))
 

@@ -91,6 +91,10 @@ class ReclaimPropagation:
         self.namespaces.add_handler(on_ns)
         self.configmaps.add_handler(on_config)
 
+    def refresh_config(self) -> bool:
+        """Take the ConfigMap into account now (after the caches synced, before any reconcile)."""
+        return self._config_update()
+
     def _config_update(self) -> bool:
         cm = self.configmaps.get(*self.config_ref)
         update = self.tracker.update(cm)
