@@ -21,5 +21,6 @@ class ControllersSettings(KubeSettings):
     listen_address: str = Field(":8081", description="Where /metrics is served (host:port; empty: off)")
     reclaim_space: bool = Field(True, description="Run the reclaim-space propagation controller")
     reclaim_config_name: str = Field(
-        "kustodian-reclaim-config", description="Name of the central reclaim-space ConfigMap (in --namespace)")
+        "kustodian-reclaim-config",
+        description="Name of the central reclaim-space ConfigMap (in --namespace)")
     sync_timeout: float = Field(300.0, gt=0, description="Seconds to wait for the caches before giving up")
