@@ -7,9 +7,10 @@ Components extend ``KubeSettings`` with their own fields.  Values come from
 
 from __future__ import annotations
 
-from typing import Literal
+from datetime import timedelta
+from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
@@ -23,3 +24,27 @@ class KubeSettings(BaseSettings):
     log_format: Literal["auto", "json", "text"] = Field(
         "auto", description="json in-cluster, text on a terminal (auto decides by whether stderr is a TTY)")
     log_level: Literal["debug", "info", "warning", "error"] = Field("info", description="Log level")
+
+
+def _go_duration(value: object) -> object:
+    """``"60s"``, ``"1m30s"``, ``"10m"`` (Go syntax, as upstream flags take) or plain seconds."""
+    from policy.reclaim.duration import DurationError, parse_go_duration
+
+    if isinstance(value, timedelta):
+        return value
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return timedelta(seconds=value)
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            return timedelta(seconds=float(text))
+        except ValueError:
+            pass
+        try:
+            return parse_go_duration(text)
+        except DurationError as exc:
+            raise ValueError(f"{value!r} is not a duration like 60s, 1m30s or 10m: {exc}") from exc
+    raise ValueError(f"{value!r} is not a duration")
+
+
+GoDuration = Annotated[timedelta, BeforeValidator(_go_duration)]

@@ -1,0 +1,111 @@
+"""Synthetic cluster objects for the benchmarks: slim, realistic shapes, deterministic."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Obj = dict[str, Any]
+POOL_NS = "rook-ceph"
+SC_NAME = "rook-ceph-block"  # pool replicapool: the one the bench deletes
+BIG_SC = "rook-ceph-big"  # pool bigpool: where most volumes live
+
+
+def pv(i: int, *, pool: str = "replicapool") -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolume",
+        "metadata": {"name": f"pvc-{i:08d}", "uid": f"uid-pv-{i}", "resourceVersion": str(i)},
+        "spec": {
+            "capacity": {"storage": "10Gi"},
+            "accessModes": ["ReadWriteOnce"],
+            "persistentVolumeReclaimPolicy": "Delete",
+            "storageClassName": SC_NAME if pool == "replicapool" else BIG_SC,
+            "claimRef": {"namespace": f"app-{i % 500}", "name": f"data-{i}"},
+            "csi": {
+                "driver": "rook-ceph.rbd.csi.ceph.com",
+                "volumeHandle": f"0001-{i}",
+                "volumeAttributes": {"clusterID": POOL_NS, "pool": pool},
+            },
+        },
+        "status": {"phase": "Bound"},
+    }
+
+
+def pvc(i: int) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "PersistentVolumeClaim",
+        "metadata": {
+            "name": f"data-{i}",
+            "namespace": f"app-{i % 500}",
+            "uid": f"uid-pvc-{i}",
+            "resourceVersion": str(i),
+        },
+        "spec": {
+            "storageClassName": SC_NAME,
+            "volumeName": f"pvc-{i:08d}",
+            "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "10Gi"}},
+        },
+        "status": {"phase": "Bound"},
+    }
+
+
+def pod(i: int) -> Obj:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": f"app-{i}",
+            "namespace": f"app-{i % 500}",
+            "uid": f"uid-pod-{i}",
+            "resourceVersion": str(i),
+            "labels": {"app": f"app-{i % 1000}"},
+        },
+        "spec": {
+            "nodeName": f"node-{i % 1000}",
+            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": f"data-{i % 50_000}"}}],
+        },
+        "status": {"phase": "Running"},
+    }
+
+
+def namespace(i: int) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"app-{i}", "resourceVersion": "1"}}
+
+
+def storage_class(name: str = SC_NAME, pool: str = "replicapool") -> Obj:
+    return {
+        "apiVersion": "storage.k8s.io/v1",
+        "kind": "StorageClass",
+        "provisioner": "rook-ceph.rbd.csi.ceph.com",
+        "metadata": {
+            "name": name,
+            "resourceVersion": "1",
+            "annotations": {"reclaimspace.csiaddons.openshift.io/schedule": "@daily"},
+        },
+        "parameters": {"clusterID": POOL_NS, "pool": pool},
+    }
+
+
+def pool(name: str) -> Obj:
+    return {
+        "apiVersion": "ceph.rook.io/v1",
+        "kind": "CephBlockPool",
+        "metadata": {"name": name, "namespace": POOL_NS, "uid": f"uid-{name}", "resourceVersion": "1"},
+        "spec": {"replicated": {"size": 3}},
+    }
+
+
+def cluster_objects(pvs: int, pvcs: int, pods: int, *, dependents_of_pool: int = 300) -> dict[str, list[Obj]]:
+    """Most PVs sit on ``bigpool``; ``dependents_of_pool`` of them on ``replicapool``, the one deleted."""
+    return {
+        "PersistentVolume": [
+            pv(i, pool="replicapool" if i < dependents_of_pool else "bigpool") for i in range(pvs)
+        ],
+        "PersistentVolumeClaim": [pvc(i) for i in range(pvcs)],
+        "Pod": [pod(i) for i in range(pods)],
+        "Namespace": [namespace(i) for i in range(500)],
+        "StorageClass.storage.k8s.io": [storage_class(), storage_class(BIG_SC, "bigpool")],
+        "CephBlockPool.ceph.rook.io": [pool("replicapool"), pool("bigpool")],
+    }
