@@ -37,6 +37,8 @@ class Unit:
     wire: Callable[[Callable[[str], None]], None]
     reconcile: Callable[[str], Result | None]
     after_sync: Callable[[], None] = lambda: None
+    # long-running loops started after sync (deleters, resyncs); they return when the event is set
+    background: list[Callable[[threading.Event, Callable[[str], None]], None]] = field(default_factory=list)
 
 
 @dataclass
@@ -44,6 +46,7 @@ class Assembly:
     units: list[Unit]
     metrics: ControllerMetrics
     controllers: list[Controller] = field(default_factory=list)
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def start(self, workers: int, sync_timeout: float) -> None:
         for unit in self.units:
@@ -58,9 +61,13 @@ class Assembly:
         for unit, ctl in zip(self.units, self.controllers, strict=True):
             unit.after_sync()
             ctl.start()
+            for loop in unit.background:
+                threading.Thread(target=loop, args=(self.stopping, ctl.enqueue), name=f"{unit.name}-loop",
+                                 daemon=True).start()
         log.info("controllers running: %s", ", ".join(u.name for u in self.units))
 
     def stop(self) -> None:
+        self.stopping.set()
         for ctl in self.controllers:
             ctl.stop()
         for unit in self.units:
@@ -83,6 +90,25 @@ def build(settings: ControllersSettings, client: KubeClient, recorder: EventReco
             reclaim.refresh_config()
 
         units.append(Unit("reclaim-space", reclaim.caches, reclaim.wire, reconcile, after_sync))
+    if settings.node_cleanup:
+        from controllers.node_cleanup.controller import NodeCleanup
+
+        cleanup = NodeCleanup(client, storage_classes=settings.node_cleanup_storage_classes,
+                              delay=settings.node_cleanup_delay,
+                              detect_recreated=settings.node_cleanup_detect_recreated, recorder=recorder,
+                              registry=registry)
+        resync_s = settings.node_cleanup_resync.total_seconds()
+        discovery_s = settings.node_cleanup_discovery_interval.total_seconds()
+
+        def resync(stop: threading.Event, enqueue: Callable[[str], None]) -> None:
+            while not stop.wait(resync_s):
+                cleanup.resync(enqueue)
+
+        def deleter(stop: threading.Event, enqueue: Callable[[str], None]) -> None:
+            cleanup.run_deleter(discovery_s, stop)
+
+        units.append(Unit("node-cleanup", cleanup.caches, cleanup.wire, cleanup.reconcile,
+                          background=[resync, deleter]))
     return Assembly(units, ControllerMetrics(registry))
 
 

@@ -6,10 +6,14 @@ acts; it never asks what event woke it.  The work queue
 * deduplicates: a key queued many times before a worker takes it runs once, and a
   key being processed is never processed by two workers at once (it is re-queued
   after the running pass if it was added meanwhile);
-* delays: ``enqueue_after`` and ``Result(requeue_after=...)`` park keys in a heap;
+* delays: ``enqueue_after`` and ``Result(requeue_after=...)`` park keys in a heap,
+  one entry per key (the earliest wins, as in client-go's delaying queue), so a key
+  requeued on every event does not pile up timers;
 * backs off: a temporary error (``Unavailable``, ``Conflict``) retries the key with
-  per-key exponential backoff; any other exception is logged with its traceback
-  and also retried with backoff (a bug must not silently drop work), capped.
+  per-key exponential backoff (capped); any other error is permanent for this pass:
+  it is logged with its traceback and the key is dropped until something (an event,
+  a resync) enqueues it again.  Retrying a 403 or a bug in a loop only burns the API
+  server; being level-based, the next event repairs what the dropped pass missed.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import heapq
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -27,9 +32,13 @@ from kube.errors import Conflict, Unavailable
 
 log = logging.getLogger(__name__)
 
+TEMPORARY_ERRORS: tuple[type[Exception], ...] = (Unavailable, Conflict)
+
 
 @dataclass(frozen=True)
 class Result:
+    """What a reconcile pass asks of the queue: nothing, or another pass after ``requeue_after`` s."""
+
     requeue_after: float | None = None
 
 
@@ -37,6 +46,12 @@ Reconcile = Callable[[str], "Result | None"]
 
 
 class ControllerMetrics:
+    """``kustodian_controller_reconcile_total{controller,result}`` and the pass latency histogram.
+
+    ``result`` is ``success``, ``requeue`` (success with a requeue), ``retry`` (temporary
+    error, retried with backoff) or ``error`` (permanent error, dropped).
+    """
+
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.reconciles = Counter("kustodian_controller_reconcile", "Reconcile passes by result",
                                   ["controller", "result"], registry=registry)
@@ -45,9 +60,13 @@ class ControllerMetrics:
 
 
 class Controller:
-    def __init__(self, name: str, reconcile: Reconcile, *, workers: int = 2,
+    """A deduplicating, delaying, backing-off work queue drained by ``workers`` threads."""
+
+    def __init__(self, name: str, reconcile: Reconcile, workers: int = 2, *,
                  metrics: ControllerMetrics | None = None, base_backoff: float = 0.05,
                  max_backoff: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        if workers < 1:
+            raise ValueError("a controller needs at least one worker")
         self.name = name
         self._reconcile = reconcile
         self._workers = workers
@@ -55,11 +74,12 @@ class Controller:
         self._base, self._max = base_backoff, max_backoff
         self._clock = clock
         self._cond = threading.Condition()
-        self._ready: list[str] = []  # FIFO of keys ready now
+        self._ready: deque[str] = deque()  # FIFO of keys ready now
         self._queued: set[str] = set()  # keys in _ready
         self._processing: set[str] = set()
         self._dirty: set[str] = set()  # added while processing: run again afterwards
-        self._delayed: list[tuple[float, int, str]] = []
+        self._delayed: list[tuple[float, int, str]] = []  # heap; entries not in _waiting are stale
+        self._waiting: dict[str, float] = {}  # key -> when it is due (its live heap entry)
         self._seq = 0
         self._failures: dict[str, int] = {}
         self._threads: list[threading.Thread] = []
@@ -69,40 +89,46 @@ class Controller:
 
     def enqueue(self, key: str) -> None:
         with self._cond:
-            if key in self._processing:
-                self._dirty.add(key)
-                return
-            if key not in self._queued:
-                self._queued.add(key)
-                self._ready.append(key)
-                self._cond.notify()
+            self._add_locked(key)
 
     def enqueue_after(self, key: str, delay: float) -> None:
         if delay <= 0:
             self.enqueue(key)
             return
         with self._cond:
+            due = self._clock() + delay
+            current = self._waiting.get(key)
+            if current is not None and current <= due:
+                return  # an earlier pass is already planned; that one re-decides
+            self._waiting[key] = due
             self._seq += 1
-            heapq.heappush(self._delayed, (self._clock() + delay, self._seq, key))
+            heapq.heappush(self._delayed, (due, self._seq, key))
             self._cond.notify()
 
     def pending(self) -> int:
+        """Keys ready, delayed or running (for tests and diagnostics)."""
         with self._cond:
-            return len(self._ready) + len(self._delayed) + len(self._processing)
+            return len(self._queued) + len(self._waiting) + len(self._processing)
+
+    def _add_locked(self, key: str) -> None:
+        if key in self._processing:
+            self._dirty.add(key)
+        elif key not in self._queued:
+            self._queued.add(key)
+            self._ready.append(key)
+            self._cond.notify()
 
     def _take(self) -> str | None:
         with self._cond:
             while not self._stopping:
                 now = self._clock()
                 while self._delayed and self._delayed[0][0] <= now:
-                    _, _, key = heapq.heappop(self._delayed)
-                    if key in self._processing:
-                        self._dirty.add(key)
-                    elif key not in self._queued:
-                        self._queued.add(key)
-                        self._ready.append(key)
+                    due, _, key = heapq.heappop(self._delayed)
+                    if self._waiting.get(key) == due:
+                        del self._waiting[key]
+                        self._add_locked(key)
                 if self._ready:
-                    key = self._ready.pop(0)
+                    key = self._ready.popleft()
                     self._queued.discard(key)
                     self._processing.add(key)
                     return key
@@ -115,19 +141,18 @@ class Controller:
             self._processing.discard(key)
             if key in self._dirty:
                 self._dirty.discard(key)
-                if key not in self._queued:
-                    self._queued.add(key)
-                    self._ready.append(key)
-                    self._cond.notify()
+                self._add_locked(key)
 
     # -- workers --------------------------------------------------------------------------------
 
     def _backoff(self, key: str) -> float:
+        # only the worker holding ``key`` touches its entry: no lock needed
         n = self._failures.get(key, 0) + 1
         self._failures[key] = n
         return float(min(self._max, self._base * (2 ** (n - 1))))
 
     def process_one(self, key: str) -> None:
+        """One reconcile pass of ``key`` with the retry policy applied (the workers' body)."""
         started = time.perf_counter()
         outcome = "success"
         try:
@@ -136,16 +161,16 @@ class Controller:
             if result is not None and result.requeue_after is not None:
                 outcome = "requeue"
                 self.enqueue_after(key, result.requeue_after)
-        except (Unavailable, Conflict) as exc:
+        except TEMPORARY_ERRORS as exc:
             outcome = "retry"
             delay = self._backoff(key)
             log.info("%s: %s: temporary error, retrying in %.2fs: %s", self.name, key, delay, exc)
             self.enqueue_after(key, delay)
         except Exception:
             outcome = "error"
-            delay = self._backoff(key)
-            log.exception("%s: reconcile of %s failed; retrying in %.2fs", self.name, key, delay)
-            self.enqueue_after(key, delay)
+            self._failures.pop(key, None)
+            log.exception("%s: reconcile of %s failed permanently; dropped until the next event or resync",
+                          self.name, key)
         finally:
             if self._metrics is not None:
                 self._metrics.reconciles.labels(self.name, outcome).inc()
@@ -162,6 +187,8 @@ class Controller:
                 self._done(key)
 
     def start(self) -> Controller:
+        with self._cond:
+            self._stopping = False
         for i in range(self._workers):
             t = threading.Thread(target=self._work, name=f"{self.name}-{i}", daemon=True)
             t.start()
@@ -169,11 +196,13 @@ class Controller:
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
+        """Let running passes finish (up to ``timeout``), start no new one."""
         with self._cond:
             self._stopping = True
             self._cond.notify_all()
         for t in self._threads:
             t.join(timeout)
+        self._threads = [t for t in self._threads if t.is_alive()]
 
     def wait_idle(self, timeout: float) -> bool:
         """True once nothing is ready or running (delayed keys may remain); for tests and CLIs."""

@@ -6,10 +6,11 @@ The names match what the Helm chart sets for the controller sidecar.
 from __future__ import annotations
 
 import socket
+from datetime import timedelta
 
 from pydantic import Field
 
-from kube.settings import KubeSettings
+from kube.settings import GoDuration, KubeSettings
 
 
 class ControllersSettings(KubeSettings):
@@ -24,3 +25,13 @@ class ControllersSettings(KubeSettings):
         "kustodian-reclaim-config",
         description="Name of the central reclaim-space ConfigMap (in --namespace)")
     sync_timeout: float = Field(300.0, gt=0, description="Seconds to wait for the caches before giving up")
+    node_cleanup: bool = Field(False, description="Run the node-loss cleanup controller")
+    node_cleanup_storage_classes: list[str] = Field(
+        default_factory=list, description="Opted-in StorageClasses (empty: nothing is cleaned)")
+    node_cleanup_delay: GoDuration = Field(timedelta(seconds=60), description="PVC deletion delay after "
+                                           "the Node is gone")
+    node_cleanup_discovery_interval: GoDuration = Field(timedelta(seconds=10),
+                                                        description="Interval of the stale PV deleter")
+    node_cleanup_resync: GoDuration = Field(timedelta(minutes=10), description="Full re-examination period")
+    node_cleanup_detect_recreated: bool = Field(False, description="A Node back with a new UID is a new "
+                                                "machine: its local PVs are stale")

@@ -39,6 +39,16 @@ def _cmd_controllers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_node_cleanup(args: argparse.Namespace) -> int:
+    from controllers.node_cleanup.main import run
+    from controllers.node_cleanup.settings import NodeCleanupSettings
+
+    settings = settings_from_args(NodeCleanupSettings, args)
+    setup_logging(settings.log_format, settings.log_level)
+    run(settings)
+    return 0
+
+
 def _cmd_certs_issue(args: argparse.Namespace) -> int:
     from certs import CertificateError, issue_ca, issue_serving, write_bundle
 
@@ -108,6 +118,14 @@ def build_parser() -> argparse.ArgumentParser:
                        description="Run the enabled controllers while this replica holds the Lease.")
     add_settings_flags(p, ControllersSettings)
     p.set_defaults(func=_cmd_controllers)
+    from controllers.node_cleanup.settings import NodeCleanupSettings
+
+    p = sub.add_parser("node-cleanup", help="run only the node-loss cleanup controller (upstream flags)",
+                       description="Delete the PVCs and then the PVs of local volumes whose Node is gone, "
+                                   "after --pvc-deletion-delay; flags as sig-storage-local-static-"
+                                   "provisioner's node cleanup controller.")
+    add_settings_flags(p, NodeCleanupSettings)
+    p.set_defaults(func=_cmd_node_cleanup)
     p = sub.add_parser("node-agent", help="run the per-node orphan detection agent")
     p.set_defaults(func=_todo("node-agent", 7))
 

@@ -8,10 +8,11 @@ import time
 from collections import Counter
 from collections.abc import Callable
 
+import pytest
 from prometheus_client import CollectorRegistry
 
 from controllers.runtime import Controller, ControllerMetrics, Result
-from kube.errors import Conflict
+from kube.errors import Conflict, Forbidden, Invalid, Unavailable
 
 
 def wait(cond: Callable[[], bool], timeout: float = 5) -> None:
@@ -95,17 +96,86 @@ def test_temporary_errors_retry_with_growing_backoff_and_metrics_count_them() ->
         ctl.stop()
 
 
-def test_a_bug_is_logged_and_retried_not_dropped(caplog: object) -> None:
-    calls: list[int] = []
+@pytest.mark.parametrize("error", [RuntimeError("bug"), Forbidden(403, "Forbidden", "no"),
+                                   Invalid(422, "Invalid", "bad")], ids=["bug", "forbidden", "invalid"])
+def test_a_permanent_error_is_logged_and_dropped_until_enqueued_again(
+        error: Exception, caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[str] = []
 
     def reconcile(key: str) -> None:
-        calls.append(1)
+        calls.append(key)
         if len(calls) == 1:
-            raise RuntimeError("bug")
+            raise error
 
-    ctl = Controller("t", reconcile, base_backoff=0.01).start()
+    registry = CollectorRegistry()
+    ctl = Controller("t", reconcile, base_backoff=0.01, metrics=ControllerMetrics(registry)).start()
     try:
         ctl.enqueue("k")
+        wait(lambda: registry.get_sample_value("kustodian_controller_reconcile_total",
+                                               {"controller": "t", "result": "error"}) == 1.0)
+        time.sleep(0.1)  # ten backoff periods: a retry would have happened by now
+        assert calls == ["k"] and ctl.pending() == 0
+        assert "failed permanently" in caplog.text
+        ctl.enqueue("k")  # level-based: the next event or resync brings it back
         wait(lambda: len(calls) == 2)
     finally:
         ctl.stop()
+
+
+def test_delayed_adds_keep_one_timer_per_key_the_earliest() -> None:
+    runs: list[float] = []
+    start = time.monotonic()
+    ctl = Controller("t", lambda key: runs.append(time.monotonic() - start), workers=2).start()
+    try:
+        for _ in range(100):
+            ctl.enqueue_after("k", 5)
+        ctl.enqueue_after("k", 0.05)  # earlier: replaces the 5 s timer
+        ctl.enqueue_after("k", 3)  # later: ignored, the 0.05 s pass re-decides
+        assert ctl.pending() == 1
+        wait(lambda: len(runs) == 1)
+        assert 0.05 <= runs[0] < 1
+        time.sleep(0.1)
+        assert len(runs) == 1 and ctl.pending() == 0
+    finally:
+        ctl.stop()
+
+
+def test_enqueue_now_runs_a_delayed_key_at_once_and_the_timer_does_not_run_it_twice() -> None:
+    runs: list[str] = []
+    ctl = Controller("t", runs.append).start()
+    try:
+        ctl.enqueue_after("k", 0.1)
+        ctl.enqueue("k")
+        wait(lambda: len(runs) >= 1)
+        time.sleep(0.2)
+        assert runs == ["k", "k"]  # the immediate pass, then the planned one (it may re-decide)
+    finally:
+        ctl.stop()
+
+
+def test_temporary_backoff_is_capped_and_reset_by_a_success() -> None:
+    attempts: list[float] = []
+
+    def reconcile(key: str) -> None:
+        attempts.append(time.monotonic())
+        if len(attempts) < 6:
+            raise Unavailable("503 try later", 503)
+
+    ctl = Controller("t", reconcile, base_backoff=0.01, max_backoff=0.02).start()
+    try:
+        ctl.enqueue("k")
+        wait(lambda: len(attempts) == 6)
+        gaps = [b - a for a, b in itertools.pairwise(attempts)]
+        assert max(gaps) < 0.2  # 0.01, 0.02, 0.02, ...: never 0.16
+    finally:
+        ctl.stop()
+
+
+def test_stop_ends_every_worker_and_leaves_queued_keys_alone() -> None:
+    runs: list[str] = []
+    ctl = Controller("t", runs.append, workers=3).start()
+    ctl.stop()
+    assert not any(t.is_alive() for t in threading.enumerate() if t.name.startswith("t-"))
+    ctl.enqueue("k")
+    time.sleep(0.05)
+    assert runs == []

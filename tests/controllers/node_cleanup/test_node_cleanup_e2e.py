@@ -1,0 +1,235 @@
+"""Node-loss cleanup against the real API server: node + local PV + bound PVC, then the node goes."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from controllers.node_cleanup.main import NodeCleanupApp, build
+from controllers.node_cleanup.settings import NodeCleanupSettings
+from kube.errors import NotFound
+from kube.resources import EVENTS, NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+from policy.node_cleanup import parse_rfc3339
+from tests.conftest import KubeApi
+
+pytestmark = pytest.mark.api
+
+MISSING = "kustodian.io/node-missing-since"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = datetime.now(UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def wait_for(cond: Callable[[], bool], what: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+@pytest.fixture
+def world(kube_api: KubeApi, namespace: str) -> Iterator[dict[str, Any]]:
+    """A Node, a local PV pinned to it (opted-in class), and the PVC bound to it."""
+    client = kube_api.client
+    node = f"node-{uuid.uuid4().hex[:6]}"
+    sc = f"local-{uuid.uuid4().hex[:6]}"
+    client.create(NODES, {"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}})
+    claim = client.create(PERSISTENT_VOLUME_CLAIMS, {
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data-0", "namespace": namespace},
+        "spec": {"storageClassName": sc, "volumeName": f"pv-{node}", "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+    pv = client.create(PERSISTENT_VOLUMES, {
+        "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pv-{node}"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": sc,
+                 "persistentVolumeReclaimPolicy": "Delete", "local": {"path": "/mnt/disks/ssd1"},
+                 "claimRef": {"namespace": namespace, "name": "data-0", "uid": claim["metadata"]["uid"]},
+                 "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                     {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}})
+    # no PV controller on the test server: set the phases as the binder would
+    pv["status"] = {"phase": "Bound"}
+    client.replace(PERSISTENT_VOLUMES, pv, subresource="status")
+    yield {"node": node, "sc": sc, "pv": f"pv-{node}", "ns": namespace}
+    for res, name, ns in ((PERSISTENT_VOLUMES, f"pv-{node}", None), (NODES, node, None)):
+        with contextlib.suppress(NotFound):
+            client.delete(res, name, ns)
+
+
+def start(kube_api: KubeApi, world: dict[str, Any], clock: Callable[[], datetime], *, opted_in: bool = True,
+          delay: str = "60s") -> NodeCleanupApp:
+    settings = NodeCleanupSettings(storageclass_names=[world["sc"]] if opted_in else ["other"],
+                                   pvc_deletion_delay=delay, stale_pv_discovery_interval="0.2s",
+                                   worker_threads=2, leader_election=False, listen_address="")
+    app = build(settings, kube_api.client, clock)
+    app.recorder.min_interval = 0
+    app.start(sync_timeout=10)
+    return app
+
+
+def events_of(kube_api: KubeApi, ns: str) -> list[dict[str, Any]]:
+    return [e for e in kube_api.client.list(EVENTS, ns)[0] if e["reason"] == "ReferencedNodeDeleted"]
+
+
+def set_pv_phase(kube_api: KubeApi, name: str, phase: str) -> None:
+    """No binder on the test server: move the PV as the PV controller would."""
+    pv = kube_api.client.get(PERSISTENT_VOLUMES, name)
+    pv["status"] = {"phase": phase}
+    kube_api.client.replace(PERSISTENT_VOLUMES, pv, subresource="status")
+
+
+def pv_annotations(kube_api: KubeApi, name: str) -> dict[str, str]:
+    got: dict[str, str] = kube_api.client.get(PERSISTENT_VOLUMES, name)["metadata"].get("annotations") or {}
+    return got
+
+
+def exists(kube_api: KubeApi, res: Any, name: str, ns: str | None = None) -> bool:
+    try:
+        kube_api.client.get(res, name, ns)
+        return True
+    except NotFound:
+        return False
+
+
+def test_after_the_delay_the_pvc_then_the_pv_are_deleted_and_events_recorded(
+        kube_api: KubeApi, world: dict[str, Any]) -> None:
+    app = start(kube_api, world, lambda: datetime.now(UTC), delay="1s")  # the real clock, a 1 s delay
+    try:
+        assert app.controller.wait_idle(5)
+        assert MISSING not in pv_annotations(kube_api, world["pv"])  # node exists: nothing happens
+        kube_api.client.delete(NODES, world["node"])
+        wait_for(lambda: MISSING in pv_annotations(kube_api, world["pv"]), "the missing-since stamp")
+        stamped = parse_rfc3339(pv_annotations(kube_api, world["pv"])[MISSING])
+        assert stamped is not None
+
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "PVC deleted")
+        assert datetime.now(UTC) >= stamped + timedelta(seconds=1)  # not before the deadline
+        app.recorder.flush()
+        assert any("PVC is tied to a deleted Node. PVC will be cleaned up in" in e["message"]
+                   and e["type"] == "Warning" and e["involvedObject"]["name"] == "data-0"
+                   for e in events_of(kube_api, world["ns"]))
+        assert app.registry.get_sample_value("local_volume_node_cleanup_persistentvolumeclaim_delete_total") == 1
+
+        assert exists(kube_api, PERSISTENT_VOLUMES, world["pv"])  # Bound: the deleter waits
+        set_pv_phase(kube_api, world["pv"], "Released")  # reclaim policy Delete
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUMES, world["pv"]), "PV deleted by the deleter")
+        assert app.registry.get_sample_value("local_volume_node_cleanup_persistentvolume_delete_total",
+                                             {"phase": "Released"}) == 1
+    finally:
+        app.stop()
+
+
+def test_a_node_that_returns_inside_the_delay_keeps_everything(kube_api: KubeApi, world: dict[str, Any]) -> None:
+    clock = Clock()
+    app = start(kube_api, world, clock)
+    try:
+        kube_api.client.delete(NODES, world["node"])
+        wait_for(lambda: MISSING in pv_annotations(kube_api, world["pv"]), "the missing-since stamp")
+        kube_api.client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": world["node"], "labels": {"kubernetes.io/hostname": world["node"]}}})
+        wait_for(lambda: MISSING not in pv_annotations(kube_api, world["pv"]), "the stamp cleared")
+        clock.now += timedelta(hours=1)
+        app.cleanup.resync(app.controller.enqueue)
+        set_pv_phase(kube_api, world["pv"], "Available")  # would be deletable, were the node gone
+        assert app.controller.wait_idle(5)
+        time.sleep(0.5)  # two deleter periods
+        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])
+        assert exists(kube_api, PERSISTENT_VOLUMES, world["pv"])
+        assert app.cleanup.delete_stale_pvs() == 0
+    finally:
+        app.stop()
+
+
+def test_a_restart_in_the_middle_keeps_the_original_deadline(kube_api: KubeApi, world: dict[str, Any]) -> None:
+    clock = Clock()
+    app = start(kube_api, world, clock)
+    kube_api.client.delete(NODES, world["node"])
+    wait_for(lambda: MISSING in pv_annotations(kube_api, world["pv"]), "the missing-since stamp")
+    stamped = pv_annotations(kube_api, world["pv"])[MISSING]
+    app.stop()
+
+    clock.now += timedelta(seconds=45)  # the old instance is gone; a new one starts 45 s later
+    app = start(kube_api, world, clock)
+    try:
+        assert app.controller.wait_idle(5)
+        assert pv_annotations(kube_api, world["pv"])[MISSING] == stamped  # not reset
+        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])  # not skipped either
+        app.recorder.flush()
+        assert any("cleaned up in 15s" in e["message"] for e in events_of(kube_api, world["ns"]))
+        clock.now += timedelta(seconds=15)  # exactly the original deadline: due
+        app.cleanup.resync(app.controller.enqueue)  # the fake clock cannot fire the real requeue timer
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "PVC deleted")
+    finally:
+        app.stop()
+
+
+def test_not_opted_in_means_nothing_is_touched(kube_api: KubeApi, world: dict[str, Any]) -> None:
+    clock = Clock()
+    app = start(kube_api, world, clock, opted_in=False)
+    try:
+        kube_api.client.delete(NODES, world["node"])
+        set_pv_phase(kube_api, world["pv"], "Available")
+        clock.now += timedelta(hours=2)
+        wait_for(lambda: app.cleanup.nodes.get(None, world["node"]) is None, "the cache sees the node gone")
+        app.controller.enqueue(world["pv"])
+        assert app.controller.wait_idle(5)
+        time.sleep(0.5)  # two deleter periods
+        assert MISSING not in pv_annotations(kube_api, world["pv"])
+        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])
+        assert exists(kube_api, PERSISTENT_VOLUMES, world["pv"])
+        assert app.cleanup.delete_stale_pvs() == 0
+        assert events_of(kube_api, world["ns"]) == []
+    finally:
+        app.stop()
+
+
+def test_a_stale_cache_conflicts_and_the_stamp_is_written_from_a_fresh_read(
+        kube_api: KubeApi, world: dict[str, Any]) -> None:
+    """The PV changed behind the cache: the resourceVersion precondition fails, the retry re-reads."""
+    client = kube_api.client
+    app = build(NodeCleanupSettings(storageclass_names=[world["sc"]], leader_election=False, listen_address=""),
+                client, Clock())
+    try:
+        client.delete(NODES, world["node"])
+        for cache in app.cleanup.caches:  # a frozen view, loaded once: it will not see the edit below
+            items, rv = client.list(cache.resource)
+            cache.replace(items, rv)
+        client.patch(PERSISTENT_VOLUMES, world["pv"], {"metadata": {"labels": {"edited": "behind-the-cache"}}})
+
+        result = app.cleanup.reconcile(world["pv"])
+
+        assert result is not None and result.requeue_after == pytest.approx(60, abs=1)
+        pv = client.get(PERSISTENT_VOLUMES, world["pv"])
+        assert MISSING in pv["metadata"]["annotations"] and pv["metadata"]["labels"] == {"edited": "behind-the-cache"}
+    finally:
+        app.stop()
+
+
+def test_a_node_recreated_under_the_same_name_is_a_new_machine_when_detection_is_on(
+        kube_api: KubeApi, world: dict[str, Any]) -> None:
+    clock = Clock()
+    settings = NodeCleanupSettings(storageclass_names=[world["sc"]], detect_recreated_nodes=True,
+                                   stale_pv_discovery_interval="0.2s", leader_election=False, listen_address="")
+    app = build(settings, kube_api.client, clock)
+    app.start(sync_timeout=10)
+    try:
+        wait_for(lambda: "kustodian.io/node-uid" in pv_annotations(kube_api, world["pv"]), "the node uid recorded")
+        kube_api.client.delete(NODES, world["node"])
+        kube_api.client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": world["node"], "labels": {"kubernetes.io/hostname": world["node"]}}})
+        wait_for(lambda: MISSING in pv_annotations(kube_api, world["pv"]), "stale despite the node's name")
+        clock.now += timedelta(seconds=60)
+        app.cleanup.resync(app.controller.enqueue)
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "PVC deleted")
+    finally:
+        app.stop()

@@ -1,0 +1,73 @@
+"""``run()`` as the process runs it: leader election on a real Lease, metrics at the upstream path."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from controllers.node_cleanup.main import run
+from controllers.node_cleanup.settings import NodeCleanupSettings
+from kube.errors import NotFound
+from kube.resources import LEASES
+from tests.conftest import KubeApi
+
+pytestmark = pytest.mark.api
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for(cond: Callable[[], bool], what: str, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_run_leads_serves_upstream_metrics_and_releases_the_lease_on_stop(
+        kube_api: KubeApi, namespace: str) -> None:
+    port = free_port()
+    settings = NodeCleanupSettings(kubeconfig=str(kube_api.kubeconfig), namespace=namespace,
+                                   storageclass_names=["local-test"], listen_address=f"127.0.0.1:{port}",
+                                   metrics_path="/custom-metrics", pod_name="replica-a")
+    stop = threading.Event()
+    runner = threading.Thread(target=run, args=(settings,), kwargs={"stop": stop}, daemon=True)
+    runner.start()
+    try:
+        def holder() -> str:
+            try:
+                lease = kube_api.client.get(LEASES, "kustodian-node-cleanup", namespace)
+            except NotFound:
+                return ""
+            return str(lease.get("spec", {}).get("holderIdentity") or "")
+
+        wait_for(lambda: holder() == "replica-a", "the lease taken")
+
+        def metrics() -> str:
+            try:
+                return httpx.get(f"http://127.0.0.1:{port}/custom-metrics", timeout=2).text
+            except httpx.TransportError:
+                return ""
+
+        wait_for(lambda: "kustodian_controller_reconcile" in metrics(), "metrics served")
+        body = metrics()
+        for name in ("local_volume_node_cleanup_persistentvolumeclaim_delete_total",
+                     "local_volume_node_cleanup_persistentvolumeclaim_delete_failed_total",
+                     "local_volume_node_cleanup_persistentvolume_delete",
+                     "local_volume_node_cleanup_persistentvolume_delete_failed"):
+            assert name in body
+        assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).status_code == 404
+    finally:
+        stop.set()
+        runner.join(10)
+    assert not runner.is_alive()
+    assert holder() == ""  # released: the next replica takes over at once
