@@ -152,7 +152,10 @@ def pvc_cleanup_decision(
     since = first_missing_at or missing_since(pv)
     if since is None:
         since = now
-        patch[ANNOTATION_NODE_MISSING_SINCE] = format_rfc3339(now)
+        # the stamp has whole seconds: round up, so a restart can lengthen the delay by
+        # under a second but never shorten it
+        stamp = now if not now.microsecond else now.replace(microsecond=0) + timedelta(seconds=1)
+        patch[ANNOTATION_NODE_MISSING_SINCE] = format_rfc3339(stamp)
     deadline = since + delay
 
     problem = _claim_problem(pv, pvc)

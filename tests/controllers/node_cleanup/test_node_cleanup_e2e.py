@@ -25,7 +25,8 @@ MISSING = "kustodian.io/node-missing-since"
 
 class Clock:
     def __init__(self) -> None:
-        self.now = datetime.now(UTC)
+        # on a whole second: the missing-since stamp (whole seconds, rounded up) is then exact
+        self.now = datetime.now(UTC).replace(microsecond=0)
 
     def __call__(self) -> datetime:
         return self.now

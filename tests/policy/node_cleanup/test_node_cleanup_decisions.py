@@ -294,3 +294,19 @@ def test_go_duration(delta: timedelta, text: str) -> None:
 )
 def test_parse_rfc3339(text: object, expected: datetime | None) -> None:
     assert parse_rfc3339(text) == expected
+
+
+def test_the_missing_since_stamp_is_rounded_up_so_the_delay_is_never_shortened() -> None:
+    from datetime import UTC, datetime, timedelta
+
+    from policy.node_cleanup import NodeSnapshot, pvc_cleanup_decision
+
+    pv = {"metadata": {"name": "pv-1", "uid": "u1"},
+          "spec": {"storageClassName": "local", "local": {"path": "/mnt"},
+                   "claimRef": {"namespace": "ns", "name": "c", "uid": "c1"},
+                   "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                       {"key": "kubernetes.io/hostname", "operator": "In", "values": ["gone"]}]}]}}}}
+    now = datetime(2026, 11, 22, 12, 0, 0, 250_000, tzinfo=UTC)
+    decision = pvc_cleanup_decision(pv, None, NodeSnapshot(), opted_in_classes={"local"},
+                                    delay=timedelta(seconds=60), now=now, first_missing_at=None)
+    assert decision.pv_annotations["kustodian.io/node-missing-since"] == "2026-11-22T12:00:01Z"
