@@ -49,12 +49,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny inputs, one run: keeps the harness alive")
     parser.add_argument("--runs", type=int, default=5, help="runs per scenario; medians are reported")
     parser.add_argument("--only", action="append", choices=["admission", "cache", "memory", "planner",
-                                                             "orphans"], help="run only these (repeatable)")
+                                                             "orphans", "node-loss"],
+                        help="run only these (repeatable)")
     parser.add_argument("--out", default="", help="write the rows as JSON here")
     args = parser.parse_args(argv)
     runs = 1 if args.smoke else args.runs
 
-    from bench import admission, cache, orphans, planner
+    from bench import admission, cache, node_loss, orphans, planner
 
     scenarios: dict[str, Callable[[], list[Row]]] = {
         "admission": lambda: admission.run(args.smoke, runs),
@@ -62,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         "memory": lambda: cache.memory(args.smoke),
         "planner": lambda: planner.run(args.smoke, runs),
         "orphans": lambda: orphans.run(args.smoke, runs),
+        "node-loss": lambda: node_loss.run(args.smoke, runs),
     }
     rows: list[Row] = []
     for name, scenario in scenarios.items():
@@ -78,8 +80,6 @@ def main(argv: list[str] | None = None) -> int:
         rows.append({"scenario": "admission: kopf peer", "metric": "throughput / p99 ratios",
                      "value": "not measured", "target": None,
                      "note": "kopf's admission server needs a running operator; not built yet (issue #9)"})
-        rows.append({"scenario": "node-loss reaction", "metric": "Node deleted -> PVC deleted",
-                     "value": "not measured", "target": None, "note": "node cleanup controller pending (#5)"})
     command = "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv)
     print(table(rows, command.strip()))
     if args.out:
