@@ -180,18 +180,18 @@ class NodeCleanup:
              now: datetime) -> Result | None:
         if isinstance(action, Skip):
             log.debug("PV %s: skipped: %s %s", pv_name, action.reason, action.detail,
-                      extra={"kind": "PersistentVolume", "name": pv_name})
+                      extra={"kind": "PersistentVolume", "object": pv_name})
             return None
         if isinstance(action, Warn):
             if self.recorder is not None and pvc is not None:
                 self.recorder.record(pvc, "Warning", action.event_reason, action.message)
             log.info("PV %s: its node is gone; PVC %s/%s is deleted at %s unless the node returns", pv_name,
                      action.namespace, action.name, action.requeue_at.isoformat(),
-                     extra={"kind": "PersistentVolume", "name": pv_name})
+                     extra={"kind": "PersistentVolume", "object": pv_name})
             return Result(requeue_after=max(0.0, (action.requeue_at - now).total_seconds()))
         if not self._still_stale(pv_name):
             log.info("PV %s: the cache says its node is gone but the API server still has it; not deleting",
-                     pv_name, extra={"kind": "PersistentVolume", "name": pv_name})
+                     pv_name, extra={"kind": "PersistentVolume", "object": pv_name})
             return Result(requeue_after=_CACHE_LAG_RECHECK)
         try:
             self.client.delete(PERSISTENT_VOLUME_CLAIMS, action.name, action.namespace, uid=action.uid)
@@ -200,7 +200,7 @@ class NodeCleanup:
         except Conflict:  # the PVC was replaced (new UID): never delete the new one
             log.info("PVC %s/%s changed identity before deletion; left alone", action.namespace, action.name,
                      extra={"kind": "PersistentVolumeClaim", "namespace": action.namespace,
-                            "name": action.name})
+                            "object": action.name})
             self.metrics.pvc_delete_failed.inc()
             return None
         except KubeError:
@@ -208,7 +208,8 @@ class NodeCleanup:
             raise
         self.metrics.pvc_deleted.inc()
         log.info("deleted PVC %s/%s bound to PV %s on a deleted node", action.namespace, action.name, pv_name,
-                 extra={"kind": "PersistentVolumeClaim", "namespace": action.namespace, "name": action.name})
+                 extra={"kind": "PersistentVolumeClaim", "namespace": action.namespace,
+                        "object": action.name})
         return None
 
     def _annotate(self, pv: Mapping[str, Any], annotations: Mapping[str, str | None]) -> None:
@@ -274,7 +275,7 @@ class NodeCleanup:
             self.metrics.pv_deleted.labels(phase).inc()
             deleted += 1
             log.info("deleted stale PV %s (%s, node gone)", decision.name, phase,
-                     extra={"kind": "PersistentVolume", "name": decision.name})
+                     extra={"kind": "PersistentVolume", "object": decision.name})
         return deleted
 
     def run_deleter(self, interval: float, stop: threading.Event) -> None:

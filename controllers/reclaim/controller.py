@@ -127,7 +127,7 @@ class ReclaimPropagation:
                 self.client.patch(PERSISTENT_VOLUME_CLAIMS, name, change.merge_patch(), namespace)
                 self.writes += 1
                 log.info("PVC %s: %s", key, change.reason,
-                         extra={"kind": "PersistentVolumeClaim", "namespace": namespace, "name": name})
+                         extra={"kind": "PersistentVolumeClaim", "namespace": namespace, "object": name})
                 return
             except NotFound:
                 return

@@ -56,5 +56,52 @@ def test_existing_pvcs_are_reconciled_at_start_and_follow_changes(kube_api: Kube
         proc.terminate()
         proc.wait(15)
         kube_api.kubectl("delete", "storageclass", sc, "--ignore-not-found")
+    assert "Traceback" not in log.read_text(), log.read_text()
     # a clean stop releases the lease for the next replica
     assert kube_api.client.get(LEASES, "kustodian-controllers", namespace)["spec"]["holderIdentity"] == ""
+
+
+def test_node_cleanup_runs_in_the_sidecar_configured_as_the_chart_configures_it(
+        kube_api: KubeApi, namespace: str, tmp_path: Path) -> None:
+    from kube.errors import NotFound
+    from kube.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+
+    client = kube_api.client
+    node, sc = f"n-{uuid.uuid4().hex[:6]}", f"local-{uuid.uuid4().hex[:6]}"
+    client.create(NODES, {"metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}})
+    claim = client.create(PERSISTENT_VOLUME_CLAIMS, {
+        "metadata": {"name": "data-0", "namespace": namespace},
+        "spec": {"storageClassName": sc, "volumeName": f"pv-{node}", "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+    client.create(PERSISTENT_VOLUMES, {
+        "metadata": {"name": f"pv-{node}"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": sc,
+                 "local": {"path": "/mnt/x"},
+                 "claimRef": {"namespace": namespace, "name": "data-0", "uid": claim["metadata"]["uid"]},
+                 "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                     {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}})
+    env = {**os.environ, "KUSTODIAN_LOG_FORMAT": "text", "KUSTODIAN_NAMESPACE": namespace,
+           "KUSTODIAN_POD_NAME": "sidecar-1", "KUSTODIAN_RECLAIM_SPACE": "false",
+           "KUSTODIAN_NODE_CLEANUP": "true", "KUSTODIAN_NODE_CLEANUP_STORAGE_CLASSES": f'["{sc}"]',
+           "KUSTODIAN_NODE_CLEANUP_DELAY": "1s", "KUSTODIAN_LISTEN_ADDRESS": ""}
+    log = tmp_path / "controllers.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "kustodian", "controllers", "--kubeconfig",
+                                 str(kube_api.kubeconfig)], stdout=out, stderr=subprocess.STDOUT, env=env)
+    try:
+        time.sleep(1.0)
+        client.delete(NODES, node)
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                client.get(PERSISTENT_VOLUME_CLAIMS, "data-0", namespace)
+            except NotFound:
+                break
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+    finally:
+        proc.terminate()
+        proc.wait(15)
+        client.delete(PERSISTENT_VOLUMES, f"pv-{node}")
+    assert "Traceback" not in log.read_text(), log.read_text()

@@ -86,3 +86,23 @@ def test_retry_on_conflict_rereads_and_reapplies(kube_api: KubeApi, namespace: s
     with pytest.raises(Conflict):
         retry_on_conflict(read, lambda o: client.replace(CONFIG_MAPS, {**o, "metadata": {
             **o["metadata"], "resourceVersion": "1"}}), attempts=2, backoff=0.01)
+
+
+def test_log_lines_about_objects_never_clobber_logrecord_fields(caplog: pytest.LogCaptureFixture) -> None:
+    """``extra`` with a ``name`` key raises KeyError inside logging (a reserved LogRecord field):
+    the controllers use ``object`` for the object's name."""
+    import logging
+    import pathlib
+    import re
+
+    from kustodian.logs import JsonFormatter
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    for path in [*root.glob("controllers/**/*.py"), *root.glob("webhook/**/*.py"), *root.glob("kube/*.py")]:
+        for extra in re.findall(r"extra=\{[^}]*\}", path.read_text(), flags=re.S):
+            assert '"name"' not in extra and "'name'" not in extra, f"{path}: {extra}"
+    logger = logging.getLogger("kustodian.test")
+    with caplog.at_level(logging.INFO):
+        logger.info("deleted", extra={"kind": "PersistentVolumeClaim", "namespace": "ns", "object": "data-0"})
+    line = JsonFormatter().format(caplog.records[-1])
+    assert '"kind":"PersistentVolumeClaim"' in line and '"object":"data-0"' in line
