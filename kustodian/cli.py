@@ -49,6 +49,16 @@ def _cmd_node_cleanup(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_node_agent(args: argparse.Namespace) -> int:
+    from controllers.orphans.agent import run
+    from controllers.orphans.settings import NodeAgentSettings
+
+    settings = settings_from_args(NodeAgentSettings, args)
+    setup_logging(settings.log_format, settings.log_level)
+    run(settings)
+    return 0
+
+
 def _cmd_certs_issue(args: argparse.Namespace) -> int:
     from certs import CertificateError, issue_ca, issue_serving, write_bundle
 
@@ -126,8 +136,13 @@ def build_parser() -> argparse.ArgumentParser:
                                    "provisioner's node cleanup controller.")
     add_settings_flags(p, NodeCleanupSettings)
     p.set_defaults(func=_cmd_node_cleanup)
-    p = sub.add_parser("node-agent", help="run the per-node orphan detection agent")
-    p.set_defaults(func=_todo("node-agent", 7))
+    from controllers.orphans.settings import NodeAgentSettings
+
+    p = sub.add_parser("node-agent", help="run the per-node orphan detection agent (DaemonSet)",
+                       description="Report replica directories no Longhorn Replica owns as Orphan objects, "
+                                   "and remove a directory when its Orphan is deleted.")
+    add_settings_flags(p, NodeAgentSettings)
+    p.set_defaults(func=_cmd_node_agent)
 
     certs = sub.add_parser("certs", help="issue certificates and inject CA bundles")
     csub = certs.add_subparsers(dest="certs_command", required=True, metavar="ACTION")

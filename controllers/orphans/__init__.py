@@ -3,5 +3,7 @@
 :mod:`controllers.orphans.scan` turns a Longhorn disk into a
 :class:`policy.orphans.DiskScan` and removes a replica directory once
 :func:`policy.orphans.cleanup_decision` has said so.  Everything that decides lives
-in :mod:`policy.orphans`.
+in :mod:`policy.orphans`.  :mod:`controllers.orphans.agent` is the DaemonSet process
+(``kustodian node-agent``): the monitor thread that turns scans into Orphan objects
+and the controller that removes a directory once its Orphan is deleted.
 """

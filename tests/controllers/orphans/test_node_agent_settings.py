@@ -1,0 +1,63 @@
+"""``NodeAgentSettings``: the chart's env vars, the flags, and refusals at start."""
+
+from __future__ import annotations
+
+import argparse
+from datetime import timedelta
+
+import pytest
+
+from controllers.orphans.settings import NodeAgentSettings, parse_disk
+from kustodian.settings_cli import add_settings_flags, settings_from_args
+
+
+@pytest.mark.parametrize(("entry", "expected"), [
+    ("/var/lib/longhorn", ("var-lib-longhorn", "/var/lib/longhorn", "")),
+    ("ssd=/mnt/ssd@abc-123", ("ssd", "/mnt/ssd", "abc-123")),
+    ("/mnt//nvme/@u1", ("mnt-nvme", "/mnt/nvme", "u1")),
+    ("/", ("root", "/", "")),
+], ids=["plain-path", "name-path-uuid", "normalized-path-with-uuid", "root"])
+def test_parse_disk(entry: str, expected: tuple[str, str, str]) -> None:
+    spec = parse_disk(entry)
+    assert (spec.name, spec.path, spec.uuid) == expected
+
+
+@pytest.mark.parametrize("entry", ["relative", "/a/../b", "Bad_Name=/x", "/x@", "/x@not a uuid"],
+                         ids=["relative", "dotdot", "bad-name", "empty-uuid", "bad-uuid"])
+def test_parse_disk_refuses(entry: str) -> None:
+    with pytest.raises(ValueError, match="disk"):
+        parse_disk(entry)
+
+
+def test_chart_env_vars(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUSTODIAN_NODE_NAME", "worker-1")
+    monkeypatch.setenv("KUSTODIAN_DISKS", '["/var/lib/longhorn", "ssd=/mnt/ssd"]')
+    monkeypatch.setenv("KUSTODIAN_ORPHAN_AUTO_DELETE", "true")
+    monkeypatch.setenv("KUSTODIAN_ORPHAN_GRACE_PERIOD", "1h")
+    monkeypatch.setenv("KUSTODIAN_LONGHORN_NAMESPACE", "lh")
+    s = NodeAgentSettings()  # node_name comes from the env
+    assert s.node_name == "worker-1"
+    assert [d.path for d in s.disk_specs] == ["/var/lib/longhorn", "/mnt/ssd"]
+    assert s.orphan_auto_delete is True
+    assert s.orphan_grace_period == timedelta(hours=1)
+    assert s.longhorn_namespace == "lh"
+    assert s.scan_interval == timedelta(seconds=30)
+    assert s.tracker == "longhorn"
+
+
+def test_flags_override_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUSTODIAN_NODE_NAME", "worker-1")
+    parser = argparse.ArgumentParser()
+    add_settings_flags(parser, NodeAgentSettings)
+    args = parser.parse_args(["--disks", "a=/d1@u1,b=/d2", "--scan-interval", "5s", "--tracker", "none"])
+    s = settings_from_args(NodeAgentSettings, args)
+    assert [(d.name, d.uuid) for d in s.disk_specs] == [("a", "u1"), ("b", "")]
+    assert s.scan_interval == timedelta(seconds=5)
+    assert s.tracker == "none"
+
+
+def test_every_bad_disk_is_reported_at_once() -> None:
+    with pytest.raises(ValueError, match=r"disks\[0\].*absolute.*disks\[2\].*already used by disks\[1\]"):
+        NodeAgentSettings(node_name="n1", disks=["relative", "/a", "/a/"])
+    with pytest.raises(ValueError, match="scan_interval"):
+        NodeAgentSettings(node_name="n1", scan_interval=0)
