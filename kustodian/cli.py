@@ -101,14 +101,6 @@ def _cmd_explain_delete(args: argparse.Namespace) -> int:
     return explain_delete(args)
 
 
-def _todo(component: str, issue: int) -> Command:
-    def run(args: argparse.Namespace) -> int:
-        sys.stderr.write(f"kustodian {component}: not available in this build yet (issue #{issue})\n")
-        return 3
-
-    return run
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kustodian", description=(
         "Kubernetes storage custodian: an admission webhook that refuses to delete storage that is "
