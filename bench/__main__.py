@@ -1,14 +1,22 @@
 """``python -m bench`` / ``kustodian-bench``: measure Kustodian against the targets of issue #9.
 
-Separate from the tests on purpose: numbers are reported (medians of ``--runs``),
-never asserted.  ``--smoke`` runs every scenario on tiny inputs in well under a
-minute so CI keeps the harness working.
+Separate from the tests on purpose: numbers are reported as they are (medians of
+``--runs``), never asserted, and a missed target is printed as "no".  ``--smoke``
+runs every scenario once on tiny inputs in well under a minute so CI keeps the
+harness working; it exits 0 unless a scenario is broken.  Scenarios that need a real
+API server (kube-testserver) print "skipped: no API server" under ``--smoke`` when
+there is none, and make a full run fail.
+
+Output: a markdown table on stdout (Scenario | Metric | Value | Target | Met? |
+Command | Notes), the same rows as JSON (``--out``) and the open-loop latency
+distributions as a plot (``--plot``, matplotlib with the Agg backend).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import sys
 import time
@@ -18,13 +26,17 @@ from typing import Any
 
 Row = dict[str, Any]
 
+SCENARIOS = ["admission", "kopf", "cache", "memory", "planner", "orphans", "node-loss"]
+NEEDS_API = {"kopf", "cache", "node-loss"}
+
 
 def _met(row: Row) -> str:
     target = row.get("target")
-    if not target:
+    value = row["value"]
+    if not target or not isinstance(value, int | float):
         return ""
     op, bound = target
-    ok = row["value"] <= bound if op == "<=" else row["value"] >= bound
+    ok = value <= bound if op == "<=" else value >= bound
     return "yes" if ok else "**no**"
 
 
@@ -33,57 +45,96 @@ def _fmt_target(row: Row) -> str:
     return f"{'≤' if target[0] == '<=' else '≥'} {target[1]:g}" if target else ""
 
 
-def table(rows: list[Row], command: str) -> str:
-    lines = ["| Scenario | Metric | Value | Target | Met | Notes |", "|---|---|---|---|---|---|"]
+def table(rows: list[Row]) -> str:
+    lines = ["| Scenario | Metric | Value | Target | Met? | Command | Notes |", "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['scenario']} | {r['metric']} | {r['value']} | {_fmt_target(r)} | {_met(r)} | "
-                     f"{r.get('note', '')} |")
+                     f"`{r.get('command', '')}` | {r.get('note', '')} |")
     lines.append("")
-    lines.append(f"Command: `{command}` on {platform.processor() or platform.machine()}, "
-                 f"Python {platform.python_version()}")
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    lines.append(f"{platform.processor() or platform.machine()}, {cpus} CPUs, Python {platform.python_version()}")
     return "\n".join(lines)
 
 
+def plot(latencies: dict[str, list[float]], path: str) -> None:
+    """Latency CDFs of the open-loop runs (the median-p99 run of each), log x axis."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for label, values in latencies.items():
+        s = sorted(values)
+        n = len(s)
+        ax.plot(s, [(i + 1) / n for i in range(n)], label=f"{label} (n={n})")
+    ax.axvline(15.0, color="grey", linestyle="--", linewidth=1, label="p99 target 15 ms")
+    ax.axhline(0.99, color="grey", linestyle=":", linewidth=1)
+    ax.set_xscale("log")
+    ax.set_xlabel("latency from scheduled send (ms), open loop at 300 req/s")
+    ax.set_ylabel("fraction of requests")
+    ax.set_title("Admission latency over TLS keep-alive")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--smoke", action="store_true", help="tiny inputs, one run: keeps the harness alive")
     parser.add_argument("--runs", type=int, default=5, help="runs per scenario; medians are reported")
-    parser.add_argument("--only", action="append", choices=["admission", "cache", "memory", "planner",
-                                                             "orphans", "node-loss"],
-                        help="run only these (repeatable)")
-    parser.add_argument("--out", default="", help="write the rows as JSON here")
+    parser.add_argument("--only", action="append", choices=SCENARIOS, metavar="NAME",
+                        help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
+    parser.add_argument("--out", default="bench/results.json", help="write the rows as JSON here ('' for none)")
+    parser.add_argument("--plot", default="bench/latency.png", help="latency CDF plot ('' for none)")
     args = parser.parse_args(argv)
-    runs = 1 if args.smoke else args.runs
+    runs = 1 if args.smoke else max(1, args.runs)
 
-    from bench import admission, cache, node_loss, orphans, planner
+    from bench import admission, cache, kopf_peer, node_loss, orphans, planner
+    from kustodian.testing.testserver import find_script
 
     scenarios: dict[str, Callable[[], list[Row]]] = {
         "admission": lambda: admission.run(args.smoke, runs),
+        "kopf": lambda: kopf_peer.run(args.smoke, runs),
         "cache": lambda: cache.cold_list(args.smoke, runs),
         "memory": lambda: cache.memory(args.smoke),
         "planner": lambda: planner.run(args.smoke, runs),
         "orphans": lambda: orphans.run(args.smoke, runs),
         "node-loss": lambda: node_loss.run(args.smoke, runs),
     }
+    have_api = find_script() is not None
     rows: list[Row] = []
     for name, scenario in scenarios.items():
         if args.only and name not in args.only:
             continue
-        t0 = time.perf_counter()
-        print(f"bench: {name} ...", file=sys.stderr, flush=True)
-        new = scenario()
-        rows += new
-        print(f"bench: {name} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
+        command = f"python -m bench --only {name} " + ("--smoke" if args.smoke else f"--runs {runs}")
+        if name in NEEDS_API and not have_api:
+            if not args.smoke:
+                print(f"bench: {name} needs kube-testserver (../shared/kube-testserver), not found",
+                      file=sys.stderr)
+                return 1
+            new: list[Row] = [{"scenario": name, "metric": "-", "value": "skipped: no API server",
+                               "target": None, "note": "kube-testserver not found"}]
+        else:
+            t0 = time.perf_counter()
+            print(f"bench: {name} ...", file=sys.stderr, flush=True)
+            new = scenario()
+            print(f"bench: {name} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
         for row in new:  # progress, in case a later scenario fails
+            row["command"] = command
             print(f"  {row['scenario']} | {row['metric']} | {row['value']}", file=sys.stderr, flush=True)
-    if not args.only:
-        rows.append({"scenario": "admission: kopf peer", "metric": "throughput / p99 ratios",
-                     "value": "not measured", "target": None,
-                     "note": "kopf's admission server needs a running operator; not built yet (issue #9)"})
-    command = "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv)
-    print(table(rows, command.strip()))
+        rows += new
+    print(table(rows))
+    invoked = "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv)
     if args.out:
-        Path(args.out).write_text(json.dumps({"command": command, "rows": rows}, indent=2))
+        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.out).write_text(json.dumps({"command": invoked.strip(), "smoke": args.smoke, "runs": runs,
+                                              "rows": rows}, indent=2))
+    if args.plot and admission.LATENCIES:
+        plot(admission.LATENCIES, args.plot)
     return 0
 
 

@@ -109,6 +109,10 @@ def build(settings: ControllersSettings, client: KubeClient, recorder: EventReco
 
         units.append(Unit("node-cleanup", cleanup.caches, cleanup.wire, cleanup.reconcile,
                           background=[resync, deleter]))
+    if settings.capacity:
+        from controllers.capacity.main import unit as capacity_unit  # it imports this module's Unit
+
+        units.append(capacity_unit(settings, client, recorder))
     return Assembly(units, ControllerMetrics(registry))
 
 

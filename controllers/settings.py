@@ -10,10 +10,11 @@ from datetime import timedelta
 
 from pydantic import Field
 
-from kube.settings import GoDuration, KubeSettings
+from controllers.capacity.settings import CapacitySettings
+from kube.settings import GoDuration
 
 
-class ControllersSettings(KubeSettings):
+class ControllersSettings(CapacitySettings):
     pod_name: str = Field(default_factory=socket.gethostname,
                           description="Identity in leader election (the pod name)")
     leader_election: bool = Field(True, description="Elect a leader on a Lease so only one replica acts")
@@ -35,3 +36,4 @@ class ControllersSettings(KubeSettings):
     node_cleanup_resync: GoDuration = Field(timedelta(minutes=10), description="Full re-examination period")
     node_cleanup_detect_recreated: bool = Field(False, description="A Node back with a new UID is a new "
                                                 "machine: its local PVs are stale")
+    capacity: bool = Field(False, description="Run the capacity reservation controller")

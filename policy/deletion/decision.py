@@ -85,11 +85,17 @@ def _dependents(
     """Distinct dependents of ``provider``; with ``outside``, only those not in that namespace."""
     me = ObjectRef(provider.kind, provider.namespace, provider.name)
     found: set[ObjectRef] = set()
+    seen: set[tuple[str, int]] = set()  # the same cached object matched by several rules
     for rule in rules.for_provider(provider.kind):
         if not view.has_kind(rule.dependent) or rule_skipped(rule, provider, view):
             continue
+        kind = rule.dependent
         for obj in find_dependents(rule, provider, view):
-            ref = ObjectRef.of(rule.dependent, obj)
+            key = (kind, id(obj))
+            if key in seen:
+                continue
+            seen.add(key)
+            ref = ObjectRef.of(kind, obj)
             if ref != me and (outside is None or ref.namespace != outside):
                 found.add(ref)
     return sorted(found)

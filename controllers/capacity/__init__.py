@@ -1,0 +1,1 @@
+"""Capacity reservations: plan REQUESTED ACRs in one batch, collect stale ones."""

@@ -1,0 +1,50 @@
+"""Capacity controller settings (env names the chart sets) and the merge-patch writer."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from controllers.capacity.controller import merge_patch
+from controllers.capacity.settings import CapacitySettings
+
+
+def test_defaults() -> None:
+    s = CapacitySettings()
+    assert (s.capacity_sequential_lvg, s.capacity_lvg_wait_timeout, s.capacity_reservation_ttl,
+            s.capacity_gc_interval) == (False, timedelta(seconds=300), timedelta(hours=1), timedelta(seconds=60))
+    assert s.plan_options().sequential_lvg is False
+
+
+def test_env_names_the_chart_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUSTODIAN_CAPACITY_SEQUENTIAL_LVG", "true")
+    monkeypatch.setenv("KUSTODIAN_CAPACITY_LVG_WAIT_TIMEOUT", "2m")
+    monkeypatch.setenv("KUSTODIAN_CAPACITY_RESERVATION_TTL", "7200")
+    monkeypatch.setenv("KUSTODIAN_CAPACITY_GC_INTERVAL", "30s")
+    s = CapacitySettings()
+    options = s.plan_options()
+    assert (options.sequential_lvg, options.sequential_lvg_timeout) == (True, timedelta(minutes=2))
+    assert (s.capacity_reservation_ttl, s.capacity_gc_interval) == (timedelta(hours=2), timedelta(seconds=30))
+
+
+@pytest.mark.parametrize("field", ["capacity_lvg_wait_timeout", "capacity_reservation_ttl",
+                                   "capacity_gc_interval"])
+@pytest.mark.parametrize("value", ["0", "-5s"], ids=["zero", "negative"])
+def test_unsafe_durations_are_refused(field: str, value: str) -> None:
+    with pytest.raises(ValidationError, match="must be positive"):
+        CapacitySettings.model_validate({field: value})
+
+
+@pytest.mark.parametrize(("old", "new", "patch"), [
+    ({"a": 1}, {"a": 1}, {}),
+    ({"a": 1}, {"a": 2}, {"a": 2}),
+    ({"s": {"reason": "x", "message": "y"}}, {"s": {}}, {"s": {"reason": None, "message": None}}),
+    ({"l": [1, 2]}, {"l": [2]}, {"l": [2]}),
+    ({}, {"s": {"reason": "x"}}, {"s": {"reason": "x"}}),
+    ({"a": True}, {"a": 1}, {"a": 1}),
+], ids=["unchanged", "replaced", "removed-becomes-null", "list-replaced-whole", "added", "json-equality"])
+def test_merge_patch(old: dict[str, Any], new: dict[str, Any], patch: dict[str, Any]) -> None:
+    assert merge_patch(old, new) == patch
