@@ -118,13 +118,14 @@ def _request(path: str, review: dict[str, Any]) -> bytes:
             f"Content-Length: {len(body)}\r\n\r\n").encode() + body
 
 
-def delete_review() -> bytes:
+def delete_review(pool_name: str = "replicapool") -> bytes:
+    """DELETE of a CephBlockPool: ``replicapool`` has 300 PV dependents, ``emptypool`` none."""
     pool = {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool",
-            "metadata": {"name": "replicapool", "namespace": POOL_NS}, "spec": {}}
+            "metadata": {"name": pool_name, "namespace": POOL_NS}, "spec": {}}
     return _request("/validate", {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
         "uid": "bench", "kind": {"group": "ceph.rook.io", "version": "v1", "kind": "CephBlockPool"},
         "resource": {"group": "ceph.rook.io", "version": "v1", "resource": "cephblockpools"},
-        "name": "replicapool", "namespace": POOL_NS, "operation": "DELETE", "userInfo": {"username": "bench"},
+        "name": pool_name, "namespace": POOL_NS, "operation": "DELETE", "userInfo": {"username": "bench"},
         "object": None, "oldObject": pool, "dryRun": True}})
 
 
@@ -316,6 +317,8 @@ def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
         for key, name, payload in (
                 ("Kustodian deletion guard", "deletion guard (DELETE CephBlockPool, 300 PV dependents)",
                  delete_review()),
+                ("Kustodian deletion guard, no dependents",
+                 "deletion guard (DELETE CephBlockPool without dependents: allowed)", delete_review("emptypool")),
                 ("Kustodian PVC mutation", "PVC mutation (CREATE, schedule injected)", pvc_review())):
             m = measure(tls, port, payload, runs, seconds)
             LATENCIES[key] = m.latencies_ms

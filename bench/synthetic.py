@@ -107,5 +107,5 @@ def cluster_objects(pvs: int, pvcs: int, pods: int, *, dependents_of_pool: int =
         "Pod": [pod(i) for i in range(pods)],
         "Namespace": [namespace(i) for i in range(500)],
         "StorageClass.storage.k8s.io": [storage_class(), storage_class(BIG_SC, "bigpool")],
-        "CephBlockPool.ceph.rook.io": [pool("replicapool"), pool("bigpool")],
+        "CephBlockPool.ceph.rook.io": [pool("replicapool"), pool("bigpool"), pool("emptypool")],
     }
