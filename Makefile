@@ -30,7 +30,7 @@ bench: venv
 	$(BIN)/python -m bench
 
 bench-smoke: venv
-	$(BIN)/python -m bench --smoke
+	$(BIN)/python -m bench --smoke --out '' --plot ''
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

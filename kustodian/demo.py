@@ -100,6 +100,24 @@ def stories(d: Demo) -> None:
     d.kubectl("delete", "cephblockpool", "replicapool", "-n", ns)
 
 
+def reclaim_story(d: Demo) -> None:
+    d.say("Story 2 - reclaim-space policy: annotate the StorageClass once, every new PVC carries it")
+    d.kubectl("create", "namespace", "apps")
+    d.apply({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+             "provisioner": "rook-ceph.rbd.csi.ceph.com", "metadata": {"name": "rook-ceph-block",
+                          "annotations": {"reclaimspace.csiaddons.openshift.io/schedule": "@daily"}}})
+    time.sleep(1)
+    d.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+             "metadata": {"name": "data", "namespace": "apps"},
+             "spec": {"storageClassName": "rook-ceph-block", "accessModes": ["ReadWriteOnce"],
+                      "resources": {"requests": {"storage": "1Gi"}}}})
+    d.kubectl("get", "pvc", "data", "-n", "apps", "-o", "jsonpath={.metadata.annotations}")
+    print()
+    d.say("A schedule that does not parse is refused with the key, the value and why")
+    d.kubectl("annotate", "sc", "rook-ceph-block", "--overwrite",
+              "reclaimspace.csiaddons.openshift.io/schedule=every day")
+
+
 def main() -> int:
     script = find_script()
     if script is None:
@@ -129,6 +147,7 @@ def main() -> int:
         d.apply(*webhook_configurations(url, bundle), show=False)
         print(f"kustodian webhook is serving on {url}; webhook configurations registered.")
         stories(d)
+        reclaim_story(d)
         d.say("Done. Everything above ran against a real API server with the real webhook.")
         return 0
     finally:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -56,6 +57,7 @@ Clock = Callable[[], datetime]
 _PREFIX = "local_volume_node_cleanup"
 _ANNOTATE_ATTEMPTS = 3
 _CACHE_LAG_RECHECK = 1.0  # seconds: the watch catches up with a Node event quickly
+_ABSENCE_TTL = 1.0  # seconds a fresh "this Node is gone" answer is reused for its other PVs
 
 
 class NodeCleanupMetrics:
@@ -88,6 +90,7 @@ class NodeCleanup:
         self.pvs = WatchCache(client, PERSISTENT_VOLUMES, indexers=dict(INDEXERS["PersistentVolume"]))
         self.pvcs = WatchCache(client, PERSISTENT_VOLUME_CLAIMS)
         self._snapshot: NodeSnapshot | None = None
+        self._absent_seen: dict[str, float] = {}
         self._snapshot_lock = threading.Lock()
 
     @property
@@ -229,13 +232,29 @@ class NodeCleanup:
             pv = self.client.get(PERSISTENT_VOLUMES, pv_name)
             nodes: list[dict[str, Any]] = []
             for node_name in sorted(affinity_node_names(pv).node_names):
+                if self._confirmed_absent(node_name):
+                    continue
+                found = []
                 with contextlib.suppress(NotFound):
-                    nodes.append(self.client.get(NODES, node_name))
-                nodes.extend(self.client.list(NODES, label_selector=f"{HOSTNAME_LABEL}={node_name}")[0])
+                    found.append(self.client.get(NODES, node_name))
+                found.extend(self.client.list(NODES, label_selector=f"{HOSTNAME_LABEL}={node_name}")[0])
+                if not found:
+                    self._absent_seen[node_name] = time.monotonic()
+                nodes.extend(found)
         except KubeError as exc:
             log.info("PV %s: could not confirm its node is gone (%s); not deleting", pv_name, exc)
             return None
         return pv, NodeSnapshot.from_nodes(nodes)
+
+    def _confirmed_absent(self, node_name: str) -> bool:
+        """A Node the API server said is gone less than a second ago (by name and by label).
+
+        A lost Node usually carries many local PVs; their deadlines fall together, and one
+        confirmation serves them all instead of two API calls per PV.  The window is short
+        enough that a Node coming back is seen on the next deadline.
+        """
+        seen = self._absent_seen.get(node_name)
+        return seen is not None and time.monotonic() - seen < _ABSENCE_TTL
 
     def _still_stale(self, pv_name: str) -> bool:
         view = self._fresh_view(pv_name)
