@@ -107,10 +107,11 @@ def reclaim_story(d: Demo) -> None:
              "provisioner": "rook-ceph.rbd.csi.ceph.com", "metadata": {"name": "rook-ceph-block",
                           "annotations": {"reclaimspace.csiaddons.openshift.io/schedule": "@daily"}}})
     time.sleep(1)
-    d.apply({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+    claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
              "metadata": {"name": "data", "namespace": "apps"},
              "spec": {"storageClassName": "rook-ceph-block", "accessModes": ["ReadWriteOnce"],
-                      "resources": {"requests": {"storage": "1Gi"}}}})
+                      "resources": {"requests": {"storage": "1Gi"}}}}
+    d.kubectl("create", "-f", "-", stdin=yaml.safe_dump(claim))
     d.kubectl("get", "pvc", "data", "-n", "apps", "-o", "jsonpath={.metadata.annotations}")
     print()
     d.say("A schedule that does not parse is refused with the key, the value and why")
