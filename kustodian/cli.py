@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
@@ -15,48 +16,28 @@ from kustodian.settings_cli import add_settings_flags, settings_from_args
 Command = Callable[[argparse.Namespace], int]
 
 
-def _cmd_webhook(args: argparse.Namespace) -> int:
-    from webhook.main import run
-    from webhook.settings import WebhookSettings
+def _component(run_target: str, model: type[KubeSettings]) -> Command:
+    """A long-running component: settings from flags and env, logging, then ``run(settings)``.
 
-    settings = settings_from_args(WebhookSettings, args)
-    setup_logging(settings.log_format, settings.log_level)
-    try:
-        run(settings)
-    except ValueError as exc:  # bad rules / config found while building: refuse to start
-        sys.stderr.write(f"kustodian webhook: {exc}\n")
-        return 2
-    return 0
+    ``run_target`` is ``"module:function"``, imported only when the command runs (the
+    webhook's dependencies are not the node agent's).  A ``ValueError`` raised while the
+    component assembles itself (bad rules, bad configuration) refuses the start with its
+    message and exit code 2.
+    """
 
+    def command(args: argparse.Namespace) -> int:
+        module, _, name = run_target.partition(":")
+        run = getattr(importlib.import_module(module), name)
+        settings = settings_from_args(model, args)
+        setup_logging(settings.log_format, settings.log_level)
+        try:
+            run(settings)
+        except ValueError as exc:
+            sys.stderr.write(f"kustodian {args.command}: {exc}\n")
+            return 2
+        return 0
 
-def _cmd_controllers(args: argparse.Namespace) -> int:
-    from controllers.main import run
-    from controllers.settings import ControllersSettings
-
-    settings = settings_from_args(ControllersSettings, args)
-    setup_logging(settings.log_format, settings.log_level)
-    run(settings)
-    return 0
-
-
-def _cmd_node_cleanup(args: argparse.Namespace) -> int:
-    from controllers.node_cleanup.main import run
-    from controllers.node_cleanup.settings import NodeCleanupSettings
-
-    settings = settings_from_args(NodeCleanupSettings, args)
-    setup_logging(settings.log_format, settings.log_level)
-    run(settings)
-    return 0
-
-
-def _cmd_node_agent(args: argparse.Namespace) -> int:
-    from controllers.orphans.agent import run
-    from controllers.orphans.settings import NodeAgentSettings
-
-    settings = settings_from_args(NodeAgentSettings, args)
-    setup_logging(settings.log_format, settings.log_level)
-    run(settings)
-    return 0
+    return command
 
 
 def _cmd_certs_issue(args: argparse.Namespace) -> int:
@@ -112,14 +93,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("webhook", help="run the validating + mutating admission webhook (TLS)",
                        description="Run the admission webhook over TLS.")
     add_settings_flags(p, WebhookSettings)
-    p.set_defaults(func=_cmd_webhook)
+    p.set_defaults(func=_component("webhook.main:run", WebhookSettings))
 
     from controllers.settings import ControllersSettings
 
     p = sub.add_parser("controllers", help="run the controller sidecar (leader-elected)",
                        description="Run the enabled controllers while this replica holds the Lease.")
     add_settings_flags(p, ControllersSettings)
-    p.set_defaults(func=_cmd_controllers)
+    p.set_defaults(func=_component("controllers.main:run", ControllersSettings))
     from controllers.node_cleanup.settings import NodeCleanupSettings
 
     p = sub.add_parser("node-cleanup", help="run only the node-loss cleanup controller (upstream flags)",
@@ -127,14 +108,14 @@ def build_parser() -> argparse.ArgumentParser:
                                    "after --pvc-deletion-delay; flags as sig-storage-local-static-"
                                    "provisioner's node cleanup controller.")
     add_settings_flags(p, NodeCleanupSettings)
-    p.set_defaults(func=_cmd_node_cleanup)
+    p.set_defaults(func=_component("controllers.node_cleanup.main:run", NodeCleanupSettings))
     from controllers.orphans.settings import NodeAgentSettings
 
     p = sub.add_parser("node-agent", help="run the per-node orphan detection agent (DaemonSet)",
                        description="Report replica directories no Longhorn Replica owns as Orphan objects, "
                                    "and remove a directory when its Orphan is deleted.")
     add_settings_flags(p, NodeAgentSettings)
-    p.set_defaults(func=_cmd_node_agent)
+    p.set_defaults(func=_component("controllers.orphans.agent:run", NodeAgentSettings))
 
     certs = sub.add_parser("certs", help="issue certificates and inject CA bundles")
     csub = certs.add_subparsers(dest="certs_command", required=True, metavar="ACTION")
