@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import base64
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -12,16 +12,11 @@ from cryptography import x509
 from certs.manager import CertManager
 from kube.resources import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS
 from tests.conftest import KubeApi
+from tests.support import Clock
 
 pytestmark = pytest.mark.api
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = datetime.now(UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
 def configs(kube_api: KubeApi, name: str) -> None:

@@ -8,7 +8,6 @@ what it created by label.
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -25,6 +24,7 @@ from kube.events import EventRecorder
 from kube.resources import EVENTS, PODS
 from policy.capacity.model import GIB
 from tests.conftest import KubeApi
+from tests.support import wait_for
 
 pytestmark = pytest.mark.api
 
@@ -40,11 +40,6 @@ class FakeClock:
         return self.now
 
 
-def wait_for(cond: Callable[[], bool], what: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")

@@ -17,26 +17,15 @@ from kube.errors import NotFound
 from kube.resources import EVENTS, NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from policy.node_cleanup import parse_rfc3339
 from tests.conftest import KubeApi
+from tests.support import Clock, wait_for
 
 pytestmark = pytest.mark.api
 
 MISSING = "kustodian.io/node-missing-since"
 
 
-class Clock:
-    def __init__(self) -> None:
-        # on a whole second: the missing-since stamp (whole seconds, rounded up) is then exact
-        self.now = datetime.now(UTC).replace(microsecond=0)
-
-    def __call__(self) -> datetime:
-        return self.now
 
 
-def wait_for(cond: Callable[[], bool], what: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 @pytest.fixture

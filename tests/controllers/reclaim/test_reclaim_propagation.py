@@ -12,6 +12,7 @@ import pytest
 from controllers.reclaim.controller import ReclaimPropagation
 from kube.resources import PERSISTENT_VOLUME_CLAIMS, STORAGE_CLASSES
 from tests.conftest import KubeApi
+from tests.support import wait_for
 
 pytestmark = pytest.mark.api
 
@@ -39,11 +40,6 @@ class Queue:
         return keys
 
 
-def wait_for(cond: Callable[[], bool], what: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 @pytest.fixture
