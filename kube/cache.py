@@ -180,6 +180,8 @@ class WatchCache:
                 self._sleep_backoff(failures)
                 failures += 1
             except (Unavailable, ApiError, KubeError) as exc:
+                if self._stop.is_set():  # stop() shut the stream down under us: not an incident
+                    return
                 self.last_error = str(exc)
                 log.warning("%s: watch interrupted: %s; retrying", self.kind_key, exc)
                 self.watch_restarts += 1
