@@ -53,7 +53,7 @@ class KubeApi:
         return self.server
 
 
-def _unavailable(reason: str) -> None:
+def unavailable(reason: str) -> None:
     if os.environ.get("KUSTODIAN_REQUIRE_API") == "1":
         pytest.fail(f"KUSTODIAN_REQUIRE_API=1 but the real API tier is unavailable: {reason}")
     pytest.skip(f"real API tier unavailable: {reason}")
@@ -64,7 +64,7 @@ def kube_tools() -> Path | None:
     try:
         return ensure_tools()
     except Exception as exc:
-        _unavailable(f"kubectl/helm could not be fetched: {exc}")
+        unavailable(f"kubectl/helm could not be fetched: {exc}")
         return None
 
 
@@ -78,14 +78,14 @@ def kube_api(kube_tools: Path | None) -> Iterator[KubeApi]:
         return
     script = find_script()
     if script is None:
-        _unavailable("../shared/kube-testserver/kube-testserver.sh not found")
+        unavailable("../shared/kube-testserver/kube-testserver.sh not found")
         return
     server = TestServer(script)
     try:
         server.start()
     except Exception as exc:
         server.destroy()
-        _unavailable(f"kube-testserver did not start: {exc}")
+        unavailable(f"kube-testserver did not start: {exc}")
         return
     client = KubeClient(load_config(str(server.kubeconfig)))
     try:
