@@ -7,12 +7,6 @@ WORKDIR /src
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY pyproject.toml README.md ./
 COPY kustodian ./kustodian
-COPY kube ./kube
-COPY policy ./policy
-COPY webhook ./webhook
-COPY controllers ./controllers
-COPY certs ./certs
-COPY bench ./bench
 # wheels for the project and every dependency; nothing of this stage reaches the final image
 RUN pip wheel --wheel-dir /wheels .
 

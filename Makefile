@@ -15,7 +15,7 @@ venv: $(BIN)/kustodian
 
 ## make demo: throwaway API server + the webhook + the user stories played with kubectl
 demo: venv
-	$(BIN)/python -m kustodian.demo
+	$(BIN)/python -m kustodian.cli.demo
 
 ## make test: the whole suite, real API tier included (what CI runs)
 test: venv

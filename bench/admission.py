@@ -62,15 +62,15 @@ def _serve(tls_dir: str, port: int, sizes: tuple[int, int, int], ready: Any) -> 
     import logging
 
     logging.basicConfig(level=logging.WARNING)
-    from kube.cache import WatchCache
-    from kube.resources import Resource
-    from kube.view import CacheView
-    from policy.deletion import rook_rules
-    from webhook.app import Readiness, create_app
-    from webhook.features.deletion_guard import DeletionGuard, needed_kinds
-    from webhook.features.reclaim import ReclaimPolicyWebhook
-    from webhook.registry import Registry
-    from webhook.server import TLSFiles, build_server
+    from kustodian.kube.cache import WatchCache
+    from kustodian.kube.resources import Resource
+    from kustodian.kube.view import CacheView
+    from kustodian.policy.deletion import rook_rules
+    from kustodian.webhook.app import Readiness, create_app
+    from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kinds
+    from kustodian.webhook.features.reclaim import ReclaimPolicyWebhook
+    from kustodian.webhook.registry import Registry
+    from kustodian.webhook.server import TLSFiles, build_server
 
     objects = cluster_objects(*sizes)
     rules = rook_rules()
@@ -292,7 +292,7 @@ def start_server(tls_dir: str, sizes: tuple[int, int, int]) -> tuple[Any, int, d
 
 
 def make_tls() -> str:
-    from certs import issue_ca, issue_serving, write_bundle
+    from kustodian.certs import issue_ca, issue_serving, write_bundle
 
     tls = tempfile.mkdtemp(prefix="bench-tls-")
     now = datetime.now(UTC)

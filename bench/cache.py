@@ -22,8 +22,8 @@ from bench.synthetic import pod, pv, pvc
 
 
 def _memory_child(sizes: tuple[int, int, int], out: Any) -> None:
-    from kube.cache import WatchCache
-    from kube.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS
+    from kustodian.kube.cache import WatchCache
+    from kustodian.kube.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES, PODS
 
     pauses: list[float] = []
     started: list[float] = []
@@ -66,10 +66,10 @@ def memory(smoke: bool) -> list[dict[str, Any]]:
 
 
 def cold_list(smoke: bool, runs: int) -> list[dict[str, Any]]:
-    from kube.cache import WatchCache
-    from kube.client import KubeClient
-    from kube.config import load_config
-    from kube.resources import PERSISTENT_VOLUMES
+    from kustodian.kube.cache import WatchCache
+    from kustodian.kube.client import KubeClient
+    from kustodian.kube.config import load_config
+    from kustodian.kube.resources import PERSISTENT_VOLUMES
     from kustodian.testing.testserver import TestServer, find_script
 
     count = 1_000 if smoke else 50_000

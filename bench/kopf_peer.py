@@ -33,8 +33,8 @@ def _kopf_server(tls_dir: str, port: int, sizes: tuple[int, int, int], kubeconfi
 
     import kopf
 
-    from policy.deletion import decide_delete, rook_rules
-    from policy.store import ListView
+    from kustodian.policy.deletion import decide_delete, rook_rules
+    from kustodian.policy.store import ListView
 
     logging.basicConfig(level=logging.WARNING)
     # kopf logs every AdmissionError at ERROR (one stderr line per denied request); Kustodian
@@ -72,9 +72,9 @@ def _kopf_server(tls_dir: str, port: int, sizes: tuple[int, int, int], kubeconfi
 
 
 def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
-    from kube.client import KubeClient
-    from kube.config import load_config
-    from kube.resources import CRDS
+    from kustodian.kube.client import KubeClient
+    from kustodian.kube.config import load_config
+    from kustodian.kube.resources import CRDS
     from kustodian.testing.crds import rook_crds
     from kustodian.testing.testserver import TestServer, find_script
 

@@ -27,13 +27,13 @@ def _pv(i: int, node: str) -> dict[str, Any]:
 
 
 def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
-    from controllers.node_cleanup.main import build
-    from controllers.node_cleanup.settings import NodeCleanupSettings
-    from kube.client import KubeClient
-    from kube.config import load_config
-    from kube.errors import NotFound
-    from kube.resources import NAMESPACES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
-    from kube.resources import NODES as NODE_RES
+    from kustodian.controllers.node_cleanup.main import build
+    from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
+    from kustodian.kube.client import KubeClient
+    from kustodian.kube.config import load_config
+    from kustodian.kube.errors import NotFound
+    from kustodian.kube.resources import NAMESPACES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+    from kustodian.kube.resources import NODES as NODE_RES
     from kustodian.testing.testserver import TestServer, find_script
 
     count = 500 if smoke else 10_000

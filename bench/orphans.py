@@ -15,7 +15,7 @@ META = json.dumps({"Size": 10737418240, "Head": "volume-head-000.img", "Dirty": 
 
 
 def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
-    from controllers.orphans.scan import scan_disk
+    from kustodian.controllers.orphans.scan import scan_disk
 
     count = 2_000 if smoke else 100_000
     disk = tempfile.mkdtemp(prefix="bench-disk-")

@@ -15,8 +15,8 @@ from typing import Any
 
 def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
     try:
-        from policy.capacity import plan_all
-        from policy.capacity.synthetic import synthetic_cluster
+        from kustodian.policy.capacity import plan_all
+        from kustodian.policy.capacity.synthetic import synthetic_cluster
     except ImportError as exc:
         return [{"scenario": "capacity planner", "metric": "plan_all 1000 ACRs x 3 over 1000 nodes x 12 (s)",
                  "value": "not available", "target": None, "note": f"policy.capacity not importable: {exc}"}]

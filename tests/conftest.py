@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from certs import issue_ca, issue_serving, write_bundle
-from kube.client import KubeClient
-from kube.config import load_config
-from kube.errors import NotFound
-from kube.resources import NAMESPACES
+from kustodian.certs import issue_ca, issue_serving, write_bundle
+from kustodian.kube.client import KubeClient
+from kustodian.kube.config import load_config
+from kustodian.kube.errors import NotFound
+from kustodian.kube.resources import NAMESPACES
 from kustodian.testing.testserver import TestServer, find_script
 from kustodian.testing.tools import ensure_tools
 

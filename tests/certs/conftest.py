@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from certs.issue import KeyPair, issue_ca, issue_serving, write_bundle
+from kustodian.certs.issue import KeyPair, issue_ca, issue_serving, write_bundle
 
 _SERVICE = "webhook"
 _NAMESPACE = "kustodian"

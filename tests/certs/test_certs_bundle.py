@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from certs.errors import InvalidBundle
-from certs.issue import KeyPair, issue_ca, issue_serving, load_bundle, write_bundle
+from kustodian.certs.errors import InvalidBundle
+from kustodian.certs.issue import KeyPair, issue_ca, issue_serving, load_bundle, write_bundle
 
 FILES = {"ca.crt", "tls.crt", "tls.key"}
 NOW = datetime.fromisoformat("2025-06-01T12:00:00+00:00")

@@ -12,8 +12,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from certs.errors import CertificateError, InvalidCertificateRequest
-from certs.issue import CLOCK_SKEW, KeyPair, issue_ca, issue_serving
+from kustodian.certs.errors import CertificateError, InvalidCertificateRequest
+from kustodian.certs.issue import CLOCK_SKEW, KeyPair, issue_ca, issue_serving
 
 NOW = datetime(2025, 6, 1, 12, 0, 0, tzinfo=UTC)
 

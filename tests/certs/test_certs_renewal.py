@@ -8,9 +8,9 @@ import pytest
 from cryptography import x509
 from cryptography.hazmat.primitives import serialization
 
-from certs.errors import CertificateError, InvalidBundle
-from certs.issue import KeyPair, issue_ca, issue_serving
-from certs.renewal import merge_ca_bundle, needs_renewal, renewal_time
+from kustodian.certs.errors import CertificateError, InvalidBundle
+from kustodian.certs.issue import KeyPair, issue_ca, issue_serving
+from kustodian.certs.renewal import merge_ca_bundle, needs_renewal, renewal_time
 
 T0 = datetime(2025, 1, 1, 0, 0, 0, tzinfo=UTC)
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from certs.issue import issue_ca, issue_serving, write_bundle
+from kustodian.certs.issue import issue_ca, issue_serving, write_bundle
 
 SERVICE, NAMESPACE = "webhook", "kustodian"
 TIMEOUT = 10.0

@@ -17,11 +17,11 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 from kustodian.cli import build_parser
-from kustodian.settings_cli import settings_from_args
+from kustodian.cli.settings_cli import settings_from_args
+from kustodian.policy.capacity.validation import validate_available_capacity, validate_reservation
+from kustodian.policy.deletion import load_rules
 from kustodian.testing.webhooks import webhook_configurations
-from policy.capacity.validation import validate_available_capacity, validate_reservation
-from policy.deletion import load_rules
-from webhook.settings import WebhookSettings
+from kustodian.webhook.settings import WebhookSettings
 
 from .conftest import ALL_ON, CHART, FULLNAME, NAMESPACE, VALUE_SETS, Doc, find, helm, one, render, webhooks
 
@@ -236,8 +236,8 @@ def test_builtin_in_process_tls_is_the_default(rendered: dict[str, list[Doc]]) -
     for hook in webhooks(docs).values():  # nothing to publish before the first start (no lookup here)
         assert "caBundle" not in hook["clientConfig"]
     from kustodian.cli import build_parser
-    from kustodian.settings_cli import settings_from_args
-    from webhook.settings import WebhookSettings
+    from kustodian.cli.settings_cli import settings_from_args
+    from kustodian.webhook.settings import WebhookSettings
 
     settings = settings_from_args(WebhookSettings, build_parser().parse_args(args))
     assert settings.tls_mode == "builtin" and settings.tls_cert_file == "/tls/tls.crt"
@@ -286,7 +286,7 @@ def test_configmaps_hold_what_the_webhook_reads(rendered: dict[str, list[Doc]]) 
     docs = rendered["all-on"]
     reclaim = one(docs, "ConfigMap", "kustodian-reclaim-config")
     assert json.loads(reclaim["data"]["config.json"]) == ALL_ON["reclaimSpace"]["config"]
-    from policy.reclaim.config import parse_config
+    from kustodian.policy.reclaim.config import parse_config
 
     assert parse_config(reclaim).storageclass_schedules == {"rbd": "@weekly"}
     rules_cm = one(docs, "ConfigMap", f"{FULLNAME}-deletion-rules")

@@ -11,8 +11,8 @@ from collections.abc import Callable
 import pytest
 from prometheus_client import CollectorRegistry
 
-from controllers.runtime import Controller, ControllerMetrics, Result
-from kube.errors import Conflict, Forbidden, Invalid, Unavailable
+from kustodian.controllers.runtime import Controller, ControllerMetrics, Result
+from kustodian.kube.errors import Conflict, Forbidden, Invalid, Unavailable
 
 
 def wait(cond: Callable[[], bool], timeout: float = 5) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from cryptography import x509
 
-from certs.manager import CertManager
-from kube.resources import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS
+from kustodian.certs.manager import CertManager
+from kustodian.kube.resources import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS
 from tests.conftest import KubeApi
 from tests.support import Clock
 

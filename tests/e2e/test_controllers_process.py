@@ -13,7 +13,7 @@ import httpx
 import pytest
 import yaml
 
-from kube.resources import LEASES
+from kustodian.kube.resources import LEASES
 from tests.conftest import KubeApi
 from tests.e2e.conftest import free_port
 from tests.e2e.stories import SCHEDULE, SOURCE, pvc, pvc_annotations, storage_class
@@ -63,8 +63,8 @@ def test_existing_pvcs_are_reconciled_at_start_and_follow_changes(kube_api: Kube
 
 def test_node_cleanup_runs_in_the_sidecar_configured_as_the_chart_configures_it(
         kube_api: KubeApi, namespace: str, tmp_path: Path) -> None:
-    from kube.errors import NotFound
-    from kube.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+    from kustodian.kube.errors import NotFound
+    from kustodian.kube.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 
     client = kube_api.client
     node, sc = f"n-{uuid.uuid4().hex[:6]}", f"local-{uuid.uuid4().hex[:6]}"

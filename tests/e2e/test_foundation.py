@@ -9,12 +9,12 @@ from pathlib import Path
 import httpx
 import pytest
 
-from kube.resources import VALIDATING_WEBHOOKS
+from kustodian.kube.resources import VALIDATING_WEBHOOKS
+from kustodian.webhook.main import build_webhook
+from kustodian.webhook.settings import WebhookSettings
 from tests.conftest import KubeApi
 from tests.e2e.conftest import kustodian
 from tests.webhook.conftest import serve
-from webhook.main import build_webhook
-from webhook.settings import WebhookSettings
 
 pytestmark = pytest.mark.api
 
@@ -82,7 +82,7 @@ def test_unsafe_settings_are_refused_at_start(args: list[str], env: dict[str, st
 
 def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from kustodian.cli import build_parser
-    from kustodian.settings_cli import settings_from_args
+    from kustodian.cli.settings_cli import settings_from_args
 
     monkeypatch.setenv("KUSTODIAN_PORT", "9443")
     monkeypatch.setenv("KUSTODIAN_INSECURE_HTTP", "true")

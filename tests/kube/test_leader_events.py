@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from kube.client import retry_on_conflict
-from kube.errors import Conflict
-from kube.leader import LeaderElector
-from kube.resources import CONFIG_MAPS, LEASES
+from kustodian.kube.client import retry_on_conflict
+from kustodian.kube.errors import Conflict
+from kustodian.kube.leader import LeaderElector
+from kustodian.kube.resources import CONFIG_MAPS, LEASES
 from tests.conftest import KubeApi
 
 pytestmark = pytest.mark.api
@@ -98,7 +98,9 @@ def test_log_lines_about_objects_never_clobber_logrecord_fields(caplog: pytest.L
     from kustodian.logs import JsonFormatter
 
     root = pathlib.Path(__file__).resolve().parents[2]
-    for path in [*root.glob("controllers/**/*.py"), *root.glob("webhook/**/*.py"), *root.glob("kube/*.py")]:
+    paths = [*root.glob("kustodian/controllers/**/*.py"), *root.glob("kustodian/webhook/**/*.py"), *root.glob("kustodian/kube/*.py")]
+    assert len(paths) > 20, "the scan found no sources: the layout moved"
+    for path in paths:
         for extra in re.findall(r"extra=\{[^}]*\}", path.read_text(), flags=re.S):
             assert '"name"' not in extra and "'name'" not in extra, f"{path}: {extra}"
     logger = logging.getLogger("kustodian.test")

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from kube.cache import WatchCache
-from kube.errors import Conflict, NotFound
-from kube.resources import CONFIG_MAPS
+from kustodian.kube.cache import WatchCache
+from kustodian.kube.errors import Conflict, NotFound
+from kustodian.kube.resources import CONFIG_MAPS
 from tests.conftest import KubeApi
 
 pytestmark = pytest.mark.api

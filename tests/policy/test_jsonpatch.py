@@ -14,7 +14,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.jsonpatch import diff, escape, json_equal
+from kustodian.policy.jsonpatch import diff, escape, json_equal
 
 
 def _unescape(token: str) -> str:

@@ -13,9 +13,9 @@ import httpx
 import pytest
 import uvicorn
 
-from webhook.app import create_app
-from webhook.registry import Registry
-from webhook.server import CertReloader, TLSFiles, build_server
+from kustodian.webhook.app import create_app
+from kustodian.webhook.registry import Registry
+from kustodian.webhook.server import CertReloader, TLSFiles, build_server
 
 
 def free_port() -> int:

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
+from kustodian.webhook.features import capacity
+from kustodian.webhook.registry import Registry
 from tests.webhook.conftest import RunningServer
-from webhook.features import capacity
-from webhook.registry import Registry
 
 
 def review(kind: str, obj: dict[str, Any]) -> dict[str, Any]:

@@ -14,11 +14,11 @@ from typing import Any
 import httpx
 import pytest
 
-from certs import issue_ca, issue_serving, write_bundle
+from kustodian.certs import issue_ca, issue_serving, write_bundle
+from kustodian.webhook.app import Readiness, create_app
+from kustodian.webhook.registry import Registry
+from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied, patched
 from tests.webhook.conftest import RunningServer, serve
-from webhook.app import Readiness, create_app
-from webhook.registry import Registry
-from webhook.review import AdmissionRequest, Answer, allowed, denied, patched
 
 
 def review(operation: str = "DELETE", kind: str = "ConfigMap", group: str = "", uid: str = "u-1",

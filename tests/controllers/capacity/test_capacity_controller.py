@@ -15,14 +15,14 @@ from typing import Any
 
 import pytest
 
-from controllers.capacity.controller import GC_KEY, PLAN_KEY, CapacityReservations
-from controllers.capacity.main import build
-from controllers.capacity.settings import CapacitySettings
-from controllers.runtime import Controller
-from kube.errors import NotFound
-from kube.events import EventRecorder
-from kube.resources import EVENTS, PODS
-from policy.capacity.model import GIB
+from kustodian.controllers.capacity.controller import GC_KEY, PLAN_KEY, CapacityReservations
+from kustodian.controllers.capacity.main import build
+from kustodian.controllers.capacity.settings import CapacitySettings
+from kustodian.controllers.runtime import Controller
+from kustodian.kube.errors import NotFound
+from kustodian.kube.events import EventRecorder
+from kustodian.kube.resources import EVENTS, PODS
+from kustodian.policy.capacity.model import GIB
 from tests.conftest import KubeApi
 from tests.support import wait_for
 

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from controllers.capacity.controller import merge_patch
-from controllers.capacity.settings import CapacitySettings
+from kustodian.controllers.capacity.controller import merge_patch
+from kustodian.controllers.capacity.settings import CapacitySettings
 
 
 def test_defaults() -> None:

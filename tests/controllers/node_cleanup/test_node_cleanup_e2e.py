@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from controllers.node_cleanup.main import NodeCleanupApp, build
-from controllers.node_cleanup.settings import NodeCleanupSettings
-from kube.errors import NotFound
-from kube.resources import EVENTS, NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
-from policy.node_cleanup import parse_rfc3339
+from kustodian.controllers.node_cleanup.main import NodeCleanupApp, build
+from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
+from kustodian.kube.errors import NotFound
+from kustodian.kube.resources import EVENTS, NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+from kustodian.policy.node_cleanup import parse_rfc3339
 from tests.conftest import KubeApi
 from tests.support import Clock, wait_for
 

@@ -10,10 +10,10 @@ from collections.abc import Callable
 import httpx
 import pytest
 
-from controllers.node_cleanup.main import run
-from controllers.node_cleanup.settings import NodeCleanupSettings
-from kube.errors import NotFound
-from kube.resources import LEASES
+from kustodian.controllers.node_cleanup.main import run
+from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
+from kustodian.kube.errors import NotFound
+from kustodian.kube.resources import LEASES
 from tests.conftest import KubeApi
 
 pytestmark = pytest.mark.api

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from controllers.node_cleanup.settings import NodeCleanupSettings
+from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
 
 
 def test_defaults_are_upstreams() -> None:

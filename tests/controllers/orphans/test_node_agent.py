@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from controllers.orphans.agent import ORPHANS, NodeAgent, build
-from controllers.orphans.disks import STATUS_KEY, UUIDS_KEY, config_map_name
-from controllers.orphans.settings import NodeAgentSettings
-from controllers.orphans.tracker import REPLICAS
-from kube.errors import NotFound
-from kube.events import EventRecorder
-from kube.resources import CONFIG_MAPS, EVENTS
-from policy.orphans import ANNOTATION_KEEP_DATA, ORPHAN_FINALIZER, orphan_name
+from kustodian.controllers.orphans.agent import ORPHANS, NodeAgent, build
+from kustodian.controllers.orphans.disks import STATUS_KEY, UUIDS_KEY, config_map_name
+from kustodian.controllers.orphans.settings import NodeAgentSettings
+from kustodian.controllers.orphans.tracker import REPLICAS
+from kustodian.kube.errors import NotFound
+from kustodian.kube.events import EventRecorder
+from kustodian.kube.resources import CONFIG_MAPS, EVENTS
+from kustodian.policy.orphans import ANNOTATION_KEEP_DATA, ORPHAN_FINALIZER, orphan_name
 from tests.conftest import KubeApi
 
 pytestmark = pytest.mark.api

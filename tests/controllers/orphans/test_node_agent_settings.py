@@ -7,8 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from controllers.orphans.settings import NodeAgentSettings, parse_disk
-from kustodian.settings_cli import add_settings_flags, settings_from_args
+from kustodian.cli.settings_cli import add_settings_flags, settings_from_args
+from kustodian.controllers.orphans.settings import NodeAgentSettings, parse_disk
 
 
 @pytest.mark.parametrize(("entry", "expected"), [

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from controllers.orphans.scan import RemovalOutcome, remove_replica_dir, scan_disk
-from policy.orphans import (
+from kustodian.controllers.orphans.scan import RemovalOutcome, remove_replica_dir, scan_disk
+from kustodian.policy.orphans import (
     DiskScan,
     DropFinalizer,
     Reason,

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from controllers.reclaim.controller import ReclaimPropagation
-from kube.resources import PERSISTENT_VOLUME_CLAIMS, STORAGE_CLASSES
+from kustodian.controllers.reclaim.controller import ReclaimPropagation
+from kustodian.kube.resources import PERSISTENT_VOLUME_CLAIMS, STORAGE_CLASSES
 from tests.conftest import KubeApi
 from tests.support import wait_for
 

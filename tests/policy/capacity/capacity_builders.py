@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from policy.capacity import Decision, apply_decision
+from kustodian.policy.capacity import Decision, apply_decision
 
 MiB = 1 << 20
 GiB = 1 << 30

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from policy.capacity import Decision, PlanOptions, plan, plan_all
+from kustodian.policy.capacity import Decision, PlanOptions, plan, plan_all
 
 from .capacity_builders import NOW, GiB, MiB, ac, acr, assert_sound, held, req, written
 

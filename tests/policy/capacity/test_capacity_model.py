@@ -8,7 +8,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.capacity.model import align_to_extent, format_size, is_lvg, lvg_usable_size, parse_timestamp
+from kustodian.policy.capacity.model import (
+    align_to_extent,
+    format_size,
+    is_lvg,
+    lvg_usable_size,
+    parse_timestamp,
+)
 
 from .capacity_builders import GiB, MiB
 

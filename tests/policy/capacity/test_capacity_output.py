@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from policy.capacity import (
+from kustodian.policy.capacity import (
     PLAN_TABLE_HEADER,
     Decision,
     apply_decision,

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from policy.capacity import Decision, PlanOptions, plan
+from kustodian.policy.capacity import Decision, PlanOptions, plan
 
 from .capacity_builders import NOW, GiB, MiB, ac, acr, held, req
 

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from policy.capacity import PlanOptions, plan, plan_all
-from policy.capacity.synthetic import synthetic_cluster
+from kustodian.policy.capacity import PlanOptions, plan, plan_all
+from kustodian.policy.capacity.synthetic import synthetic_cluster
 
 from .capacity_builders import NOW, MiB, ac, acr, assert_sound, req, written
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from policy.capacity import pod_key, stale_reservations
+from kustodian.policy.capacity import pod_key, stale_reservations
 
 from .capacity_builders import NOW, GiB, acr, req
 

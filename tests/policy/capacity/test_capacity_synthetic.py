@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from policy.capacity import validate_available_capacity, validate_reservation
-from policy.capacity.synthetic import synthetic_cluster
+from kustodian.policy.capacity import validate_available_capacity, validate_reservation
+from kustodian.policy.capacity.synthetic import synthetic_cluster
 
 
 def test_same_seed_same_cluster_other_seed_other_cluster() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from policy.capacity import validate_available_capacity, validate_reservation
+from kustodian.policy.capacity import validate_available_capacity, validate_reservation
 
 from .capacity_builders import GiB, ac, acr, held, req
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from policy.deletion import RuleSet, rook_rules
-from policy.deletion.rook_matchers import BUCKET_CLASS, STORAGE_CLASS
-from policy.objects import RawObject
-from policy.store import ClusterView, ListView, kind_key
+from kustodian.policy.deletion import RuleSet, rook_rules
+from kustodian.policy.deletion.rook_matchers import BUCKET_CLASS, STORAGE_CLASS
+from kustodian.policy.objects import RawObject
+from kustodian.policy.store import ClusterView, ListView, kind_key
 
 Obj = dict[str, Any]
 NS = "rook-ceph"

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import pytest
 
-from policy.deletion import (
+from kustodian.policy.deletion import (
     ALLOW_ANNOTATION,
     DeleteDecision,
     ObjectRef,

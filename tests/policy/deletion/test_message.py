@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from policy.deletion import MESSAGE_LIMIT, decide_delete, rook_rules
-from policy.deletion.message import Section, fit_message, plural
+from kustodian.policy.deletion import MESSAGE_LIMIT, decide_delete, rook_rules
+from kustodian.policy.deletion.message import Section, fit_message, plural
 
 from .builders import NS, blockpool, key_of, nfs, rbd_pv, view
 

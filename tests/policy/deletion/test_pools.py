@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from policy.deletion.pools import PoolSet, pool_index_keys, provider_pools
+from kustodian.policy.deletion.pools import PoolSet, pool_index_keys, provider_pools
 
 from .builders import Obj, blockpool, ceph, filesystem, key_of, object_store
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from policy.deletion import DeleteDecision, decide_delete, rook_rules
+from kustodian.policy.deletion import DeleteDecision, decide_delete, rook_rules
 
 from .builders import (
     NS,

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from policy.deletion import ROOK_RULES, RuleError, decide_delete, load_rules, rook_rules
-from policy.deletion.schema import MATCHER_TYPES
+from kustodian.policy.deletion import ROOK_RULES, RuleError, decide_delete, load_rules, rook_rules
+from kustodian.policy.deletion.schema import MATCHER_TYPES
 
 from .builders import Obj, key_of, obj, storage_class, view
 

@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from policy.node_cleanup import (
+from kustodian.policy.node_cleanup import (
     ANNOTATION_NODE_UID,
     INDEXERS,
     NODE_BY_HOSTNAME,
@@ -17,7 +17,7 @@ from policy.node_cleanup import (
     node_exists,
     node_uid,
 )
-from policy.store import ListView
+from kustodian.policy.store import ListView
 
 SC = "local-nvme"
 HOST = "kubernetes.io/hostname"

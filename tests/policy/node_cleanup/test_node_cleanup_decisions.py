@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from policy.node_cleanup import (
+from kustodian.policy.node_cleanup import (
     ANNOTATION_NODE_MISSING_SINCE,
     ANNOTATION_NODE_UID,
     Decision,
@@ -299,7 +299,7 @@ def test_parse_rfc3339(text: object, expected: datetime | None) -> None:
 def test_the_missing_since_stamp_is_rounded_up_so_the_delay_is_never_shortened() -> None:
     from datetime import UTC, datetime, timedelta
 
-    from policy.node_cleanup import NodeSnapshot, pvc_cleanup_decision
+    from kustodian.policy.node_cleanup import NodeSnapshot, pvc_cleanup_decision
 
     pv = {"metadata": {"name": "pv-1", "uid": "u1"},
           "spec": {"storageClassName": "local", "local": {"path": "/mnt"},

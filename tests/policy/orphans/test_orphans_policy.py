@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from policy.objects import RawObject
-from policy.orphans import (
+from kustodian.policy.objects import RawObject
+from kustodian.policy.orphans import (
     ANNOTATION_KEEP_DATA,
     INDEXERS,
     ORPHAN_BY_NODE,
@@ -38,7 +38,7 @@ from policy.orphans import (
     tracked_replica,
     tracked_replicas,
 )
-from policy.store import ListView
+from kustodian.policy.store import ListView
 
 NODE = "node-a"
 DISK = "/var/lib/longhorn"

@@ -13,7 +13,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from policy.reclaim.annotations import APPLIED, SCHEDULE, SOURCE
+from kustodian.policy.reclaim.annotations import APPLIED, SCHEDULE, SOURCE
 
 CM_NAMESPACE = "csi-addons-system"
 CM_NAME = "csi-addons-reclaim-config"

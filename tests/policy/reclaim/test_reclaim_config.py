@@ -8,7 +8,13 @@ from typing import Any
 
 import pytest
 
-from policy.reclaim.config import ConfigError, ReclaimConfig, config_problems, parse_config, parse_config_json
+from kustodian.policy.reclaim.config import (
+    ConfigError,
+    ReclaimConfig,
+    config_problems,
+    parse_config,
+    parse_config_json,
+)
 
 from .reclaim_builders import CM_SOURCE, configmap
 

@@ -6,7 +6,12 @@ from datetime import timedelta
 
 import pytest
 
-from policy.reclaim.duration import DurationError, format_duration, parse_go_duration, parse_go_duration_ns
+from kustodian.policy.reclaim.duration import (
+    DurationError,
+    format_duration,
+    parse_go_duration,
+    parse_go_duration_ns,
+)
 
 S = 1_000_000_000
 

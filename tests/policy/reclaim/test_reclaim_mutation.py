@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
-from policy.reclaim.annotations import APPLIED, ENABLE, SCHEDULE, SOURCE
-from policy.reclaim.config import ReclaimConfig
-from policy.reclaim.mutation import apply_change, mutate_on_create, patch_ops
-from policy.reclaim.propagation import AnnotationChange
+from kustodian.policy.reclaim.annotations import APPLIED, ENABLE, SCHEDULE, SOURCE
+from kustodian.policy.reclaim.config import ReclaimConfig
+from kustodian.policy.reclaim.mutation import apply_change, mutate_on_create, patch_ops
+from kustodian.policy.reclaim.propagation import AnnotationChange
 
 from .reclaim_builders import CM_SOURCE, apply_patch, kustodian_pvc, namespace, pvc, storageclass
 

@@ -6,9 +6,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from policy.reclaim.annotations import ENABLE, SCHEDULE
-from policy.reclaim.config import ReclaimConfig
-from policy.reclaim.plan import PlanRow, plan
+from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
+from kustodian.policy.reclaim.config import ReclaimConfig
+from kustodian.policy.reclaim.plan import PlanRow, plan
 
 from .reclaim_builders import CM_SOURCE, kustodian_pvc, namespace, pvc, storageclass
 

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 
-from policy.reclaim.annotations import APPLIED, ENABLE, SCHEDULE, SOURCE
-from policy.reclaim.config import ReclaimConfig
-from policy.reclaim.precedence import (
+from kustodian.policy.reclaim.annotations import APPLIED, ENABLE, SCHEDULE, SOURCE
+from kustodian.policy.reclaim.config import ReclaimConfig
+from kustodian.policy.reclaim.precedence import (
     Disabled,
     Effective,
     EffectiveSchedule,

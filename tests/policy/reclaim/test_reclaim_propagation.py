@@ -11,12 +11,17 @@ from typing import Any
 
 import pytest
 
-from policy.reclaim.annotations import APPLIED, ENABLE, SCHEDULE, SOURCE
-from policy.reclaim.config import ReclaimConfig
-from policy.reclaim.mutation import apply_change
-from policy.reclaim.precedence import Disabled, EffectiveSchedule
-from policy.reclaim.propagation import INDEXERS, AnnotationChange, desired_annotations, reconcile_annotations
-from policy.store import ListView
+from kustodian.policy.reclaim.annotations import APPLIED, ENABLE, SCHEDULE, SOURCE
+from kustodian.policy.reclaim.config import ReclaimConfig
+from kustodian.policy.reclaim.mutation import apply_change
+from kustodian.policy.reclaim.precedence import Disabled, EffectiveSchedule
+from kustodian.policy.reclaim.propagation import (
+    INDEXERS,
+    AnnotationChange,
+    desired_annotations,
+    reconcile_annotations,
+)
+from kustodian.policy.store import ListView
 
 from .reclaim_builders import CM_SOURCE, kustodian_pvc, namespace, pvc, storageclass
 

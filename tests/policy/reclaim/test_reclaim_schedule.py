@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from policy.reclaim.schedule import ReclaimSchedule, ScheduleError, parse_schedule, schedule_error
+from kustodian.policy.reclaim.schedule import ReclaimSchedule, ScheduleError, parse_schedule, schedule_error
 
 # The seed's reconcile log: now 2024-07-11T07:25:25Z, "@daily" -> nextRun 2024-07-12T00:00:00Z.
 NOW = datetime(2024, 7, 11, 7, 25, 25, tzinfo=UTC)  # a Thursday

@@ -6,8 +6,8 @@ from datetime import timedelta
 
 import pytest
 
-from policy.reclaim.schedule import parse_schedule
-from policy.reclaim.stagger import stagger, stagger_key
+from kustodian.policy.reclaim.schedule import parse_schedule
+from kustodian.policy.reclaim.stagger import stagger, stagger_key
 
 from .reclaim_builders import pvc
 

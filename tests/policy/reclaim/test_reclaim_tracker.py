@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from policy.reclaim.tracker import LastGoodConfig
+from kustodian.policy.reclaim.tracker import LastGoodConfig
 
 
 def cm(rv: str, doc: Any) -> dict[str, Any]:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from policy.reclaim.annotations import APPLIED, ENABLE, SCHEDULE, SOURCE
-from policy.reclaim.validation import (
+from kustodian.policy.reclaim.annotations import APPLIED, ENABLE, SCHEDULE, SOURCE
+from kustodian.policy.reclaim.validation import (
     KIND_CONFIGMAP,
     KIND_NAMESPACE,
     KIND_PVC,

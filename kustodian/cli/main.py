@@ -1,0 +1,194 @@
+"""The ``kustodian`` command line: one binary, one subcommand per component or tool."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from kustodian.cli.settings_cli import add_settings_flags, settings_from_args
+from kustodian.kube.settings import KubeSettings
+from kustodian.logs import setup_logging
+
+Command = Callable[[argparse.Namespace], int]
+
+
+def _component(run_target: str, model: type[KubeSettings]) -> Command:
+    """A long-running component: settings from flags and env, logging, then ``run(settings)``.
+
+    ``run_target`` is ``"module:function"``, imported only when the command runs (the
+    webhook's dependencies are not the node agent's).  A ``ValueError`` raised while the
+    component assembles itself (bad rules, bad configuration) refuses the start with its
+    message and exit code 2.
+    """
+
+    def command(args: argparse.Namespace) -> int:
+        module, _, name = run_target.partition(":")
+        run = getattr(importlib.import_module(module), name)
+        settings = settings_from_args(model, args)
+        setup_logging(settings.log_format, settings.log_level)
+        try:
+            run(settings)
+        except ValueError as exc:
+            sys.stderr.write(f"kustodian {args.command}: {exc}\n")
+            return 2
+        return 0
+
+    return command
+
+
+def _cmd_certs_issue(args: argparse.Namespace) -> int:
+    from kustodian.certs import CertificateError, issue_ca, issue_serving, write_bundle
+
+    now = datetime.now(UTC)
+    try:
+        ca = issue_ca(now=now, validity=timedelta(days=args.ca_days))
+        serving = issue_serving(ca, service=args.service, namespace=args.namespace, dns=args.dns or [],
+                                ips=args.ip or [], now=now, validity=timedelta(days=args.days))
+    except CertificateError as exc:
+        sys.stderr.write(f"kustodian certs issue: {exc}\n")
+        return 2
+    out = Path(args.out)
+    write_bundle(out, ca, serving)
+    print(f"wrote {out / 'ca.crt'}, {out / 'tls.crt'}, {out / 'tls.key'} (mode 0600)")
+    return 0
+
+
+def _cmd_certs_inject(args: argparse.Namespace) -> int:
+    from kustodian.certs.inject import inject_ca_bundle
+    from kustodian.kube.client import KubeClient
+    from kustodian.kube.config import load_config
+
+    settings = settings_from_args(KubeSettings, args)
+    setup_logging(settings.log_format, settings.log_level)
+    bundle = Path(args.ca_file).read_bytes()
+    client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint))
+    try:
+        done = inject_ca_bundle(client, bundle, validating=args.validating or [],
+                                mutating=args.mutating or [])
+    finally:
+        client.close()
+    for line in done:
+        print(line)
+    return 0
+
+
+def _cmd_explain_delete(args: argparse.Namespace) -> int:
+    from kustodian.cli.explain import explain_delete
+
+    return explain_delete(args)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="kustodian", description=(
+        "Kubernetes storage custodian: an admission webhook that refuses to delete storage that is "
+        "still in use and applies reclaim-space policy, plus controllers that keep storage tidy."))
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    from kustodian.webhook.settings import WebhookSettings
+
+    p = sub.add_parser("webhook", help="run the validating + mutating admission webhook (TLS)",
+                       description="Run the admission webhook over TLS.")
+    add_settings_flags(p, WebhookSettings)
+    p.set_defaults(func=_component("kustodian.webhook.main:run", WebhookSettings))
+
+    from kustodian.controllers.settings import ControllersSettings
+
+    p = sub.add_parser("controllers", help="run the controller sidecar (leader-elected)",
+                       description="Run the enabled controllers while this replica holds the Lease.")
+    add_settings_flags(p, ControllersSettings)
+    p.set_defaults(func=_component("kustodian.controllers.main:run", ControllersSettings))
+    from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
+
+    p = sub.add_parser("node-cleanup", help="run only the node-loss cleanup controller (upstream flags)",
+                       description="Delete the PVCs and then the PVs of local volumes whose Node is gone, "
+                                   "after --pvc-deletion-delay; flags as sig-storage-local-static-"
+                                   "provisioner's node cleanup controller.")
+    add_settings_flags(p, NodeCleanupSettings)
+    p.set_defaults(func=_component("kustodian.controllers.node_cleanup.main:run", NodeCleanupSettings))
+    from kustodian.controllers.orphans.settings import NodeAgentSettings
+
+    p = sub.add_parser("node-agent", help="run the per-node orphan detection agent (DaemonSet)",
+                       description="Report replica directories no Longhorn Replica owns as Orphan objects, "
+                                   "and remove a directory when its Orphan is deleted.")
+    add_settings_flags(p, NodeAgentSettings)
+    p.set_defaults(func=_component("kustodian.controllers.orphans.agent:run", NodeAgentSettings))
+
+    certs = sub.add_parser("certs", help="issue certificates and inject CA bundles")
+    csub = certs.add_subparsers(dest="certs_command", required=True, metavar="ACTION")
+    p = csub.add_parser("issue", help="issue an ECDSA P-256 CA and a serving certificate",
+                        description="Write ca.crt, tls.crt and tls.key (0600) into --out.")
+    p.add_argument("--service", required=True, help="Service name of the webhook")
+    p.add_argument("--namespace", required=True, help="Namespace of the Service")
+    p.add_argument("--out", required=True, help="Output directory")
+    p.add_argument("--dns", action="append", help="Extra DNS SAN (repeatable)")
+    p.add_argument("--ip", action="append", help="Extra IP SAN (repeatable)")
+    p.add_argument("--days", type=int, default=365, help="Serving certificate lifetime in days (default 365)")
+    p.add_argument("--ca-days", type=int, default=3650, help="CA lifetime in days (default 3650)")
+    p.set_defaults(func=_cmd_certs_issue)
+    p = csub.add_parser("inject", help="write a caBundle into webhook configurations",
+                        description="Patch clientConfig.caBundle of every webhook in the named "
+                                    "configurations.")
+    p.add_argument("--ca-file", required=True, help="PEM file with the CA bundle")
+    p.add_argument("--validating", action="append", help="ValidatingWebhookConfiguration name (repeatable)")
+    p.add_argument("--mutating", action="append", help="MutatingWebhookConfiguration name (repeatable)")
+    add_settings_flags(p, KubeSettings)
+    p.set_defaults(func=_cmd_certs_inject)
+
+    p = sub.add_parser("explain-delete", help="list what blocks deleting an object",
+                       description="Print the dependents that block deleting KIND NAME, from the live "
+                                   "cluster or from a directory of manifests (--from).")
+    p.add_argument("kind", help="Kind, e.g. CephBlockPool or CephBlockPool.ceph.rook.io")
+    p.add_argument("name")
+    p.add_argument("-n", "--object-namespace", dest="object_namespace", default="",
+                   help="Namespace of the object")
+    p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
+    p.add_argument("--rules", help="Extra deletion rules file")
+    add_settings_flags(p, KubeSettings)
+    p.set_defaults(func=_cmd_explain_delete)
+
+    reclaim = sub.add_parser("reclaim", help="reclaim-space policy tools")
+    rsub = reclaim.add_subparsers(dest="reclaim_command", required=True, metavar="ACTION")
+    p = rsub.add_parser("plan", help="table of PVCs with effective schedule, source and next run",
+                        description="Show the reclaim-space schedule every PVC gets, where it comes from "
+                                    "and when it next runs; from the live cluster or --from DIR.")
+    p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
+    p.add_argument("--config-namespace", default="kustodian", help="Namespace of the reclaim ConfigMap")
+    p.add_argument("--config-name", default="kustodian-reclaim-config", help="Name of the reclaim ConfigMap")
+    add_settings_flags(p, KubeSettings)
+    p.set_defaults(func=_cmd_plan("reclaim_plan"))
+
+    capacity = sub.add_parser("capacity", help="capacity reservation tools")
+    capsub = capacity.add_subparsers(dest="capacity_command", required=True, metavar="ACTION")
+    p = capsub.add_parser("plan", help="plan REQUESTED reservations and print the plan",
+                          description="Run the capacity planner over AvailableCapacities and "
+                                      "AvailableCapacityReservations; from the live cluster or --from DIR. "
+                                      "Exit 1 when a reservation would be rejected.")
+    p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
+    p.add_argument("--sequential-lvg", action="store_true", help="Plan LVG reservations one at a time")
+    add_settings_flags(p, KubeSettings)
+    p.set_defaults(func=_cmd_plan("capacity_plan"))
+    return parser
+
+
+def _cmd_plan(name: str) -> Command:
+    def run(args: argparse.Namespace) -> int:
+        from kustodian.cli import plans
+
+        func: Command = getattr(plans, name)
+        return func(args)
+
+    return run
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    func: Command = args.func
+    return func(args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,321 @@
+"""Capacity reservations: every REQUESTED ACR gets drives, stale ACRs are collected.
+
+Two keys, not one key per ACR, because a reservation is only sound if it was planned
+against *every* other reservation:
+
+- ``plan``: one deterministic batch (``policy.capacity.plan_all``) over the AC and ACR
+  caches; each decision is written with the resourceVersion it was computed from.  The
+  runtime never runs one key on two workers, so batches never overlap.  A 409 means
+  the ACR changed under us: it is re-read and the *whole* batch is planned again (the
+  decisions after it assumed its old shape, so they are not written from a stale plan).
+- ``gc``: ACRs whose pod is gone, and RESERVED ACRs older than the TTL (upstream
+  #375/#390), are deleted with a UID precondition and a Warning event.  Requeued every
+  ``gc_interval``; a pod deletion that orphans an ACR wakes it at once.
+
+Our own writes reach the watch cache a moment later; planning the next batch from a
+cache that still shows an ACR as REQUESTED could hand its drives to someone else
+(ties in creationTimestamp reorder the batch).  So every object we wrote or re-read is
+kept in ``_written`` and preferred over the cache until the cache catches up (client-go's
+mutation cache).
+
+Writes are JSON merge patches carrying ``metadata.resourceVersion`` rather than a PUT
+of the cached copy: same compare-and-swap (409 on any concurrent change), spec and
+status in one request (the ACR CRD has no status subresource), but the cache keeps
+objects slim and a PUT of them would strip kubectl's last-applied annotation.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from kustodian.controllers.runtime import Result
+from kustodian.kube.cache import WatchCache, slim
+from kustodian.kube.client import KubeClient, Obj
+from kustodian.kube.errors import Conflict, NotFound
+from kustodian.kube.events import EventRecorder
+from kustodian.kube.resources import PODS, Resource
+from kustodian.policy.capacity import (
+    Decision,
+    PlanOptions,
+    apply_decision,
+    plan_all,
+    pod_key,
+    stale_reservations,
+)
+from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY, REJECTED, REQUESTED, RESERVED, WAIT
+from kustodian.policy.jsonpatch import json_equal
+from kustodian.policy.objects import RawObject, field, name, str_field, uid
+
+log = logging.getLogger(__name__)
+
+PLAN_KEY: Final = "plan"
+GC_KEY: Final = "gc"
+POD_INDEX: Final = "pod"
+EVENT_COLLECTED: Final = "ReservationCollected"
+# Lower bound of a WAIT requeue: a zero delay would spin at the deadline.
+_MIN_REQUEUE: Final = 0.1
+
+Enqueue = Callable[[str], None]
+Clock = Callable[[], datetime]
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def pod_identity(pod: Obj) -> Obj:
+    """Cached form of a Pod for the garbage collector: who it is, nothing else."""
+    meta = pod.get("metadata") or {}
+    keys = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
+    kept = {k: meta[k] for k in keys if k in meta}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": kept}
+
+
+def _pod_index(acr: Mapping[str, Any]) -> tuple[str, ...]:
+    key = pod_key(acr)
+    return (key,) if key else ()
+
+
+def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """RFC 7386 patch turning ``old`` into ``new`` (removed members become ``null``)."""
+    patch: dict[str, Any] = {}
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    for key, new_value in new.items():
+        old_value = old.get(key)
+        if isinstance(old_value, Mapping) and isinstance(new_value, Mapping):
+            sub = merge_patch(old_value, new_value)
+            if sub:
+                patch[key] = sub
+        elif key not in old or not json_equal(old_value, new_value):
+            patch[key] = new_value
+    return patch
+
+
+def _rv(obj: RawObject) -> str:
+    return str_field(obj, "metadata", "resourceVersion")
+
+
+@dataclass(frozen=True)
+class _Written:
+    """An ACR as we last wrote or read it; ``older_rv`` is a version known to precede it."""
+
+    obj: Obj
+    older_rv: str
+
+    def supersedes(self, cached: RawObject) -> bool:
+        if uid(cached) != uid(self.obj):
+            return False  # deleted and created again: the cache's object is the live one
+        cached_rv, ours = _rv(cached), _rv(self.obj)
+        if cached_rv == ours:
+            return False  # the cache caught up
+        if cached_rv == self.older_rv:
+            return True
+        # resourceVersions are opaque by contract but etcd revisions in practice; when
+        # they are not numbers, trust the cache (a stale write still gets its 409).
+        try:
+            return int(ours) > int(cached_rv)
+        except ValueError:
+            return False
+
+
+class CapacityReservations:
+    """The capacity controller: caches, event wiring and ``reconcile(key)`` for the runtime."""
+
+    def __init__(self, client: KubeClient, resources: Mapping[str, Resource], *,
+                 options: PlanOptions | None = None,
+                 reservation_ttl: timedelta = timedelta(hours=1),
+                 gc_interval: timedelta = timedelta(minutes=1),
+                 recorder: EventRecorder | None = None, clock: Clock = utc_now,
+                 max_rounds: int = 5) -> None:
+        self.client = client
+        self.ac_resource = resources[AC_KIND_KEY]
+        self.acr_resource = resources[ACR_KIND_KEY]
+        self.options = options or PlanOptions()
+        self.reservation_ttl = reservation_ttl
+        self.gc_interval = gc_interval
+        self.recorder = recorder
+        self.clock = clock
+        self.max_rounds = max_rounds
+        self.acs = WatchCache(client, self.ac_resource)
+        self.acrs = WatchCache(client, self.acr_resource, indexers={POD_INDEX: _pod_index})
+        self.pods = WatchCache(client, PODS, transform=pod_identity)
+        self._lock = threading.Lock()
+        self._written: dict[str, _Written] = {}
+        # counters, for tests and logs
+        self.writes = 0
+        self.conflicts = 0
+        self.collected = 0
+
+    @property
+    def caches(self) -> list[WatchCache]:
+        return [self.acs, self.acrs, self.pods]
+
+    def synced(self) -> bool:
+        return all(c.synced.is_set() for c in self.caches)
+
+    def wire(self, enqueue: Enqueue) -> None:
+        """Any AC/ACR change re-plans; a pod deletion that orphans an ACR collects garbage."""
+
+        def on_capacity(etype: str, new: Obj | None, old: Obj | None) -> None:
+            enqueue(PLAN_KEY)
+
+        def on_pod(etype: str, new: Obj | None, old: Obj | None) -> None:
+            if etype == "DELETED" and old is not None:
+                key = f"{str_field(old, 'metadata', 'namespace')}/{name(old)}"
+                if self.acrs.by_index(POD_INDEX, key):
+                    enqueue(GC_KEY)
+
+        self.acs.add_handler(on_capacity)
+        self.acrs.add_handler(on_capacity)
+        self.pods.add_handler(on_pod)
+        enqueue(PLAN_KEY)
+        enqueue(GC_KEY)  # starts the periodic collection (each pass requeues itself)
+
+    def reconcile(self, key: str) -> Result | None:
+        if key == PLAN_KEY:
+            return self.plan()
+        if key == GC_KEY:
+            return self.collect_garbage()
+        log.warning("capacity: unknown key %r ignored", key)
+        return None
+
+    # -- planning ------------------------------------------------------------------------------
+
+    def snapshot(self) -> list[Obj]:
+        """The ACRs as we best know them: the cache, overridden by our newer writes and reads."""
+        cached = self.acrs.list()
+        with self._lock:
+            if not self._written:
+                return cached
+            out: list[Obj] = []
+            present = set()
+            for acr in cached:
+                acr_name = name(acr)
+                present.add(acr_name)
+                ours = self._written.get(acr_name)
+                if ours is not None:
+                    if ours.supersedes(acr):
+                        out.append(ours.obj)
+                        continue
+                    del self._written[acr_name]
+                out.append(acr)
+            for gone in self._written.keys() - present:
+                del self._written[gone]  # deleted: nothing of ours to remember
+            return out
+
+    def plan(self) -> Result | None:
+        """Plan every REQUESTED ACR in one batch and write the decisions (see the module doc)."""
+        if not self.synced():
+            return Result(requeue_after=0.5)
+        for _round in range(self.max_rounds):
+            acrs = self.snapshot()
+            if not any(str_field(a, "spec", "status") == REQUESTED for a in acrs):
+                return None
+            by_name = {name(a): a for a in acrs}
+            decisions = plan_all(acrs, self.acs.list(), self.clock(), self.options)
+            retry: float | None = None
+            for decision in decisions:
+                if not self._write(by_name[decision.acr_name], decision):
+                    break  # the ACR changed: re-plan the batch with its fresh copy
+                if decision.status == WAIT and decision.retry_after is not None:
+                    wait = max(_MIN_REQUEUE, decision.retry_after.total_seconds())
+                    retry = wait if retry is None else min(retry, wait)
+            else:
+                return Result(requeue_after=retry) if retry is not None else None
+        raise Conflict(409, "Conflict", f"ACRs kept changing during {self.max_rounds} planning rounds")
+
+    def _write(self, acr: Obj, decision: Decision) -> bool:
+        """Write ``decision`` with ``acr``'s resourceVersion; False after a 409 (fresh copy kept)."""
+        acr_name = decision.acr_name
+        patch = merge_patch(acr, apply_decision(acr, decision))
+        if not patch:
+            return True  # already written (e.g. the same WAIT message)
+        stale_rv = _rv(acr)
+        patch.setdefault("metadata", {})["resourceVersion"] = stale_rv
+        extra = {"kind": "AvailableCapacityReservation", "object": acr_name}
+        try:
+            written = self.client.patch(self.acr_resource, acr_name, patch)
+        except NotFound:
+            log.info("ACR %s: deleted before its decision was written", acr_name, extra=extra)
+            return True
+        except Conflict:
+            with self._lock:
+                self.conflicts += 1
+            log.info("ACR %s: changed since it was planned; re-reading and re-planning", acr_name,
+                     extra=extra)
+            try:
+                fresh = self.client.get(self.acr_resource, acr_name)
+            except NotFound:
+                return False
+            with self._lock:
+                self._written[acr_name] = _Written(slim(fresh), stale_rv)
+            return False
+        with self._lock:
+            self.writes += 1
+            self._written[acr_name] = _Written(slim(written), stale_rv)
+        if decision.status == RESERVED:
+            log.info("ACR %s: RESERVED on %s: %s", acr_name, ", ".join(decision.reserved_nodes),
+                     dict(decision.reservations), extra=extra)
+        elif decision.status == REJECTED:
+            log.info("ACR %s: REJECTED: %s", acr_name, decision.reason, extra=extra)
+            if self.recorder is not None:
+                self.recorder.record(written, "Warning", str_field(written, "status", "reason") or REJECTED,
+                                     decision.reason)
+        else:
+            log.info("ACR %s: waiting: %s", acr_name, decision.reason, extra=extra)
+        return True
+
+    # -- garbage collection --------------------------------------------------------------------
+
+    def collect_garbage(self) -> Result:
+        """Delete ACRs whose pod is gone and RESERVED ACRs older than the TTL."""
+        if not self.synced():
+            return Result(requeue_after=0.5)
+        acrs = self.snapshot()  # before the pods: a pod missing afterwards is not merely new
+        live = {f"{str_field(p, 'metadata', 'namespace')}/{name(p)}" for p in self.pods.list()}
+        now = self.clock()
+        by_name = {name(a): a for a in acrs}
+        for acr_name in stale_reservations(acrs, live, now, self.reservation_ttl):
+            acr = by_name[acr_name]
+            key = pod_key(acr)
+            if key and key not in live:
+                if self._pod_exists(key):
+                    continue  # the pod cache is behind the ACR cache
+                why = f"its pod {key} no longer exists"
+            else:
+                created = field(acr, "metadata", "creationTimestamp")
+                why = f"RESERVED since {created}, longer than the {self.reservation_ttl} TTL"
+            self._delete(acr, why)
+        return Result(requeue_after=self.gc_interval.total_seconds())
+
+    def _pod_exists(self, key: str) -> bool:
+        namespace, _, pod_name = key.partition("/")
+        try:
+            self.client.get(PODS, pod_name, namespace)
+        except NotFound:
+            return False
+        return True
+
+    def _delete(self, acr: Obj, why: str) -> None:
+        acr_name = name(acr)
+        extra = {"kind": "AvailableCapacityReservation", "object": acr_name}
+        try:
+            self.client.delete(self.acr_resource, acr_name, uid=uid(acr) or None)
+        except NotFound:
+            return
+        except Conflict:  # another ACR of the same name now: not the one we judged
+            log.info("ACR %s: recreated since it was found stale; kept", acr_name, extra=extra)
+            return
+        with self._lock:
+            self.collected += 1
+        message = f"stale reservation deleted: {why}"
+        log.warning("ACR %s: %s", acr_name, message, extra=extra)
+        if self.recorder is not None:
+            self.recorder.record(acr, "Warning", EVENT_COLLECTED, message)

@@ -1,0 +1,400 @@
+"""``kustodian node-agent``: report orphaned replica directories as Orphans, remove them on request.
+
+One agent per node (a DaemonSet), two loops that never wait for each other:
+
+* the **monitor** (a thread) scans the configured disks every ``scan_interval``
+  (:func:`controllers.orphans.scan.scan_disk` reuses what did not change), checks each
+  disk's identity, reports untrusted disks (``Ready`` condition in ConfigMap
+  ``kustodian-disks-<node>`` + a Warning event) and, only when the scans, the
+  tracked replicas or this node's Orphans changed, asks
+  :func:`policy.orphans.sync_orphans` which Orphans to create and which to prune;
+* the **orphan controller** (:class:`controllers.runtime.Controller` workers)
+  reconciles each Orphan of this node: it keeps the ``DataCleanable`` condition
+  current, auto-deletes after the grace period when enabled, and, once the object
+  is being deleted, removes the directory or only drops the finalizer, as
+  :func:`policy.orphans.cleanup_decision` says on a *fresh* scan and a *fresh*
+  Replica list.  :func:`controllers.orphans.scan.remove_replica_dir` re-verifies
+  the disk identity itself right before it deletes anything.
+
+A reconcile reads the monitor's last scans (published by swapping a dict, never
+under a lock held across I/O), so a long scan never blocks it.
+
+:func:`build` assembles an agent from settings without starting anything (tests
+drive that very object); :func:`run` adds signals and the process lifetime.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import signal
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kustodian.controllers.orphans.disks import CONDITION_READY, DiskRegistry
+from kustodian.controllers.orphans.scan import remove_replica_dir, scan_disk
+from kustodian.controllers.orphans.settings import DiskSpec, NodeAgentSettings
+from kustodian.controllers.orphans.tracker import LonghornReplicas, NoTracker, ReplicaTracker
+from kustodian.controllers.runtime import Controller, ControllerMetrics, Result
+from kustodian.kube.cache import WatchCache, object_key
+from kustodian.kube.client import KubeClient, Obj
+from kustodian.kube.config import load_config
+from kustodian.kube.errors import AlreadyExists, KubeError, NotFound
+from kustodian.kube.events import EventRecorder
+from kustodian.kube.resources import Resource
+from kustodian.policy.objects import field, is_deleting, list_field, str_field
+from kustodian.policy.orphans import (
+    ANNOTATION_KEEP_DATA,
+    CONDITION_DATA_CLEANABLE,
+    INDEXERS,
+    ORPHAN_BY_NODE,
+    ORPHAN_FINALIZER,
+    ORPHAN_KIND_KEY,
+    DeleteOrphan,
+    DiskCondition,
+    DiskScan,
+    DropFinalizer,
+    NoAction,
+    OrphanedReplicaDir,
+    PruneOrphan,
+    RemoveDir,
+    TrackedReplica,
+    Wait,
+    cleanup_decision,
+    disk_condition,
+    orphan_object,
+    sync_orphans,
+)
+
+log = logging.getLogger(__name__)
+
+COMPONENT = "kustodian-node-agent"
+ORPHANS = Resource("kustodian.io", "v1alpha1", "orphans", "Orphan", True)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _format_time(when: datetime) -> str:
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _scan_fingerprint(scan: DiskScan) -> tuple[Any, ...]:
+    # ``entries`` is the very same mapping when the scanner reused it: compared by identity first
+    return (scan.disk_path, scan.expected_uuid, scan.found_uuid, scan.fsid, scan.readable, scan.error,
+            scan.entries)
+
+
+class NodeAgent:
+    """The monitor thread plus the Orphan controller of one node."""
+
+    def __init__(self, client: KubeClient, *, node: str, namespace: str, disks: Sequence[DiskSpec],
+                 tracker: ReplicaTracker, recorder: EventRecorder, scan_interval: float,
+                 auto_delete: bool, grace: timedelta, workers: int = 2,
+                 clock: Callable[[], datetime] = utc_now, retry_interval: float = 10.0,
+                 metrics: ControllerMetrics | None = None) -> None:
+        self.client = client
+        self.node = node
+        self.namespace = namespace
+        self.disks = list(disks)
+        self.tracker = tracker
+        self.recorder = recorder
+        self.scan_interval = scan_interval
+        self.auto_delete = auto_delete
+        self.grace = grace
+        self.clock = clock
+        self.retry_interval = retry_interval
+        self.registry = DiskRegistry(client, namespace=namespace, node=node)
+        self.orphans = WatchCache(client, ORPHANS, namespace=namespace, indexers=INDEXERS[ORPHAN_KIND_KEY])
+        self.orphans.add_handler(self._on_orphan)
+        self.controller = Controller("orphans", self.reconcile, workers=workers, metrics=metrics)
+        self._scans: Mapping[str, DiskScan] = {}  # the monitor's last scans by disk path, swapped whole
+        self._disk_conditions: dict[str, DiskCondition] = {}
+        self._since: dict[str, str] = {}
+        self._monitor_lock = threading.Lock()  # one scan at a time (the thread, or a test calling scan_once)
+        self._last_sync: tuple[Any, ...] | None = None
+        self._orphan_generation = 0
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.scans_done = 0  # read by tests and diagnostics
+        self.syncs_done = 0
+
+    # -- lifecycle --------------------------------------------------------------------------
+
+    def start(self, sync_timeout: float = 120.0, *, monitor: bool = True) -> NodeAgent:
+        """Load the disk record, start and sync the caches, then the workers and the monitor."""
+        self.registry.load()
+        self.tracker.start()
+        self.orphans.start()
+        if not (self.orphans.wait_synced(sync_timeout) and self.tracker.wait_synced(sync_timeout)):
+            raise TimeoutError("caches did not sync; refusing to act on a partial view")
+        self.controller.start()
+        if monitor:
+            self._thread = threading.Thread(target=self._monitor, name="orphan-monitor", daemon=True)
+            self._thread.start()
+        log.info("node agent running on %s: %d disk(s), scan every %.0fs, auto-delete %s",
+                 self.node, len(self.disks), self.scan_interval, "on" if self.auto_delete else "off")
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        self.controller.stop()
+        self.orphans.stop(timeout=1)
+        self.tracker.stop()
+
+    def wake(self) -> None:
+        """Scan now instead of at the end of the interval."""
+        self._wake.set()
+
+    def resync(self) -> None:
+        """Reconcile every Orphan of this node (after a scan, or when a timer may have passed)."""
+        for obj in self.orphans.by_index(ORPHAN_BY_NODE, self.node):
+            self.controller.enqueue(object_key(obj))
+
+    def _on_orphan(self, etype: str, new: Obj | None, old: Obj | None) -> None:
+        obj = new or old or {}
+        if str_field(obj, "spec", "nodeID") != self.node:
+            return
+        if etype != "MODIFIED" or is_deleting(new) != is_deleting(old):
+            self._orphan_generation += 1  # the monitor's sync must look again
+        if etype != "DELETED":
+            self.controller.enqueue(object_key(obj))
+
+    # -- monitor ----------------------------------------------------------------------------
+
+    def _monitor(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.scan_once()
+            except Exception:  # the monitor must outlive any one bad scan
+                log.exception("node %s: disk scan failed", self.node)
+            self._wake.wait(self.scan_interval)
+            self._wake.clear()
+
+    def scan_disks(self, *, record: bool) -> list[DiskScan]:
+        """Scan every disk now, reusing the last scans; ``record`` first-seen UUIDs (monitor only)."""
+        previous = self._scans
+        scans = []
+        for disk in self.disks:
+            expected = self.registry.expected_uuid(disk)
+            scan = scan_disk(disk.path, disk.name, expected, previous.get(disk.path))
+            if not expected and record and scan.found_uuid:
+                try:
+                    scan = replace(scan, expected_uuid=self.registry.record(disk, scan.found_uuid))
+                except KubeError as exc:
+                    log.warning("disk %s at %s: cannot record UUID %s, skipping the disk: %s",
+                                disk.name, disk.path, scan.found_uuid, exc)
+            scans.append(scan)
+        return scans
+
+    def scan_once(self) -> bool:
+        """One monitor pass; True when Orphans were synced (something had changed)."""
+        with self._monitor_lock:
+            scans = self.scan_disks(record=True)
+            self._scans = {s.disk_path: s for s in scans}
+            self.scans_done += 1
+            self._report_disks(scans)
+            tracked = self.tracker.tracked()
+            generation = self._orphan_generation
+            fingerprint = (tuple(_scan_fingerprint(s) for s in scans), tracked, generation)
+            if fingerprint == self._last_sync:
+                return False
+            existing = self.orphans.by_index(ORPHAN_BY_NODE, self.node)
+            plan = sync_orphans(self.node, scans, tracked, existing)
+            ok = all([self._create(o) for o in plan.create] + [self._prune(p) for p in plan.prune])
+            if ok:
+                self._last_sync = fingerprint
+            self.syncs_done += 1
+        self.resync()  # DataCleanable follows the new scan
+        return True
+
+    def _create(self, orphan: OrphanedReplicaDir) -> bool:
+        obj = orphan_object(orphan, namespace=self.namespace)
+        try:
+            self.client.create(ORPHANS, obj)
+        except AlreadyExists:
+            return True
+        except KubeError as exc:
+            log.warning("cannot create Orphan for %s/replicas/%s: %s", orphan.disk_path, orphan.dir_name, exc)
+            return False
+        log.info("Orphan %s/%s: %s/replicas/%s is not owned by any replica", self.namespace,
+                 obj["metadata"]["name"], orphan.disk_path, orphan.dir_name)
+        return True
+
+    def _prune(self, prune: PruneOrphan) -> bool:
+        """Keep the data, then delete the object: it no longer stands for an orphan."""
+        try:
+            # metadata.uid in a patch is a precondition: a recreated Orphan is left alone
+            self.client.patch(ORPHANS, prune.name, {"metadata": {
+                "uid": prune.uid, "annotations": {ANNOTATION_KEEP_DATA: "true"}}}, prune.namespace)
+            self.client.delete(ORPHANS, prune.name, prune.namespace, uid=prune.uid)
+        except NotFound:
+            return True
+        except KubeError as exc:
+            log.warning("cannot prune Orphan %s/%s: %s", prune.namespace, prune.name, exc)
+            return False
+        log.info("Orphan %s/%s pruned (%s); its directory is left alone", prune.namespace, prune.name,
+                 prune.reason)
+        return True
+
+    def _report_disks(self, scans: Sequence[DiskScan]) -> None:
+        now = _format_time(self.clock())
+        status = []
+        for scan in scans:
+            cond = disk_condition(scan, scans)
+            before = self._disk_conditions.get(scan.disk_path)
+            if before != cond:
+                self._disk_conditions[scan.disk_path] = cond
+                if before is None or before.ok != cond.ok:
+                    self._since[scan.disk_path] = now
+                self._announce(scan, cond, before)
+            status.append({
+                "name": scan.disk_name, "path": scan.disk_path, "diskUUID": scan.expected_uuid,
+                "conditions": [{"type": CONDITION_READY, "status": "True" if cond.ok else "False",
+                                "reason": str(cond.reason), "message": cond.message,
+                                "lastTransitionTime": self._since[scan.disk_path]}],
+            })
+        try:
+            self.registry.publish_status(status)
+        except KubeError as exc:
+            log.warning("cannot publish disk status in %s/%s: %s", self.namespace, self.registry.name, exc)
+
+    def _announce(self, scan: DiskScan, cond: DiskCondition, before: DiskCondition | None) -> None:
+        if not cond.ok:
+            message = (f"disk {scan.disk_name} at {scan.disk_path} on node {self.node} is skipped: "
+                       f"{cond.message}")
+            log.warning("%s (%s)", message, cond.reason)
+            self.recorder.record(self.registry.config_map, "Warning", str(cond.reason), message)
+        elif before is not None and not before.ok:
+            message = f"disk {scan.disk_name} at {scan.disk_path} on node {self.node} is scanned again"
+            log.info(message)
+            self.recorder.record(self.registry.config_map, "Normal", str(cond.reason), message)
+
+    # -- orphan controller ------------------------------------------------------------------
+
+    def reconcile(self, key: str) -> Result | None:
+        namespace, _, name = key.rpartition("/")
+        obj = self.orphans.get(namespace, name)
+        if obj is None or str_field(obj, "spec", "nodeID") != self.node:
+            return None
+        scans: Sequence[DiskScan]
+        tracked: frozenset[TrackedReplica] | None
+        deleting = is_deleting(obj)
+        if deleting:
+            if ORPHAN_FINALIZER not in list_field(obj, "metadata", "finalizers"):
+                return None
+            # about to remove data: look again, at the disks and at the API server
+            scans = self.scan_disks(record=False)
+            tracked = self.tracker.tracked(fresh=True)
+        else:
+            scans = list(self._scans.values()) or self.scan_disks(record=False)
+            tracked = self.tracker.tracked()
+        now = self.clock()
+        decision = cleanup_decision(obj, scans, tracked, node=self.node, auto_delete=self.auto_delete,
+                                    grace=self.grace, now=now)
+        if not deleting:
+            self._write_condition(obj, decision.condition)
+        action = decision.action
+        if isinstance(action, RemoveDir):
+            return self._remove(obj, action)
+        if isinstance(action, DropFinalizer):
+            self._drop_finalizer(obj)
+            why = action.message or "data left in place"
+            self._event(obj, "Normal", "DataKept", f"{action.reason}: {why}")
+        elif isinstance(action, DeleteOrphan):
+            try:
+                self.client.delete(ORPHANS, action.name, action.namespace, uid=action.uid)
+            except NotFound:
+                return None
+            self._event(obj, "Normal", str(action.reason),
+                        f"deleted after the grace period of {self.grace}: its data is cleanable")
+        elif isinstance(action, Wait):
+            return Result(requeue_after=max(0.0, (action.requeue_at - now).total_seconds()) + 0.05)
+        elif isinstance(action, NoAction):
+            log.debug("Orphan %s: nothing to do (%s)", key, action.reason)
+        return None
+
+    def _remove(self, obj: Obj, action: RemoveDir) -> Result | None:
+        result = remove_replica_dir(action.disk_path, action.dir_name, action.expected_uuid)
+        if not result.gone:
+            message = f"{result.path} not removed ({result.outcome}): {result.reason} {result.message}"
+            log.warning("Orphan %s/%s: %s", self.namespace, str_field(obj, "metadata", "name"), message)
+            self._event(obj, "Warning", f"Remove{result.outcome}", message)
+            return Result(requeue_after=self.retry_interval)  # re-decided on fresh facts then
+        log.info("Orphan %s/%s: removed %s (%s)", self.namespace, str_field(obj, "metadata", "name"),
+                 result.path, result.outcome)
+        self._event(obj, "Normal", "DataRemoved", f"{result.path} removed")
+        self._drop_finalizer(obj)
+        return None
+
+    def _drop_finalizer(self, obj: Obj) -> None:
+        meta = obj.get("metadata") or {}
+        remaining = [f for f in list_field(obj, "metadata", "finalizers") if f != ORPHAN_FINALIZER]
+        # resourceVersion makes this a compare-and-swap: a 409 is retried on a fresh read
+        with contextlib.suppress(NotFound):
+            self.client.patch(ORPHANS, str(meta.get("name")), {"metadata": {
+                "finalizers": remaining, "resourceVersion": meta.get("resourceVersion")}},
+                str(meta.get("namespace")))
+
+    def _write_condition(self, obj: Obj, condition: Mapping[str, str]) -> None:
+        conditions = list_field(obj, "status", "conditions")
+        current = next((c for c in conditions if field(c, "type") == CONDITION_DATA_CLEANABLE), None)
+        if current is not None and all(field(current, k) == condition[k]
+                                       for k in ("status", "reason", "message")):
+            return
+        merged = [c for c in conditions if field(c, "type") != CONDITION_DATA_CLEANABLE] + [dict(condition)]
+        meta = obj.get("metadata") or {}
+        with contextlib.suppress(NotFound):
+            self.client.patch(ORPHANS, str(meta.get("name")), {
+                "metadata": {"resourceVersion": meta.get("resourceVersion")},
+                "status": {"conditions": merged}}, str(meta.get("namespace")), subresource="status")
+
+    def _event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
+        self.recorder.record(obj, event_type, reason, message)
+
+
+def make_tracker(settings: NodeAgentSettings, client: KubeClient) -> ReplicaTracker:
+    if settings.tracker == "none":
+        return NoTracker()
+    return LonghornReplicas(client, settings.longhorn_namespace,
+                            recheck_interval=max(settings.scan_interval.total_seconds(), 1.0))
+
+
+def build(settings: NodeAgentSettings, client: KubeClient, *, recorder: EventRecorder | None = None,
+          tracker: ReplicaTracker | None = None, clock: Callable[[], datetime] = utc_now,
+          metrics: ControllerMetrics | None = None) -> NodeAgent:
+    """The agent for ``settings``, nothing started."""
+    return NodeAgent(
+        client, node=settings.node_name, namespace=settings.namespace, disks=settings.disk_specs,
+        tracker=tracker if tracker is not None else make_tracker(settings, client),
+        recorder=recorder if recorder is not None else EventRecorder(
+            client, COMPONENT, default_namespace=settings.namespace),
+        scan_interval=settings.scan_interval.total_seconds(), auto_delete=settings.orphan_auto_delete,
+        grace=settings.orphan_grace_period, workers=settings.workers, clock=clock, metrics=metrics)
+
+
+def run(settings: NodeAgentSettings) -> None:
+    """Run the agent until SIGTERM/SIGINT."""
+    client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint))
+    recorder = EventRecorder(client, COMPONENT, default_namespace=settings.namespace)
+    agent = build(settings, client, recorder=recorder)
+    if not agent.disks:
+        log.warning("no disk is configured (--disks / KUSTODIAN_DISKS): nothing will be scanned")
+    done = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: done.set())
+    try:
+        agent.start(settings.sync_timeout)
+        done.wait()
+    finally:
+        agent.stop()
+        recorder.close()
+        client.close()

@@ -1,0 +1,146 @@
+"""Reclaim-space propagation: every existing PVC follows its policy when a source changes.
+
+The seed's "handle existing PVCs" and "handle annotation modification": watch
+StorageClasses, Namespaces, the central ConfigMap and PVCs, and bring each PVC's
+annotations in line with ``policy.reclaim``'s decision.  Level-based: a PVC key is
+reconciled from the caches whatever woke it up, so missed or repeated events are
+harmless.  Only PVCs whose marker says Kustodian wrote the schedule (or that have
+none) are changed; the decision carries the resourceVersion it was computed from,
+so a user's concurrent edit yields 409, and the retry re-reads and sees it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from kustodian.kube.cache import NAMESPACE_INDEX, WatchCache
+from kustodian.kube.client import KubeClient
+from kustodian.kube.errors import Conflict, NotFound
+from kustodian.kube.events import EventRecorder
+from kustodian.kube.resources import CONFIG_MAPS, NAMESPACES, PERSISTENT_VOLUME_CLAIMS, STORAGE_CLASSES
+from kustodian.policy.objects import field
+from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
+from kustodian.policy.reclaim.precedence import storage_class_name
+from kustodian.policy.reclaim.propagation import INDEXERS, AnnotationChange, reconcile_annotations
+from kustodian.policy.reclaim.tracker import LastGoodConfig
+
+log = logging.getLogger(__name__)
+
+Enqueue = Callable[[str], None]
+_POLICY_KEYS = (SCHEDULE, ENABLE)
+_BY_SC = "storageclass"
+
+
+def _policy(obj: Mapping[str, Any] | None) -> tuple[Any, ...]:
+    ann = field(obj, "metadata", "annotations")
+    ann = ann if isinstance(ann, Mapping) else {}
+    return tuple(ann.get(k) for k in _POLICY_KEYS)
+
+
+class ReclaimPropagation:
+    def __init__(self, client: KubeClient, *, config_namespace: str, config_name: str,
+                 recorder: EventRecorder | None = None) -> None:
+        self.client = client
+        self.recorder = recorder
+        self.config_ref = (config_namespace, config_name)
+        self.pvcs = WatchCache(client, PERSISTENT_VOLUME_CLAIMS,
+                               indexers=dict(INDEXERS["PersistentVolumeClaim"]))
+        self.namespaces = WatchCache(client, NAMESPACES)
+        self.storageclasses = WatchCache(client, STORAGE_CLASSES)
+        self.configmaps = WatchCache(client, CONFIG_MAPS, namespace=config_namespace,
+                                     field_selector=f"metadata.name={config_name}")
+        self.tracker = LastGoodConfig()
+        self.writes = 0
+        self.conflicts = 0
+
+    @property
+    def caches(self) -> list[WatchCache]:
+        return [self.pvcs, self.namespaces, self.storageclasses, self.configmaps]
+
+    def wire(self, enqueue: Enqueue) -> None:
+        """Turn watch events into PVC keys to reconcile."""
+
+        def on_pvc(etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+            if new is not None:
+                enqueue(_key(new))
+
+        def on_sc(etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+            obj = new or old
+            if obj is None or (etype == "MODIFIED" and _policy(new) == _policy(old)):
+                return
+            for pvc in self.pvcs.by_index(_BY_SC, str(field(obj, "metadata", "name"))):
+                enqueue(_key(pvc))
+
+        def on_ns(etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+            obj = new or old
+            if obj is None or (etype == "MODIFIED" and _policy(new) == _policy(old)):
+                return
+            for pvc in self.pvcs.by_index(NAMESPACE_INDEX, str(field(obj, "metadata", "name"))):
+                enqueue(_key(pvc))
+
+        def on_config(etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+            update = self._config_update()
+            if update:
+                for pvc in self.pvcs.list():
+                    enqueue(_key(pvc))
+
+        self.pvcs.add_handler(on_pvc)
+        self.storageclasses.add_handler(on_sc)
+        self.namespaces.add_handler(on_ns)
+        self.configmaps.add_handler(on_config)
+
+    def refresh_config(self) -> bool:
+        """Take the ConfigMap into account now (after the caches synced, before any reconcile)."""
+        return self._config_update()
+
+    def _config_update(self) -> bool:
+        cm = self.configmaps.get(*self.config_ref)
+        update = self.tracker.update(cm)
+        if update.problems and cm is not None:
+            message = "; ".join(update.problems)
+            log.error("reclaim-space ConfigMap %s/%s is invalid, keeping the last good configuration: %s",
+                      *self.config_ref, message)
+            if self.recorder is not None:
+                self.recorder.record(cm, "Warning", "InvalidConfig",
+                                     f"ignored, the last good configuration stays in force: {message}")
+        return update.changed
+
+    def decide(self, pvc: Mapping[str, Any]) -> AnnotationChange | None:
+        ns = str(field(pvc, "metadata", "namespace"))
+        sc_name = storage_class_name(pvc)
+        return reconcile_annotations(pvc, self.namespaces.get(None, ns),
+                                     self.storageclasses.get(None, sc_name) if sc_name else None,
+                                     self.tracker.in_force)
+
+    def reconcile(self, key: str) -> None:
+        namespace, _, name = key.partition("/")
+        pvc = self.pvcs.get(namespace, name)
+        if pvc is None:
+            return
+        change = self.decide(pvc)
+        for attempt in range(3):
+            if change is None:
+                return
+            try:
+                self.client.patch(PERSISTENT_VOLUME_CLAIMS, name, change.merge_patch(), namespace)
+                self.writes += 1
+                log.info("PVC %s: %s", key, change.reason,
+                         extra={"kind": "PersistentVolumeClaim", "namespace": namespace, "object": name})
+                return
+            except NotFound:
+                return
+            except Conflict:  # someone (the user?) changed it: decide again on a fresh read
+                self.conflicts += 1
+                log.debug("PVC %s changed under us (attempt %d); re-reading", key, attempt + 1)
+                try:
+                    fresh = self.client.get(PERSISTENT_VOLUME_CLAIMS, name, namespace)
+                except NotFound:
+                    return
+                change = self.decide(fresh)
+        raise Conflict(409, "Conflict", f"PVC {key} kept changing; will retry")
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    return f"{field(obj, 'metadata', 'namespace')}/{field(obj, 'metadata', 'name')}"

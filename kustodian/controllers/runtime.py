@@ -1,0 +1,215 @@
+"""The one reconcile contract every Kustodian loop follows (controller-runtime's, in small).
+
+``reconcile(key) -> Result``: level-based and idempotent, it reads the caches and
+acts; it never asks what event woke it.  The work queue
+
+* deduplicates: a key queued many times before a worker takes it runs once, and a
+  key being processed is never processed by two workers at once (it is re-queued
+  after the running pass if it was added meanwhile);
+* delays: ``enqueue_after`` and ``Result(requeue_after=...)`` park keys in a heap,
+  one entry per key (the earliest wins, as in client-go's delaying queue), so a key
+  requeued on every event does not pile up timers;
+* backs off: a temporary error (``Unavailable``, ``Conflict``) retries the key with
+  per-key exponential backoff (capped); any other error is permanent for this pass:
+  it is logged with its traceback and the key is dropped until something (an event,
+  a resync) enqueues it again.  Retrying a 403 or a bug in a loop only burns the API
+  server; being level-based, the next event repairs what the dropped pass missed.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from prometheus_client import CollectorRegistry, Counter, Histogram
+
+from kustodian.kube.errors import Conflict, Unavailable
+
+log = logging.getLogger(__name__)
+
+TEMPORARY_ERRORS: tuple[type[Exception], ...] = (Unavailable, Conflict)
+
+
+@dataclass(frozen=True)
+class Result:
+    """What a reconcile pass asks of the queue: nothing, or another pass after ``requeue_after`` s."""
+
+    requeue_after: float | None = None
+
+
+Reconcile = Callable[[str], "Result | None"]
+
+
+class ControllerMetrics:
+    """``kustodian_controller_reconcile_total{controller,result}`` and the pass latency histogram.
+
+    ``result`` is ``success``, ``requeue`` (success with a requeue), ``retry`` (temporary
+    error, retried with backoff) or ``error`` (permanent error, dropped).
+    """
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.reconciles = Counter("kustodian_controller_reconcile", "Reconcile passes by result",
+                                  ["controller", "result"], registry=registry)
+        self.latency = Histogram("kustodian_controller_reconcile_duration_seconds",
+                                 "Time of one reconcile pass", ["controller"], registry=registry)
+
+
+class Controller:
+    """A deduplicating, delaying, backing-off work queue drained by ``workers`` threads."""
+
+    def __init__(self, name: str, reconcile: Reconcile, workers: int = 2, *,
+                 metrics: ControllerMetrics | None = None, base_backoff: float = 0.05,
+                 max_backoff: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+        if workers < 1:
+            raise ValueError("a controller needs at least one worker")
+        self.name = name
+        self._reconcile = reconcile
+        self._workers = workers
+        self._metrics = metrics
+        self._base, self._max = base_backoff, max_backoff
+        self._clock = clock
+        self._cond = threading.Condition()
+        self._ready: deque[str] = deque()  # FIFO of keys ready now
+        self._queued: set[str] = set()  # keys in _ready
+        self._processing: set[str] = set()
+        self._dirty: set[str] = set()  # added while processing: run again afterwards
+        self._delayed: list[tuple[float, int, str]] = []  # heap; entries not in _waiting are stale
+        self._waiting: dict[str, float] = {}  # key -> when it is due (its live heap entry)
+        self._seq = 0
+        self._failures: dict[str, int] = {}
+        self._threads: list[threading.Thread] = []
+        self._stopping = False
+
+    # -- queue ----------------------------------------------------------------------------------
+
+    def enqueue(self, key: str) -> None:
+        with self._cond:
+            self._add_locked(key)
+
+    def enqueue_after(self, key: str, delay: float) -> None:
+        if delay <= 0:
+            self.enqueue(key)
+            return
+        with self._cond:
+            due = self._clock() + delay
+            current = self._waiting.get(key)
+            if current is not None and current <= due:
+                return  # an earlier pass is already planned; that one re-decides
+            self._waiting[key] = due
+            self._seq += 1
+            heapq.heappush(self._delayed, (due, self._seq, key))
+            self._cond.notify()
+
+    def pending(self) -> int:
+        """Keys ready, delayed or running (for tests and diagnostics)."""
+        with self._cond:
+            return len(self._queued) + len(self._waiting) + len(self._processing)
+
+    def _add_locked(self, key: str) -> None:
+        if key in self._processing:
+            self._dirty.add(key)
+        elif key not in self._queued:
+            self._queued.add(key)
+            self._ready.append(key)
+            self._cond.notify()
+
+    def _take(self) -> str | None:
+        with self._cond:
+            while not self._stopping:
+                now = self._clock()
+                while self._delayed and self._delayed[0][0] <= now:
+                    due, _, key = heapq.heappop(self._delayed)
+                    if self._waiting.get(key) == due:
+                        del self._waiting[key]
+                        self._add_locked(key)
+                if self._ready:
+                    key = self._ready.popleft()
+                    self._queued.discard(key)
+                    self._processing.add(key)
+                    return key
+                timeout = (self._delayed[0][0] - now) if self._delayed else None
+                self._cond.wait(timeout)
+            return None
+
+    def _done(self, key: str) -> None:
+        with self._cond:
+            self._processing.discard(key)
+            if key in self._dirty:
+                self._dirty.discard(key)
+                self._add_locked(key)
+
+    # -- workers --------------------------------------------------------------------------------
+
+    def _backoff(self, key: str) -> float:
+        # only the worker holding ``key`` touches its entry: no lock needed
+        n = self._failures.get(key, 0) + 1
+        self._failures[key] = n
+        return float(min(self._max, self._base * (2 ** (n - 1))))
+
+    def process_one(self, key: str) -> None:
+        """One reconcile pass of ``key`` with the retry policy applied (the workers' body)."""
+        started = time.perf_counter()
+        outcome = "success"
+        try:
+            result = self._reconcile(key)
+            self._failures.pop(key, None)
+            if result is not None and result.requeue_after is not None:
+                outcome = "requeue"
+                self.enqueue_after(key, result.requeue_after)
+        except TEMPORARY_ERRORS as exc:
+            outcome = "retry"
+            delay = self._backoff(key)
+            log.info("%s: %s: temporary error, retrying in %.2fs: %s", self.name, key, delay, exc)
+            self.enqueue_after(key, delay)
+        except Exception:
+            outcome = "error"
+            self._failures.pop(key, None)
+            log.exception("%s: reconcile of %s failed permanently; dropped until the next event or resync",
+                          self.name, key)
+        finally:
+            if self._metrics is not None:
+                self._metrics.reconciles.labels(self.name, outcome).inc()
+                self._metrics.latency.labels(self.name).observe(time.perf_counter() - started)
+
+    def _work(self) -> None:
+        while True:
+            key = self._take()
+            if key is None:
+                return
+            try:
+                self.process_one(key)
+            finally:
+                self._done(key)
+
+    def start(self) -> Controller:
+        with self._cond:
+            self._stopping = False
+        for i in range(self._workers):
+            t = threading.Thread(target=self._work, name=f"{self.name}-{i}", daemon=True)
+            t.start()
+            self._threads.append(t)
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Let running passes finish (up to ``timeout``), start no new one."""
+        with self._cond:
+            self._stopping = True
+            self._cond.notify_all()
+        for t in self._threads:
+            t.join(timeout)
+        self._threads = [t for t in self._threads if t.is_alive()]
+
+    def wait_idle(self, timeout: float) -> bool:
+        """True once nothing is ready or running (delayed keys may remain); for tests and CLIs."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._cond:
+                if not self._ready and not self._processing:
+                    return True
+            time.sleep(0.01)
+        return False

@@ -1,0 +1,242 @@
+"""The one place Kustodian talks to the Kubernetes API server.
+
+Built on a synchronous ``httpx.Client`` (thread-safe, HTTP keep-alive) and orjson:
+responses are decoded straight into plain ``dict``s.  The official client's model
+deserialisation costs ~10x more CPU on large lists and drops fields it does not
+know, which a custodian of CRDs cannot afford.
+
+Writes that could hurt carry preconditions (``uid`` / ``resourceVersion``), and
+:func:`retry_on_conflict` re-reads and re-applies a change after a 409.
+"""
+
+from __future__ import annotations
+
+import logging
+import ssl
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping
+from typing import Any, TypeVar
+
+import httpx
+import orjson
+
+from kustodian.kube.config import ClusterConfig
+from kustodian.kube.errors import Conflict, KubeError, NotFound, Unavailable, from_status
+from kustodian.kube.resources import Resource
+
+log = logging.getLogger(__name__)
+
+Obj = dict[str, Any]
+T = TypeVar("T")
+
+LIST_PAGE_SIZE = 500
+WATCH_TIMEOUT_SECONDS = 290
+
+_PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "json": "application/json-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "apply": "application/apply-patch+yaml",
+}
+
+
+class _BearerAuth(httpx.Auth):
+    def __init__(self, source: Callable[[], str | None]) -> None:
+        self._source = source
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        value = self._source()
+        if value:
+            request.headers["Authorization"] = value
+        yield request
+
+
+class KubeClient:
+    """Raw-JSON REST client.  Safe to share between threads."""
+
+    def __init__(self, config: ClusterConfig, *, timeout: float = 30.0,
+                 user_agent: str = "kustodian") -> None:
+        self.config = config
+        self._http = httpx.Client(
+            base_url=config.server,
+            verify=_ssl_context(config),
+            auth=_BearerAuth(config.authorization),
+            timeout=httpx.Timeout(timeout, connect=10.0),
+            headers={"User-Agent": user_agent, "Accept": "application/json"},
+            limits=httpx.Limits(max_connections=200, max_keepalive_connections=20),
+        )
+
+    def close(self) -> None:
+        self._http.close()
+
+    # -- plumbing ---------------------------------------------------------------------------
+
+    def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
+                body: Any = None, content_type: str = "application/json") -> Obj:
+        content = None if body is None else orjson.dumps(body)
+        headers = {"Content-Type": content_type} if content is not None else None
+        try:
+            resp = self._http.request(method, path, params=_params(params), content=content, headers=headers)
+        except httpx.TransportError as exc:
+            raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        return _decode(resp)
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
+        return self.request("GET", res.path(namespace, name))
+
+    def list_pages(self, res: Resource, namespace: str | None = None, *,
+                   label_selector: str | None = None, field_selector: str | None = None,
+                   limit: int = LIST_PAGE_SIZE) -> Iterator[Obj]:
+        """Yield each page (a List object) of a paginated list; a 410 on ``continue`` restarts."""
+        params: dict[str, Any] = {"limit": limit, "labelSelector": label_selector,
+                                  "fieldSelector": field_selector}
+        while True:
+            page = self.request("GET", res.path(namespace), params=params)
+            yield page
+            token = (page.get("metadata") or {}).get("continue")
+            if not token:
+                return
+            params["continue"] = token
+
+    def list(self, res: Resource, namespace: str | None = None, **kw: Any) -> tuple[list[Obj], str]:
+        """All items plus the list's resourceVersion (to start a watch from)."""
+        items: list[Obj] = []
+        rv = ""
+        for page in self.list_pages(res, namespace, **kw):
+            items.extend(page.get("items") or [])
+            rv = str((page.get("metadata") or {}).get("resourceVersion") or "")
+        return items, rv
+
+    def watch(self, res: Resource, namespace: str | None = None, *, resource_version: str,
+              timeout_seconds: int = WATCH_TIMEOUT_SECONDS, label_selector: str | None = None,
+              field_selector: str | None = None,
+              on_open: Callable[[httpx.Response], None] | None = None) -> Iterator[Obj]:
+        """Stream watch events (``{"type": ..., "object": ...}``) until the server ends the watch.
+
+        Connection drops raise :class:`Unavailable`; an expired resourceVersion answered
+        with HTTP 410 raises :class:`Gone` (an in-stream ERROR event is yielded as is).
+        """
+        params = _params({
+            "watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true",
+            "timeoutSeconds": timeout_seconds, "labelSelector": label_selector,
+            "fieldSelector": field_selector,
+        })
+        timeout = httpx.Timeout(10.0, read=timeout_seconds + 30.0)
+        try:
+            with self._http.stream("GET", res.path(namespace), params=params, timeout=timeout) as resp:
+                if on_open is not None:
+                    on_open(resp)  # lets the owner close the stream from another thread
+                if resp.status_code >= 300:
+                    resp.read()
+                    _decode(resp)
+                buf = b""
+                for chunk in resp.iter_raw():
+                    buf += chunk
+                    while True:
+                        nl = buf.find(b"\n")
+                        if nl < 0:
+                            break
+                        line, buf = buf[:nl], buf[nl + 1:]
+                        if line.strip():
+                            yield orjson.loads(line)
+                if buf.strip():
+                    yield orjson.loads(buf)
+        except httpx.TransportError as exc:
+            raise Unavailable(f"watch {res.key}: {type(exc).__name__}: {exc}") from exc
+        except orjson.JSONDecodeError as exc:
+            raise Unavailable(f"watch {res.key}: undecodable event: {exc}") from exc
+
+    def has_resource(self, res: Resource) -> bool:
+        """Whether the server serves ``res`` (e.g. whether a CRD is installed)."""
+        path = f"/apis/{res.group}/{res.version}" if res.group else f"/api/{res.version}"
+        try:
+            doc = self.request("GET", path)
+        except NotFound:
+            return False
+        return any(r.get("name") == res.plural for r in doc.get("resources") or [])
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def create(self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
+               dry_run: bool = False) -> Obj:
+        ns = namespace or (obj.get("metadata") or {}).get("namespace")
+        return self.request("POST", res.path(ns), body=obj, params={"dryRun": "All" if dry_run else None})
+
+    def replace(self, res: Resource, obj: Mapping[str, Any], *, subresource: str = "") -> Obj:
+        """PUT the object; its ``metadata.resourceVersion`` makes this a compare-and-swap."""
+        meta = obj.get("metadata") or {}
+        return self.request("PUT", res.path(meta.get("namespace"), meta["name"], subresource), body=obj)
+
+    def patch(self, res: Resource, name: str, patch: Any, namespace: str | None = None, *,
+              patch_type: str = "merge", subresource: str = "", field_manager: str = "kustodian",
+              force: bool = False) -> Obj:
+        params: dict[str, Any] = {"fieldManager": field_manager}
+        if patch_type == "apply":
+            params["force"] = "true" if force else None
+        return self.request("PATCH", res.path(namespace, name, subresource), body=patch,
+                            content_type=_PATCH_TYPES[patch_type], params=params)
+
+    def delete(self, res: Resource, name: str, namespace: str | None = None, *,
+               uid: str | None = None, resource_version: str | None = None,
+               dry_run: bool = False, propagation: str | None = None) -> Obj:
+        """DELETE with optional ``uid`` / ``resourceVersion`` preconditions (409 when they fail)."""
+        opts: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
+        pre = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
+        if pre:
+            opts["preconditions"] = pre
+        if dry_run:
+            opts["dryRun"] = ["All"]
+        if propagation:
+            opts["propagationPolicy"] = propagation
+        return self.request("DELETE", res.path(namespace, name), body=opts)
+
+
+def retry_on_conflict(read: Callable[[], T], write: Callable[[T], Obj], *, attempts: int = 5,
+                      backoff: float = 0.05) -> Obj:
+    """Read fresh state, compute and write a change; on 409 read again and retry.
+
+    ``write`` must send the resourceVersion it read (a PUT, or a patch carrying
+    ``metadata.resourceVersion``) so that a concurrent change yields a 409 instead of
+    being overwritten.
+    """
+    last: Conflict | None = None
+    for attempt in range(attempts):
+        try:
+            return write(read())
+        except Conflict as exc:
+            last = exc
+            log.debug("conflict, retrying with a fresh read (attempt %d): %s", attempt + 1, exc)
+            time.sleep(backoff * (2 ** attempt))
+    assert last is not None
+    raise last
+
+
+def _ssl_context(config: ClusterConfig) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=config.ca_file if config.verify else None)
+    if not config.verify:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    if config.cert_file and config.key_file:
+        ctx.load_cert_chain(config.cert_file, config.key_file)
+    return ctx
+
+
+def _params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if not params:
+        return None
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def _decode(resp: httpx.Response) -> Obj:
+    body: Any
+    try:
+        body = orjson.loads(resp.content) if resp.content else {}
+    except orjson.JSONDecodeError:
+        body = {"message": resp.text[:500]}
+    if resp.status_code >= 300:
+        raise from_status(resp.status_code, body)
+    if not isinstance(body, dict):
+        raise KubeError(f"unexpected response body of type {type(body).__name__}")
+    return body

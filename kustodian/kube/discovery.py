@@ -1,0 +1,52 @@
+"""Resolve kind keys (``"CephNFS.ceph.rook.io"``) to served resources via API discovery.
+
+Admin-supplied rules may name any kind, so nothing is hard-coded: the group's
+preferred version and the plural come from the API server.  A kind whose group or
+resource is not served (its CRD is not installed) is simply absent from the result.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from kustodian.kube.client import KubeClient
+from kustodian.kube.errors import NotFound
+from kustodian.kube.resources import BUILTIN, Resource
+
+log = logging.getLogger(__name__)
+
+
+def split_kind_key(key: str) -> tuple[str, str]:
+    kind, _, group = key.partition(".")
+    return kind, group
+
+
+def resolve(client: KubeClient, kind_keys: Iterable[str]) -> dict[str, Resource]:
+    wanted = set(kind_keys)
+    found: dict[str, Resource] = {r.key: r for r in BUILTIN if r.key in wanted}
+    by_group: dict[str, set[str]] = {}
+    for key in wanted - set(found):
+        kind, group = split_kind_key(key)
+        by_group.setdefault(group, set()).add(kind)
+    for group, kinds in by_group.items():
+        try:
+            if group:
+                doc = client.request("GET", f"/apis/{group}")
+                version = str((doc.get("preferredVersion") or {}).get("version") or "")
+                if not version:
+                    continue
+                resources = client.request("GET", f"/apis/{group}/{version}").get("resources") or []
+            else:
+                version = "v1"
+                resources = client.request("GET", "/api/v1").get("resources") or []
+        except NotFound:
+            log.debug("API group %r is not served; its kinds are absent", group)
+            continue
+        for item in resources:
+            name = str(item.get("name") or "")
+            if "/" in name or item.get("kind") not in kinds:
+                continue
+            res = Resource(group, version, name, str(item["kind"]), bool(item.get("namespaced")))
+            found[res.key] = res
+    return found

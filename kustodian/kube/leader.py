@@ -1,0 +1,140 @@
+"""Leader election on a ``coordination.k8s.io/v1`` Lease (client-go's resourcelock).
+
+Defaults match client-go: lease 15 s, renew deadline 10 s, retry period 2 s.  As in
+client-go, expiry is judged by *our* clock from when we last saw the record change,
+never by comparing timestamps written by another machine (clock skew).  Every write
+is a compare-and-swap on the Lease's resourceVersion, so two candidates can never
+both believe they hold it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from kustodian.kube.client import KubeClient, Obj
+from kustodian.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
+from kustodian.kube.resources import LEASES
+
+log = logging.getLogger(__name__)
+
+
+def _micro_time() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class LeaderElector:
+    def __init__(self, client: KubeClient, *, namespace: str, name: str, identity: str,
+                 lease_duration: float = 15.0, renew_deadline: float = 10.0, retry_period: float = 2.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        if not lease_duration > renew_deadline > retry_period > 0:
+            raise ValueError("leader election needs lease_duration > renew_deadline > retry_period > 0")
+        self.client = client
+        self.namespace, self.name, self.identity = namespace, name, identity
+        self.lease_duration = lease_duration
+        self.renew_deadline = renew_deadline
+        self.retry_period = retry_period
+        self._clock = clock
+        self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
+        self._observed_at = 0.0
+        self.is_leader = threading.Event()
+        self._stop = threading.Event()
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def run(self, on_started: Callable[[threading.Event], None], on_stopped: Callable[[], None]) -> None:
+        """Block: acquire, call ``on_started(lost)`` in a thread, renew until lost or stopped."""
+        while not self._stop.is_set():
+            if self.try_acquire_or_renew():
+                break
+            self._stop.wait(self.retry_period)
+        if self._stop.is_set():
+            return
+        lost = threading.Event()
+        self.is_leader.set()
+        log.info("became leader of lease %s/%s as %s", self.namespace, self.name, self.identity)
+        worker = threading.Thread(target=on_started, args=(lost,), name="leader-work", daemon=True)
+        worker.start()
+        last_renew = self._clock()
+        while not self._stop.is_set():
+            self._stop.wait(self.retry_period)
+            if self.try_acquire_or_renew():
+                last_renew = self._clock()
+            elif self._clock() - last_renew > self.renew_deadline:
+                log.error("lost lease %s/%s: could not renew within %ss", self.namespace, self.name,
+                          self.renew_deadline)
+                break
+        lost.set()
+        self.is_leader.clear()
+        on_stopped()
+        if self._stop.is_set():
+            self.release()
+
+    def try_acquire_or_renew(self) -> bool:
+        now_s = _micro_time()
+        try:
+            lease = self.client.get(LEASES, self.name, self.namespace)
+        except NotFound:
+            return self._create(now_s)
+        except KubeError as exc:
+            log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
+            return False
+        spec: dict[str, Any] = lease.get("spec") or {}
+        holder = str(spec.get("holderIdentity") or "")
+        record = (holder, str(spec.get("renewTime") or ""))
+        if record != self._observed:
+            self._observed, self._observed_at = record, self._clock()
+        duration = float(spec.get("leaseDurationSeconds") or self.lease_duration)
+        if holder and holder != self.identity and self._observed_at + duration > self._clock():
+            return False  # held by someone else and not expired by our clock
+        new_spec = dict(spec)
+        if holder != self.identity:
+            new_spec["acquireTime"] = now_s
+            new_spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if holder else 0)
+        new_spec.update(holderIdentity=self.identity, renewTime=now_s,
+                        leaseDurationSeconds=int(self.lease_duration))
+        lease["spec"] = new_spec
+        try:
+            updated = self.client.replace(LEASES, lease)
+        except (Conflict, KubeError) as exc:
+            log.debug("lease %s/%s: update failed: %s", self.namespace, self.name, exc)
+            return False
+        self._remember(updated)
+        return True
+
+    def release(self) -> None:
+        try:
+            lease = self.client.get(LEASES, self.name, self.namespace)
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") != self.identity:
+                return
+            spec["holderIdentity"] = ""
+            spec["leaseDurationSeconds"] = 1
+            spec["renewTime"] = _micro_time()
+            lease["spec"] = spec
+            self.client.replace(LEASES, lease)
+        except KubeError as exc:
+            log.warning("could not release lease %s/%s: %s", self.namespace, self.name, exc)
+
+    def _create(self, now_s: str) -> bool:
+        body: Obj = {
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": self.name, "namespace": self.namespace},
+            "spec": {"holderIdentity": self.identity, "leaseDurationSeconds": int(self.lease_duration),
+                     "acquireTime": now_s, "renewTime": now_s, "leaseTransitions": 0},
+        }
+        try:
+            self._remember(self.client.create(LEASES, body))
+        except (AlreadyExists, KubeError):
+            return False
+        return True
+
+    def _remember(self, lease: Obj) -> None:
+        spec = lease.get("spec") or {}
+        self._observed = (str(spec.get("holderIdentity") or ""), str(spec.get("renewTime") or ""))
+        self._observed_at = self._clock()

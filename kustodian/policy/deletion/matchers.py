@@ -1,0 +1,83 @@
+"""One place that maps each matcher type to its indexes and its lookup.
+
+``RuleSet.indexers()`` and the decision both go through here, so adding a
+matcher type means adding one line to each table below, and the two can never
+disagree about which index a matcher reads.
+"""
+
+from __future__ import annotations
+
+from kustodian.policy.deletion.indexing import (
+    IndexSpec,
+    Provider,
+    field_ref_indexes,
+    find_field_ref,
+    find_same_namespace,
+    same_namespace_indexes,
+    skip_index,
+)
+from kustodian.policy.deletion.rook_matchers import (
+    caps_pool_indexes,
+    cosi_bucket_indexes,
+    csi_volume_indexes,
+    find_caps_pool,
+    find_cosi_bucket,
+    find_csi_volume,
+    find_pool_ref,
+    find_storage_class_ref,
+    pool_ref_indexes,
+    storage_class_ref_indexes,
+)
+from kustodian.policy.deletion.schema import (
+    CapsPool,
+    CosiBucket,
+    CsiVolume,
+    FieldRef,
+    PoolRef,
+    Rule,
+    SameNamespace,
+    StorageClassRef,
+)
+from kustodian.policy.objects import RawObject
+from kustodian.policy.store import ClusterView
+
+
+def index_specs(rule: Rule) -> list[IndexSpec]:
+    """Every index ``rule`` needs, on whichever kinds it reads."""
+    match rule.match:
+        case SameNamespace() as m:
+            specs = same_namespace_indexes(rule, m)
+        case FieldRef() as m:
+            specs = field_ref_indexes(rule, m)
+        case PoolRef() as m:
+            specs = pool_ref_indexes(rule, m)
+        case CapsPool() as m:
+            specs = caps_pool_indexes(rule, m)
+        case CsiVolume() as m:
+            specs = csi_volume_indexes(rule, m)
+        case StorageClassRef() as m:
+            specs = storage_class_ref_indexes(rule, m)
+        case CosiBucket() as m:
+            specs = cosi_bucket_indexes(rule, m)
+    if rule.skip_if is not None:
+        specs.append(skip_index(rule.skip_if))
+    return specs
+
+
+def find_dependents(rule: Rule, provider: Provider, view: ClusterView) -> list[RawObject]:
+    """Objects of ``rule.dependent`` matching ``provider`` (may repeat an object; callers dedupe)."""
+    match rule.match:
+        case SameNamespace() as m:
+            return find_same_namespace(rule, m, provider, view)
+        case FieldRef() as m:
+            return find_field_ref(rule, m, provider, view)
+        case PoolRef() as m:
+            return find_pool_ref(rule, m, provider, view)
+        case CapsPool() as m:
+            return find_caps_pool(rule, m, provider, view)
+        case CsiVolume() as m:
+            return find_csi_volume(rule, m, provider, view)
+        case StorageClassRef() as m:
+            return find_storage_class_ref(rule, m, provider, view)
+        case CosiBucket() as m:
+            return find_cosi_bucket(rule, m, provider, view)

@@ -1,0 +1,202 @@
+"""Matchers that need Rook knowledge: pools, Ceph caps, CSI volumes, bucket provisioners.
+
+They are still declarative (the built-in rules pass driver suffixes and attribute
+names as data) but each relies on a derivation only Rook defines: which pools a
+provider owns (``pools.py``), how Ceph capability strings name pools, how Rook's
+COSI driver names its user secrets.  Each matcher is an indexer/lookup pair as
+described in ``indexing.py``; pool references are keyed ``<scope>/pool:<name>``
+(scope: the namespace, or a CSI ``clusterID``), names ``<scope>/name:<name>``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from kustodian.policy.deletion.indexing import IndexSpec, Provider, cluster_field_index, path, strings
+from kustodian.policy.deletion.pools import pool_index_keys
+from kustodian.policy.deletion.schema import CapsPool, CosiBucket, CsiVolume, PoolRef, Rule, StorageClassRef
+from kustodian.policy.objects import RawObject, field, map_field, name, namespace, str_field
+from kustodian.policy.store import ClusterView
+
+STORAGE_CLASS = "StorageClass.storage.k8s.io"
+BUCKET_CLASS = "BucketClass.objectstorage.k8s.io"
+COSI_INDEX = "kustodian.io/cosi-store"
+CEPH_COSI_DRIVER_SUFFIX = "ceph.objectstorage.k8s.io"
+ROOK_USER_SECRET_PREFIX = "rook-ceph-object-user-"  # noqa: S105 - a Secret *name* prefix
+# "allow rw pool=foo", "profile rbd pool=foo", and the older "allow rw pool foo".
+_CAPS_POOL = re.compile(r"\bpool(?:=|\s+)[\"']?([^\s,;\"']+)")
+
+
+def _pool_keys(provider: Provider) -> list[str]:
+    return provider.pools.lookup_keys(provider.namespace) if provider.pools else []
+
+
+def _driver_matches(driver: str, suffix: str) -> bool:
+    # "<operator-ns>.rbd.csi.ceph.com", or a plain "rbd.csi.ceph.com" install: prefer blocking.
+    return driver.endswith(suffix) or driver == suffix.lstrip(".")
+
+
+# --- pool-ref and caps-pool ----------------------------------------------------------------
+
+
+def _pool_ref_index(kind: str, m: PoolRef) -> IndexSpec:
+    paths = [path(f) for f in m.fields]
+
+    def fn(obj: RawObject) -> list[str]:
+        ns = namespace(obj)
+        return [key for p in paths for pool in strings(field(obj, *p)) for key in pool_index_keys(ns, pool)]
+
+    return IndexSpec(kind, "kustodian.io/pool-ref:" + ",".join(m.fields), fn)
+
+
+def pool_ref_indexes(rule: Rule, m: PoolRef) -> list[IndexSpec]:
+    return [_pool_ref_index(rule.dependent, m)]
+
+
+def find_pool_ref(rule: Rule, m: PoolRef, provider: Provider, view: ClusterView) -> list[RawObject]:
+    return _pool_ref_index(rule.dependent, m).lookup(view, _pool_keys(provider))
+
+
+def _caps_pool_index(kind: str, m: CapsPool) -> IndexSpec:
+    caps_path = path(m.field)
+
+    def fn(obj: RawObject) -> list[str]:
+        ns = namespace(obj)
+        caps = map_field(obj, *caps_path)
+        pools = {p for cap in caps.values() if isinstance(cap, str) for p in _CAPS_POOL.findall(cap)}
+        return [key for pool in sorted(pools) for key in pool_index_keys(ns, pool)]
+
+    return IndexSpec(kind, f"kustodian.io/caps-pool:{m.field}", fn)
+
+
+def caps_pool_indexes(rule: Rule, m: CapsPool) -> list[IndexSpec]:
+    return [_caps_pool_index(rule.dependent, m)]
+
+
+def find_caps_pool(rule: Rule, m: CapsPool, provider: Provider, view: ClusterView) -> list[RawObject]:
+    return _caps_pool_index(rule.dependent, m).lookup(view, _pool_keys(provider))
+
+
+# --- csi-volume and storage-class-ref: a map naming a clusterID and a pool or a name -------
+
+
+def _attribute_keys(
+    values: Mapping[str, Any], scope_key: str, pool_keys: Iterable[str], name_keys: Iterable[str]
+) -> list[str]:
+    scope = values.get(scope_key)
+    if not isinstance(scope, str) or not scope:
+        return []
+    keys = [k for a in pool_keys for pool in strings(values.get(a)) for k in pool_index_keys(scope, pool)]
+    keys += [f"{scope}/name:{v}" for a in name_keys for v in strings(values.get(a))]
+    return keys
+
+
+def _provider_attribute_keys(
+    provider: Provider, pool_keys: Sequence[str], name_keys: Sequence[str]
+) -> list[str]:
+    keys = _pool_keys(provider) if pool_keys else []
+    if name_keys:
+        keys.append(f"{provider.namespace}/name:{provider.name}")
+    return keys
+
+
+def _csi_volume_index(kind: str, m: CsiVolume) -> IndexSpec:
+    def fn(obj: RawObject) -> list[str]:
+        if not _driver_matches(str_field(obj, "spec", "csi", "driver"), m.driver_suffix):
+            return []
+        attributes = map_field(obj, "spec", "csi", "volumeAttributes")
+        return _attribute_keys(attributes, m.cluster_id_attribute, m.pool_attributes, m.name_attributes)
+
+    pools, names = ",".join(m.pool_attributes), ",".join(m.name_attributes)
+    return IndexSpec(
+        kind, f"kustodian.io/csi-volume:{m.driver_suffix};{m.cluster_id_attribute};{pools};{names}", fn
+    )
+
+
+def csi_volume_indexes(rule: Rule, m: CsiVolume) -> list[IndexSpec]:
+    return [_csi_volume_index(rule.dependent, m)]
+
+
+def find_csi_volume(rule: Rule, m: CsiVolume, provider: Provider, view: ClusterView) -> list[RawObject]:
+    keys = _provider_attribute_keys(provider, m.pool_attributes, m.name_attributes)
+    return _csi_volume_index(rule.dependent, m).lookup(view, keys)
+
+
+def _storage_class_index(m: StorageClassRef) -> IndexSpec:
+    def fn(obj: RawObject) -> list[str]:
+        if not _driver_matches(str_field(obj, "provisioner"), m.provisioner_suffix):
+            return []
+        parameters = map_field(obj, "parameters")
+        return _attribute_keys(parameters, m.namespace_parameter, m.pool_parameters, m.name_parameters)
+
+    pools, names = ",".join(m.pool_parameters), ",".join(m.name_parameters)
+    described = f"{m.provisioner_suffix};{m.namespace_parameter};{pools};{names}"
+    return IndexSpec(STORAGE_CLASS, f"kustodian.io/storage-class:{described}", fn)
+
+
+def storage_class_ref_indexes(rule: Rule, m: StorageClassRef) -> list[IndexSpec]:
+    return [_storage_class_index(m), cluster_field_index(rule.dependent, m.field)]
+
+
+def find_storage_class_ref(
+    rule: Rule, m: StorageClassRef, provider: Provider, view: ClusterView
+) -> list[RawObject]:
+    """Two hops, both indexed: the StorageClasses pointing at the provider, then their users."""
+    if not view.has_kind(STORAGE_CLASS):
+        return []
+    keys = _provider_attribute_keys(provider, m.pool_parameters, m.name_parameters)
+    classes = sorted({name(sc) for sc in _storage_class_index(m).lookup(view, keys)})
+    return cluster_field_index(rule.dependent, m.field).lookup(view, classes)
+
+
+# --- cosi-bucket ---------------------------------------------------------------------------
+
+
+def cosi_store_keys(driver: str, parameters: Mapping[str, Any]) -> list[str]:
+    """``<namespace>/<store>`` keys a COSI Bucket or BucketClass may belong to; ``*`` when unknown.
+
+    Rook's COSI parameters name the store (``objectStoreName``) or, more often, only the
+    user secret ``rook-ceph-object-user-<store>-<user>``; store names may contain dashes, so
+    every split is a candidate.  A Ceph-driver bucket we cannot attribute blocks every store.
+    """
+    store = str_field(parameters, "objectStoreName")
+    secret = str_field(parameters, "objectStoreUserSecretName")
+    secret_ns = str_field(parameters, "objectStoreUserSecretNamespace") or "*"
+    store_ns = str_field(parameters, "objectStoreNamespace") or secret_ns
+    keys = [f"{store_ns}/{store}"] if store else []
+    if secret.startswith(ROOK_USER_SECRET_PREFIX):
+        rest = secret[len(ROOK_USER_SECRET_PREFIX) :]
+        keys += [f"{secret_ns}/{rest[:i]}" for i, ch in enumerate(rest) if ch == "-" and i > 0]
+    if not keys and (driver.endswith(CEPH_COSI_DRIVER_SUFFIX) or secret):
+        keys.append(f"{secret_ns}/*")
+    return keys
+
+
+def _bucket_keys(obj: RawObject) -> list[str]:
+    return cosi_store_keys(str_field(obj, "spec", "driverName"), map_field(obj, "spec", "parameters"))
+
+
+def _bucket_class_keys(obj: RawObject) -> list[str]:
+    return cosi_store_keys(str_field(obj, "driverName"), map_field(obj, "parameters"))
+
+
+def cosi_bucket_indexes(rule: Rule, m: CosiBucket) -> list[IndexSpec]:
+    return [
+        IndexSpec(rule.dependent, COSI_INDEX, _bucket_keys),
+        IndexSpec(BUCKET_CLASS, COSI_INDEX, _bucket_class_keys),
+        cluster_field_index(rule.dependent, "spec.bucketClassName"),
+    ]
+
+
+def find_cosi_bucket(rule: Rule, m: CosiBucket, provider: Provider, view: ClusterView) -> list[RawObject]:
+    """Buckets attributed to the store by their own parameters, or by their BucketClass's."""
+    ns, store = provider.namespace, provider.name
+    keys = [f"{ns}/{store}", f"*/{store}", f"{ns}/*", "*/*"]
+    by_bucket, by_class_param, by_class = cosi_bucket_indexes(rule, m)
+    found = by_bucket.lookup(view, keys)
+    if view.has_kind(BUCKET_CLASS):
+        classes = sorted({name(c) for c in by_class_param.lookup(view, keys)})
+        found += by_class.lookup(view, classes)
+    return found

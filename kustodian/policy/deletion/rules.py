@@ -1,0 +1,148 @@
+"""Loading deletion rules, and the ``RuleSet`` the webhook and the caches share.
+
+Rules arrive as plain data (Helm values, a ConfigMap, the built-in Rook literal)
+and go through one loader, so built-ins get no privileges admins lack.  The
+loader reports every problem at once with its path (``rules[3].match.field:
+required``), like ``kubectl apply`` would: fixing a ConfigMap one error per
+rollout is miserable.
+
+A ``RuleSet`` also declares the indexes its rules need (``indexers()``); the
+watch caches are built from the same RuleSet the webhook decides with, so a rule
+can never ask for an index nobody maintains.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import Any
+
+from pydantic import ValidationError
+
+from kustodian.policy.deletion.indexing import namespace_index
+from kustodian.policy.deletion.matchers import index_specs
+from kustodian.policy.deletion.pools import POOL_DERIVATIONS
+from kustodian.policy.deletion.schema import (
+    MATCHER_TYPES,
+    CapsPool,
+    CosiBucket,
+    CsiVolume,
+    PoolRef,
+    Rule,
+    StorageClassRef,
+)
+from kustodian.policy.store import Indexer, Indexers
+
+PERSISTENT_VOLUME = "PersistentVolume"
+COSI_BUCKET = "Bucket.objectstorage.k8s.io"
+_ERROR_TEXT = {"missing": "required", "extra_forbidden": "unknown field"}
+
+
+class RuleError(ValueError):
+    """Deletion rules that cannot be used; ``problems`` lists each one as ``path: reason``."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("invalid deletion rules: " + "; ".join(self.problems))
+
+
+@dataclass(frozen=True)
+class RuleSet:
+    """Validated rules, grouped by provider kind for the admission hot path."""
+
+    rules: tuple[Rule, ...] = field(default=())
+
+    @cached_property
+    def _by_provider(self) -> Mapping[str, tuple[Rule, ...]]:
+        grouped: dict[str, list[Rule]] = {}
+        for rule in self.rules:
+            grouped.setdefault(rule.provider, []).append(rule)
+        return {kind: tuple(rules) for kind, rules in grouped.items()}
+
+    def for_provider(self, kind: str) -> tuple[Rule, ...]:
+        return self._by_provider.get(kind, ())
+
+    def provider_kinds(self) -> frozenset[str]:
+        return frozenset(self._by_provider)
+
+    def dependent_kinds(self) -> frozenset[str]:
+        return frozenset(rule.dependent for rule in self.rules)
+
+    def merged(self, other: RuleSet) -> RuleSet:
+        """This set plus ``other`` (built-ins plus an admin's rules)."""
+        return RuleSet(self.rules + other.rules)
+
+    def indexers(self) -> Indexers:
+        """Every index the rules read, plus a namespace index on each provider kind (namespace teardown)."""
+        out: dict[str, dict[str, Indexer]] = {}
+        specs = [spec for rule in self.rules for spec in index_specs(rule)]
+        specs += [namespace_index(kind) for kind in sorted(self.provider_kinds())]
+        for spec in specs:
+            out.setdefault(spec.kind, {})[spec.name] = spec.fn
+        return out
+
+
+def load_rules(data: list[dict[str, Any]], *, source: str = "rules") -> RuleSet:
+    """Validate ``data`` (a list of rule mappings) into a ``RuleSet``, or raise one ``RuleError``.
+
+    ``source`` prefixes error paths, e.g. ``deletionRules`` for a Helm value of that name.
+    """
+    if not isinstance(data, list):
+        raise RuleError([f"{source}: must be a list of rules"])
+    problems: list[str] = []
+    rules: list[Rule] = []
+    for i, item in enumerate(data):
+        where = f"{source}[{i}]"
+        try:
+            rule = Rule.model_validate(item)
+        except ValidationError as exc:
+            problems += [_describe(where, err) for err in exc.errors()]
+            continue
+        found = _semantic_problems(rule)
+        problems += [f"{where}.{problem}" for problem in found]
+        if not found:
+            rules.append(rule)
+    if problems:
+        raise RuleError(problems)
+    return RuleSet(tuple(rules))
+
+
+def _describe(where: str, err: Mapping[str, Any]) -> str:
+    loc = list(err["loc"])
+    # A discriminated union puts the tag in the path (match.field-ref.field); users never wrote it.
+    if len(loc) >= 2 and loc[0] == "match" and loc[1] in MATCHER_TYPES:
+        del loc[1]
+    path = where + "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc)
+    kind = err["type"]
+    if kind == "union_tag_invalid":
+        expected = ", ".join(MATCHER_TYPES)
+        return f"{path}.type: unknown matcher type {err['ctx']['tag']!r} (expected one of: {expected})"
+    if kind == "union_tag_not_found":
+        return f"{path}.type: required"
+    if kind == "value_error":
+        return f"{path}: {err['ctx']['error']}"
+    if kind == "model_type":
+        return f"{path}: must be a mapping"
+    return f"{path}: {_ERROR_TEXT.get(kind, err['msg'])}"
+
+
+def _semantic_problems(rule: Rule) -> list[str]:
+    """Cross-field checks the schema alone cannot express."""
+    m = rule.match
+    problems: list[str] = []
+    needs_pools = (
+        isinstance(m, PoolRef | CapsPool)
+        or (isinstance(m, CsiVolume) and bool(m.pool_attributes))
+        or (isinstance(m, StorageClassRef) and bool(m.pool_parameters))
+    )
+    if needs_pools and rule.provider not in POOL_DERIVATIONS:
+        known = ", ".join(sorted(POOL_DERIVATIONS))
+        problems.append(
+            f"match: {m.type} needs a provider whose pools are known ({known}), not {rule.provider!r}"
+        )
+    if isinstance(m, CsiVolume) and rule.dependent != PERSISTENT_VOLUME:
+        problems.append(f"dependent: csi-volume matches {PERSISTENT_VOLUME} only, not {rule.dependent!r}")
+    if isinstance(m, CosiBucket) and rule.dependent != COSI_BUCKET:
+        problems.append(f"dependent: cosi-bucket matches {COSI_BUCKET} only, not {rule.dependent!r}")
+    return problems

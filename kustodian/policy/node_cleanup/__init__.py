@@ -1,0 +1,67 @@
+"""Clean up local PVs and PVCs whose node is gone (sig-storage-local-static-provisioner's
+node cleanup controller, made safer).
+
+When a node holding local PVs is deleted, its Pods cannot be rescheduled: their PVCs
+stay bound to PVs pinned to a node that no longer exists.  These pure functions
+decide which PVs are stale (:func:`classify_pv`), when the PVC cleanup controller may
+delete a claim (:func:`pvc_cleanup_decision`) and when the deleter may delete the PV
+(:func:`pv_delete_decision`).  Compared with upstream: nodes are matched by name *and*
+hostname label (#434), anything unreadable in the affinity means "not stale", a
+lookup failure means "exists", the timer is stored on the PV so restarts neither
+reset nor skip it, and an optional check notices a node recreated under the same
+name (new UID: its local disks are empty).
+
+Opt-in is per StorageClass; an empty opt-in list makes nothing stale.
+"""
+
+from kustodian.policy.node_cleanup.affinity import HOSTNAME_LABEL, AffinityNodes, affinity_node_names
+from kustodian.policy.node_cleanup.classify import ANNOTATION_NODE_UID, PVStatus, classify_pv
+from kustodian.policy.node_cleanup.decisions import (
+    ANNOTATION_NODE_MISSING_SINCE,
+    EVENT_REASON_NODE_DELETED,
+    Decision,
+    Delete,
+    DeletePVC,
+    Skip,
+    Warn,
+    missing_since,
+    node_deleted_message,
+    pv_delete_decision,
+    pvc_cleanup_decision,
+)
+from kustodian.policy.node_cleanup.indexers import INDEXERS, NODE_BY_HOSTNAME, PV_BY_CLAIM, PV_BY_NODE
+from kustodian.policy.node_cleanup.nodes import NodeDirectory, NodeSnapshot, node_exists, node_uid
+from kustodian.policy.node_cleanup.reasons import Reason
+from kustodian.policy.node_cleanup.timefmt import format_rfc3339, go_duration, parse_rfc3339
+
+__all__ = [
+    "ANNOTATION_NODE_MISSING_SINCE",
+    "ANNOTATION_NODE_UID",
+    "EVENT_REASON_NODE_DELETED",
+    "HOSTNAME_LABEL",
+    "INDEXERS",
+    "NODE_BY_HOSTNAME",
+    "PV_BY_CLAIM",
+    "PV_BY_NODE",
+    "AffinityNodes",
+    "Decision",
+    "Delete",
+    "DeletePVC",
+    "NodeDirectory",
+    "NodeSnapshot",
+    "PVStatus",
+    "Reason",
+    "Skip",
+    "Warn",
+    "affinity_node_names",
+    "classify_pv",
+    "format_rfc3339",
+    "go_duration",
+    "missing_since",
+    "node_deleted_message",
+    "node_exists",
+    "node_uid",
+    "parse_rfc3339",
+    "pv_delete_decision",
+    "pvc_cleanup_decision",
+]

@@ -1,0 +1,195 @@
+"""What the two node-cleanup loops do with a stale local PV.
+
+Upstream runs two routines and so do we:
+
+* the **PVC cleanup controller** waits ``delay`` after a PV's node is first seen
+  missing, warning on the PVC meanwhile, then deletes the bound PVC so that its
+  StatefulSet can recreate it on a live node;
+* the **PV deleter** deletes stale PVs nobody uses any more (``Available``, or
+  ``Released`` with reclaim policy ``Delete``).
+
+Upstream keeps its timer in memory: a restart forgets it (the PVC then waits a whole
+new delay) or, worse, a resync re-fires it.  Here the first sighting is written on the
+PV (``kustodian.io/node-missing-since``) and the deadline is always that stamp plus
+``delay``; the decision returns the annotation patch to apply *before* acting on the
+action.  Every check that guards the delete (node still gone, PVC still bound to this
+very PV, PVC not already going away) is re-made in the same call that returns the
+delete, and the delete carries the PVC's UID as a precondition.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from kustodian.policy.node_cleanup.classify import ANNOTATION_NODE_UID, PVStatus, classify_pv
+from kustodian.policy.node_cleanup.nodes import NodeDirectory
+from kustodian.policy.node_cleanup.reasons import Reason
+from kustodian.policy.node_cleanup.timefmt import format_rfc3339, go_duration, parse_rfc3339
+from kustodian.policy.objects import RawObject, is_deleting, map_field, name, namespace, str_field, uid
+
+ANNOTATION_NODE_MISSING_SINCE = "kustodian.io/node-missing-since"
+EVENT_REASON_NODE_DELETED = "ReferencedNodeDeleted"
+
+
+@dataclass(frozen=True)
+class Skip:
+    reason: Reason
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class Warn:
+    """Emit a Warning Event on the PVC and reconcile again at ``requeue_at``."""
+
+    namespace: str
+    name: str
+    uid: str
+    message: str
+    requeue_at: datetime
+    event_reason: str = EVENT_REASON_NODE_DELETED
+
+
+@dataclass(frozen=True)
+class DeletePVC:
+    """Delete the PVC with ``preconditions.uid == uid``."""
+
+    namespace: str
+    name: str
+    uid: str
+    reason: Reason = Reason.DELAY_ELAPSED
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One PVC cleanup step.
+
+    ``pv_annotations`` is a merge patch for the PV's annotations (``None`` removes the
+    key); apply it first, then the action.
+    """
+
+    action: Skip | Warn | DeletePVC
+    pv_annotations: Mapping[str, str | None] = field(default_factory=dict)
+
+    @property
+    def requeue_at(self) -> datetime | None:
+        return self.action.requeue_at if isinstance(self.action, Warn) else None
+
+
+@dataclass(frozen=True)
+class Delete:
+    """Delete the PV with ``preconditions.uid == uid``."""
+
+    name: str
+    uid: str
+    reason: Reason
+
+
+def missing_since(pv: RawObject) -> datetime | None:
+    """The recorded first sighting of the PV's node missing, if a valid one is recorded."""
+    return parse_rfc3339(map_field(pv, "metadata", "annotations").get(ANNOTATION_NODE_MISSING_SINCE))
+
+
+def node_deleted_message(remaining: timedelta) -> str:
+    return (
+        "PVC is tied to a deleted Node. PVC will be cleaned up in "
+        f"{go_duration(remaining)} if the Node doesn't come back"
+    )
+
+
+def _claim_problem(pv: RawObject, pvc: RawObject | None) -> Skip | None:
+    claim_uid = str_field(pv, "spec", "claimRef", "uid")
+    if not str_field(pv, "spec", "claimRef", "name"):
+        return Skip(Reason.NO_CLAIM, "spec.claimRef: absent")
+    if pvc is None:
+        return Skip(Reason.CLAIM_NOT_FOUND, "the claim named by spec.claimRef does not exist")
+    if not uid(pvc) or not claim_uid:
+        return Skip(Reason.MISSING_UID, "claim or claimRef has no uid")
+    if str_field(pvc, "spec", "volumeName") != name(pv) or claim_uid != uid(pvc):
+        return Skip(Reason.CLAIM_NOT_BOUND, f"PVC {namespace(pvc)}/{name(pvc)} is not bound to PV {name(pv)}")
+    if is_deleting(pvc):
+        return Skip(Reason.CLAIM_DELETING, "PVC already has a deletionTimestamp")
+    return None
+
+
+def _remaining(deadline: datetime, now: datetime) -> timedelta:
+    # The Event speaks in whole seconds, rounded up: "in 0s" must not appear early.
+    left = (deadline - now).total_seconds()
+    return timedelta(seconds=math.ceil(left)) if left >= 1 else deadline - now
+
+
+def _uid_patch(status: PVStatus) -> dict[str, str | None]:
+    return {ANNOTATION_NODE_UID: status.record_node_uid} if status.record_node_uid else {}
+
+
+def pvc_cleanup_decision(
+    pv: RawObject,
+    pvc: RawObject | None,
+    nodes: NodeDirectory,
+    *,
+    opted_in_classes: Collection[str],
+    delay: timedelta,
+    now: datetime,
+    first_missing_at: datetime | None,
+    detect_recreated: bool = False,
+) -> Decision:
+    """The PVC cleanup controller's step for ``pv`` and the claim its ``claimRef`` names.
+
+    ``first_missing_at`` is :func:`missing_since` of the PV as read from the cache;
+    when it is ``None`` but the PV carries a valid stamp, the stamp is used, so that a
+    caller that forgets to pass it cannot restart the timer.
+    """
+    status = classify_pv(pv, nodes, opted_in_classes, detect_recreated=detect_recreated)
+    patch = _uid_patch(status)
+    recorded = map_field(pv, "metadata", "annotations").get(ANNOTATION_NODE_MISSING_SINCE)
+    if not status.stale:
+        if status.reason == Reason.NODE_EXISTS and recorded is not None:
+            patch[ANNOTATION_NODE_MISSING_SINCE] = None
+        return Decision(Skip(status.reason, status.detail), patch)
+
+    since = first_missing_at or missing_since(pv)
+    if since is None:
+        since = now
+        # the stamp has whole seconds: round up, so a restart can lengthen the delay by
+        # under a second but never shorten it
+        stamp = now if not now.microsecond else now.replace(microsecond=0) + timedelta(seconds=1)
+        patch[ANNOTATION_NODE_MISSING_SINCE] = format_rfc3339(stamp)
+    deadline = since + delay
+
+    problem = _claim_problem(pv, pvc)
+    if problem is not None or pvc is None:
+        return Decision(problem or Skip(Reason.CLAIM_NOT_FOUND), patch)
+    if now < deadline:
+        warn = Warn(
+            namespace(pvc), name(pvc), uid(pvc), node_deleted_message(_remaining(deadline, now)), deadline
+        )
+        return Decision(warn, patch)
+    return Decision(DeletePVC(namespace(pvc), name(pvc), uid(pvc)), patch)
+
+
+def pv_delete_decision(
+    pv: RawObject,
+    nodes: NodeDirectory,
+    opted_in_classes: Collection[str],
+    *,
+    detect_recreated: bool = False,
+) -> Delete | Skip:
+    """The PV deleter's step: delete stale PVs that no claim uses any more."""
+    status = classify_pv(pv, nodes, opted_in_classes, detect_recreated=detect_recreated)
+    if not status.stale:
+        return Skip(status.reason, status.detail)
+    if is_deleting(pv):
+        return Skip(Reason.PV_DELETING, "PV already has a deletionTimestamp")
+    if not uid(pv):
+        return Skip(Reason.MISSING_UID, "PV has no metadata.uid")
+    phase = str_field(pv, "status", "phase")
+    if phase == "Available":
+        return Delete(name(pv), uid(pv), status.reason)
+    if phase == "Released":
+        policy = str_field(pv, "spec", "persistentVolumeReclaimPolicy")
+        if policy == "Delete":
+            return Delete(name(pv), uid(pv), status.reason)
+        return Skip(Reason.RECLAIM_NOT_DELETE, f"Released with reclaim policy {policy or '<unset>'}")
+    return Skip(Reason.PHASE_NOT_DELETABLE, f"phase {phase or '<unset>'}")

@@ -1,0 +1,163 @@
+"""What the propagation controller should write on a PVC, as a minimal annotation change.
+
+The csi-addons design doc's open problem: when a StorageClass (or Namespace, or the
+ConfigMap) changes, which PVCs may be updated?  "Those whose schedule the controller
+added", which needs a record of who added it.  Kustodian keeps two annotations for
+that (``reclaimspace.kustodian.io/source`` and ``reclaimspace.kustodian.io/applied``,
+see ``annotations``) and decides ownership from the PVC alone, so this function is
+level-based: the same PVC and sources always give the same answer, whatever event
+woke the controller up.
+
+The seed's scenarios, as this module implements them:
+
+* user adds a schedule to a PVC: it is the user's (no marker); nothing to do.
+* user adds/changes a schedule on a StorageClass/Namespace/ConfigMap: every PVC that
+  has no schedule, or whose schedule is Kustodian's, gets the new one (schedule,
+  source and applied written together); user-owned PVCs are never touched.
+* user edits a Kustodian-written schedule on a PVC: ``applied`` no longer matches,
+  so the user owns it now; Kustodian removes its ``source``/``applied`` marks and
+  keeps the user's value.
+* user removes a schedule from a StorageClass: PVCs holding Kustodian's copy get
+  the next source's schedule (say, the ConfigMap's) or lose schedule and marks.
+* user removes Kustodian's schedule from a PVC: the stale marks are dropped and, if a
+  source still applies, the schedule is written again.  Deleting is not an opt-out
+  (csi-addons' own controller would copy the StorageClass schedule back just the
+  same); ``reclaimspace.csiaddons.openshift.io/enable: "false"`` on the PVC is.
+
+PVCs being deleted are left alone.  A source whose schedule does not parse changes
+nothing (see ``precedence``): we neither propagate it nor strip the last good one.
+
+The change carries the ``resourceVersion`` it was computed from, and
+:meth:`AnnotationChange.merge_patch` includes it: if the user edits the PVC between
+our read and our patch, the API server answers 409 instead of letting us overwrite
+the edit, and the retry sees the user's schedule.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from types import MappingProxyType
+from typing import Any
+
+from kustodian.policy.objects import RawObject, is_deleting, str_field
+from kustodian.policy.reclaim.annotations import (
+    APPLIED,
+    PVC_SOURCE,
+    SCHEDULE,
+    SOURCE,
+    ScheduleOwner,
+    annotations_of,
+    schedule_owner,
+)
+from kustodian.policy.reclaim.config import ReclaimConfig
+from kustodian.policy.reclaim.precedence import (
+    Disabled,
+    Effective,
+    EffectiveSchedule,
+    InvalidSchedule,
+    effective_schedule,
+    storage_class_name,
+)
+from kustodian.policy.reclaim.stagger import stagger, stagger_key
+from kustodian.policy.store import Indexers
+
+__all__ = [
+    "INDEXERS",
+    "AnnotationChange",
+    "desired_annotations",
+    "reconcile_annotations",
+    "stagger_window_for",
+]
+
+# The controller re-evaluates a StorageClass's PVCs when it changes; index them by class.
+INDEXERS: Indexers = {
+    "PersistentVolumeClaim": {"storageclass": lambda pvc: [sc] if (sc := storage_class_name(pvc)) else []},
+}
+
+
+@dataclass(frozen=True)
+class AnnotationChange:
+    """Annotations to set (a string) or remove (``None``), and why, for the log line/event."""
+
+    annotations: Mapping[str, str | None] = field(hash=False)
+    reason: str
+    resource_version: str = ""
+
+    def merge_patch(self) -> dict[str, Any]:
+        """A JSON merge patch (RFC 7386); ``None`` removes a key."""
+        metadata: dict[str, Any] = {"annotations": dict(self.annotations)}
+        if self.resource_version:
+            metadata["resourceVersion"] = self.resource_version
+        return {"metadata": metadata}
+
+
+def stagger_window_for(config: ReclaimConfig) -> timedelta | None:
+    """Staggering only means something when csi-addons reads the PVC (``pvc`` precedence)."""
+    return config.stagger_window if config.precedence == "pvc" else None
+
+
+def reconcile_annotations(
+    pvc: RawObject,
+    namespace_obj: RawObject | None,
+    storageclass_obj: RawObject | None,
+    config: ReclaimConfig | None = None,
+) -> AnnotationChange | None:
+    """The whole decision for one PVC: effective schedule, staggering, ownership."""
+    cfg = config if config is not None else ReclaimConfig()
+    effective = effective_schedule(pvc, namespace_obj, storageclass_obj, cfg)
+    return desired_annotations(pvc, effective, stagger_window=stagger_window_for(cfg))
+
+
+def desired_annotations(
+    pvc: RawObject,
+    effective: Effective | None,
+    *,
+    stagger_window: timedelta | None = None,
+) -> AnnotationChange | None:
+    """The minimal change bringing ``pvc`` in line with ``effective``; ``None`` when there is none."""
+    if is_deleting(pvc):
+        return None
+    annots = annotations_of(pvc)
+    owner = schedule_owner(pvc)
+    rv = str_field(pvc, "metadata", "resourceVersion")
+
+    if owner is ScheduleOwner.USER:
+        if APPLIED in annots:  # the user removed our marker: they adopted the schedule
+            return AnnotationChange(
+                MappingProxyType({APPLIED: None}),
+                "schedule adopted by the user: dropping Kustodian's mark",
+                rv,
+            )
+        return None
+    if owner is ScheduleOwner.USER_EDITED:
+        change: dict[str, str | None] = {SOURCE: None}
+        if APPLIED in annots:
+            change[APPLIED] = None
+        return AnnotationChange(
+            MappingProxyType(change), "schedule edited on the PVC: it belongs to the user now", rv
+        )
+
+    # NOBODY or KUSTODIAN: the schedule, if any, is ours to keep in line with the sources.
+    if isinstance(effective, InvalidSchedule):
+        return None
+    if isinstance(effective, EffectiveSchedule) and effective.source == PVC_SOURCE:
+        return None  # inconsistent input (the PVC's schedule is not the user's); do nothing rather than guess
+    want: dict[str, str | None]
+    if isinstance(effective, EffectiveSchedule):
+        schedule = stagger(effective.schedule, stagger_key(pvc), stagger_window)
+        want = {SCHEDULE: schedule, SOURCE: effective.source, APPLIED: schedule}
+        reason = f'schedule "{schedule}" from {effective.source}'
+    else:
+        want = {SCHEDULE: None, SOURCE: None, APPLIED: None}
+        if owner is ScheduleOwner.NOBODY:
+            reason = "dropping stale Kustodian marks"
+        elif isinstance(effective, Disabled):
+            reason = f"reclaim space disabled by {effective.source}: removing Kustodian's schedule"
+        else:
+            reason = "no source has a schedule any more: removing Kustodian's schedule"
+    delta = {k: v for k, v in want.items() if (k in annots if v is None else annots.get(k) != v)}
+    if not delta:
+        return None
+    return AnnotationChange(MappingProxyType(delta), reason, rv)

@@ -1,0 +1,128 @@
+"""The FastAPI application: ``/validate``, ``/mutate``, ``/healthz``, ``/readyz``, ``/metrics``.
+
+The admission endpoints read the raw body and decode it with orjson, validate only
+the envelope, and answer with pre-encoded bytes: no response models, no thread
+pool, no API call.  Two error channels (kopf, controller-runtime): a body that is
+not an AdmissionReview v1 is an HTTP 400 with the reason; a policy decision is an
+HTTP 200 whose ``response`` echoes the request ``uid``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import orjson
+from fastapi import FastAPI, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import ValidationError
+
+from kustodian.webhook.metrics import WebhookMetrics
+from kustodian.webhook.registry import Registry
+from kustodian.webhook.review import AdmissionRequest, AdmissionReview, Answer, review_response
+
+log = logging.getLogger(__name__)
+
+JSON = "application/json"
+
+
+@dataclass
+class Readiness:
+    """Named checks; ``/readyz`` is ready only when all pass (certs loaded, caches synced)."""
+
+    checks: dict[str, Callable[[], bool]] = field(default_factory=dict)
+
+    def add(self, name: str, check: Callable[[], bool]) -> None:
+        self.checks[name] = check
+
+    def failing(self) -> list[str]:
+        bad = []
+        for name, check in self.checks.items():
+            try:
+                ok = check()
+            except Exception:
+                log.exception("readiness check %s failed", name)
+                ok = False
+            if not ok:
+                bad.append(name)
+        return bad
+
+
+def _bad_request(metrics: WebhookMetrics, webhook: str, reason: str) -> Response:
+    metrics.bad_requests.labels(webhook).inc()
+    return Response(orjson.dumps({"error": reason}), status_code=400, media_type=JSON)
+
+
+def parse_review(body: bytes) -> AdmissionRequest:
+    """Decode and validate an AdmissionReview v1; raise ``ValueError`` with a reason."""
+    if not body:
+        raise ValueError("empty body: expected an AdmissionReview v1")
+    try:
+        doc = orjson.loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise ValueError(f"body is not JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise ValueError("body is not a JSON object")
+    try:
+        return AdmissionReview.model_validate(doc).request
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:5]
+        )
+        raise ValueError(f"not an AdmissionReview v1: {problems}") from exc
+
+
+def create_app(registry: Registry, *, readiness: Readiness | None = None,
+               metrics: WebhookMetrics | None = None) -> FastAPI:
+    readiness = readiness or Readiness()
+    metrics = metrics or WebhookMetrics()
+    app = FastAPI(title="kustodian webhook", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.registry = registry
+    app.state.readiness = readiness
+    app.state.metrics = metrics
+
+    def serve(webhook: str, run: Callable[[AdmissionRequest], Answer]) -> Callable[[Request], object]:
+        requests = metrics.requests
+        latency = metrics.latency
+
+        async def endpoint(request: Request) -> Response:
+            started = time.perf_counter()
+            body = await request.body()
+            try:
+                req = parse_review(body)
+            except ValueError as exc:
+                log.info("%s: rejected a malformed review: %s", webhook, exc)
+                return _bad_request(metrics, webhook, str(exc))
+            answer = run(req)
+            payload = review_response(req.uid, answer)
+            requests.labels(webhook, req.operation, req.kind_key, answer.decision or "allowed").inc()
+            latency.labels(webhook, req.operation).observe(time.perf_counter() - started)
+            if not answer.allowed:
+                log.info("%s denied %s %s %s/%s by %s: %s", webhook, req.operation, req.kind_key,
+                         req.namespace, req.name, req.user_info.username, answer.message)
+            return Response(payload, media_type=JSON)
+
+        return endpoint
+
+    app.add_api_route("/validate", serve("validate", registry.run_validation), methods=["POST"])
+    app.add_api_route("/mutate", serve("mutate", registry.run_mutation), methods=["POST"])
+
+    @app.get("/healthz")
+    async def healthz() -> Response:
+        return Response(b"ok", media_type="text/plain")
+
+    @app.get("/readyz")
+    async def readyz() -> Response:
+        failing = readiness.failing()
+        if failing:
+            return Response(("not ready: " + ", ".join(failing)).encode(), status_code=503,
+                            media_type="text/plain")
+        return Response(b"ok", media_type="text/plain")
+
+    @app.get("/metrics")
+    async def metrics_endpoint() -> Response:
+        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+    return app
