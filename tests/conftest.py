@@ -113,3 +113,14 @@ def tls_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     write_bundle(out, ca, issue_serving(ca, service="kustodian", namespace="kustodian", dns=["localhost"],
                                         ips=["127.0.0.1"], now=now))
     return out
+
+
+@pytest.fixture(scope="session")
+def upstream() -> Path:
+    """``../shared/upstream``: the real upstream CRDs, examples and build scripts (the test oracle)."""
+    from kustodian.testing.upstream import UpstreamMissing, upstream_dir
+    try:
+        return upstream_dir()
+    except UpstreamMissing as exc:
+        unavailable(str(exc))
+        raise
