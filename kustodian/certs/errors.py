@@ -19,9 +19,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from kustodian.errors import EXIT_CONFIG, KustodianError
 
-class CertificateError(ValueError):
-    """A certificate could not be issued, parsed or loaded; ``problems`` lists every reason."""
+
+class CertificateError(KustodianError, ValueError):
+    """A certificate could not be issued, parsed or loaded; ``problems`` lists every reason.
+
+    A user-input error (exit 2) under :class:`kustodian.errors.KustodianError`; ``problems`` stays a
+    tuple of strings, each already prefixed with its field."""
+
+    exit_code = EXIT_CONFIG
 
     def __init__(self, what: str, problems: Sequence[str]) -> None:
         self.what = what

@@ -1,7 +1,8 @@
 """Errors raised by the Kubernetes adapter.
 
 Every ``httpx`` failure and every non-2xx answer of the API server is wrapped once,
-here, so business code never tests ``status == 404``::
+here, so business code never tests ``status == 404``.  ``KubeError`` sits under
+:class:`kustodian.errors.KustodianError`::
 
     KubeError
      ├── ApiError                 the server answered with a failure Status
@@ -18,8 +19,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kustodian.errors import KustodianError
 
-class KubeError(Exception):
+
+class KubeError(KustodianError):
     """Base of every error raised by :mod:`kube`."""
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kustodian.errors import EXIT_CONFIG, KustodianError
 from kustodian.policy.deletion.indexing import namespace_index
 from kustodian.policy.deletion.matchers import index_specs
 from kustodian.policy.deletion.pools import POOL_DERIVATIONS
@@ -39,8 +40,10 @@ COSI_BUCKET = "Bucket.objectstorage.k8s.io"
 _ERROR_TEXT = {"missing": "required", "extra_forbidden": "unknown field"}
 
 
-class RuleError(ValueError):
+class RuleError(KustodianError, ValueError):
     """Deletion rules that cannot be used; ``problems`` lists each one as ``path: reason``."""
+
+    exit_code = EXIT_CONFIG
 
     def __init__(self, problems: Sequence[str]) -> None:
         self.problems = tuple(problems)

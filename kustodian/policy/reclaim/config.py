@@ -40,6 +40,7 @@ from difflib import get_close_matches
 from types import MappingProxyType
 from typing import Any, Literal, cast
 
+from kustodian.errors import EXIT_CONFIG, KustodianError
 from kustodian.policy.objects import RawObject, map_field, name, namespace
 from kustodian.policy.reclaim.annotations import configmap_source
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration
@@ -85,8 +86,10 @@ class ReclaimConfig:
         return self.storageclass_schedules.get(storageclass) if storageclass else None
 
 
-class ConfigError(ValueError):
+class ConfigError(KustodianError, ValueError):
     """Every problem found in the ConfigMap, each with its path."""
+
+    exit_code = EXIT_CONFIG
 
     def __init__(self, problems: Sequence[str]) -> None:
         super().__init__("; ".join(problems))

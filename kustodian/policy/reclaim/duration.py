@@ -15,6 +15,8 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
+from kustodian.errors import EXIT_CONFIG, KustodianError
+
 _NANOS = {
     "ns": 1,
     "us": 1_000,
@@ -29,8 +31,10 @@ _MAX_NANOS = (1 << 63) - 1
 _DIGITS = "0123456789"
 
 
-class DurationError(ValueError):
+class DurationError(KustodianError, ValueError):
     """A string Go's ``time.ParseDuration`` would refuse; ``reason`` says why."""
+
+    exit_code = EXIT_CONFIG
 
     def __init__(self, text: str, reason: str) -> None:
         super().__init__(f"{json.dumps(text, ensure_ascii=False)} is not a valid duration: {reason}")

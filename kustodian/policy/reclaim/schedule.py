@@ -52,6 +52,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
+from kustodian.errors import EXIT_CONFIG, KustodianError
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration_ns
 
 __all__ = ["DESCRIPTORS", "ReclaimSchedule", "ScheduleError", "parse_schedule", "schedule_error"]
@@ -100,8 +101,10 @@ def _quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-class ScheduleError(ValueError):
+class ScheduleError(KustodianError, ValueError):
     """A schedule csi-addons would not run as written; ``reason`` says why, for a person."""
+
+    exit_code = EXIT_CONFIG
 
     def __init__(self, text: str, reason: str) -> None:
         super().__init__(f"{_quote(text)} is not a valid schedule: {reason}")
