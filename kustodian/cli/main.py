@@ -31,11 +31,11 @@ def _component(run_target: str, model: type[KubeSettings]) -> Command:
         settings = settings_from_args(model, args)
         setup_logging(settings.log_format, settings.log_level)
         try:
-            run(settings)
+            rc = run(settings)
         except ValueError as exc:
             sys.stderr.write(f"kustodian {args.command}: {exc}\n")
             return 2
-        return 0
+        return int(rc or 0)  # a component returns its exit code (1: could not sync, lost the Lease)
 
     return command
 

@@ -129,6 +129,20 @@ class WatchCache:
         with self._lock:
             return list(self._index[index])
 
+    def add_indexers(self, indexers: Mapping[str, Indexer]) -> None:
+        """Declare more indexes before the cache starts (a cache shared by several users merges
+        what each of them declares).  A name declared twice must be the same function."""
+        with self._lock:
+            if self._thread is not None:
+                raise RuntimeError(f"the {self.kind_key} cache has started: declare indexes before start()")
+            for name, fn in indexers.items():
+                have = self._indexers.get(name)
+                if have is not None and have is not fn:
+                    raise ValueError(f"index {name!r} on the {self.kind_key} cache is declared twice, "
+                                     "with different functions")
+                self._indexers[name] = fn
+                self._index.setdefault(name, {})
+
     def add_handler(self, handler: Handler) -> None:
         """Call ``handler(type, new, old)`` from the watch thread on every change (keep it fast)."""
         self._handlers.append(handler)
@@ -364,6 +378,16 @@ def _safe_keys(fn: Indexer, obj: Obj) -> tuple[str, ...]:
     except Exception:  # an indexer must never break the cache; the object is just unindexed
         log.exception("indexer failed on %s", object_key(obj))
         return ()
+
+
+def standalone_caches(client: KubeClient | None) -> Callable[..., WatchCache]:
+    """A cache factory for a reconciler used on its own (tests, CLIs): a new cache per call.
+    Under a Manager, reconcilers get ``manager.cache`` instead, which shares one per kind."""
+
+    def cache(resource: Resource, **kwargs: Any) -> WatchCache:
+        return WatchCache(client, resource, **kwargs)
+
+    return cache
 
 
 def wait_all_synced(caches: Iterable[WatchCache], timeout: float) -> bool:

@@ -33,7 +33,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from kustodian.controllers.runtime import Result
 from kustodian.kube.cache import WatchCache, slim
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import Conflict, NotFound
@@ -50,6 +49,7 @@ from kustodian.policy.capacity import (
 from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY, REJECTED, REQUESTED, RESERVED, WAIT
 from kustodian.policy.jsonpatch import json_equal
 from kustodian.policy.objects import RawObject, field, name, str_field, uid
+from kustodian.runtime.workqueue import Result
 
 log = logging.getLogger(__name__)
 

@@ -3,28 +3,36 @@
 ``build`` resolves the two CRDs through API discovery first: without them the caches
 would retry their watches forever and the sidecar would only time out waiting for a
 sync, so a missing CRD is refused at start with a message that says what to install.
-``unit`` hands the controller to ``controllers.main`` (which runs it under the Lease,
-starting workers only once every cache is synced: planning on a partial ACR list
-would promise drives that are already reserved).
+``reconciler`` adapts the controller to the Manager's reconcile contract (which runs it
+under the Lease, starting workers only once every cache is synced: planning on a partial
+ACR list would promise drives that are already reserved); its resync re-plans and
+collects garbage every ``capacity_gc_interval``.
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 
-from kustodian.controllers.capacity.controller import GC_KEY, CapacityReservations, Clock, utc_now
+from kustodian.controllers.capacity.controller import (
+    GC_KEY,
+    PLAN_KEY,
+    CapacityReservations,
+    Clock,
+    utc_now,
+)
 from kustodian.controllers.capacity.settings import CapacitySettings
-from kustodian.controllers.main import Unit
+from kustodian.errors import ConfigError
+from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient
 from kustodian.kube.discovery import resolve
 from kustodian.kube.events import EventRecorder
 from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY
+from kustodian.runtime.workqueue import Result
 
-UNIT_NAME = "capacity"
+NAME = "capacity"
 
 
-class CapacityCrdsMissing(RuntimeError):
+class CapacityCrdsMissing(ConfigError):
     pass
 
 
@@ -43,14 +51,25 @@ def build(settings: CapacitySettings, client: KubeClient, recorder: EventRecorde
         recorder=recorder, clock=clock)
 
 
-def unit(settings: CapacitySettings, client: KubeClient, recorder: EventRecorder | None = None) -> Unit:
-    """The capacity controller as a ``controllers.main.Unit`` (append it to ``build``'s units)."""
-    capacity = build(settings, client, recorder)
-    interval = settings.capacity_gc_interval.total_seconds()
+class CapacityReconciler:
+    """The capacity controller under the Manager's contract."""
 
-    def periodic_gc(stop: threading.Event, enqueue: Callable[[str], None]) -> None:
-        # the gc key requeues itself, but a permanent error drops it: keep it alive regardless
-        while not stop.wait(interval):
-            enqueue(GC_KEY)
+    name = NAME
 
-    return Unit(UNIT_NAME, capacity.caches, capacity.wire, capacity.reconcile, background=[periodic_gc])
+    def __init__(self, capacity: CapacityReservations) -> None:
+        self.capacity = capacity
+
+    @property
+    def caches(self) -> list[WatchCache]:
+        return self.capacity.caches
+
+    def wire(self, enqueue: Callable[[str], None]) -> None:
+        self.capacity.wire(enqueue)
+
+    def reconcile(self, key: str) -> Result | None:
+        return self.capacity.reconcile(key)
+
+    def resync(self, enqueue: Callable[[str], None]) -> None:
+        # the gc key requeues itself, but a terminal error would drop it: the resync keeps it alive
+        enqueue(PLAN_KEY)
+        enqueue(GC_KEY)

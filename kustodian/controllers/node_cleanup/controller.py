@@ -28,8 +28,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 
-from kustodian.controllers.runtime import Result
-from kustodian.kube.cache import WatchCache
+from kustodian.kube.cache import WatchCache, standalone_caches
 from kustodian.kube.client import KubeClient
 from kustodian.kube.errors import Conflict, KubeError, NotFound
 from kustodian.kube.events import EventRecorder
@@ -50,6 +49,8 @@ from kustodian.policy.node_cleanup import (
     pvc_cleanup_decision,
 )
 from kustodian.policy.objects import field, str_field
+from kustodian.runtime.manager import CacheFactory
+from kustodian.runtime.workqueue import Result
 
 log = logging.getLogger(__name__)
 
@@ -75,10 +76,14 @@ class NodeCleanupMetrics:
 
 
 class NodeCleanup:
+    """A reconciler for the Manager: PV keys; ``resync`` re-examines every opted-in PV."""
+
+    name = "node-cleanup"
+
     def __init__(self, client: KubeClient, *, storage_classes: Collection[str], delay: timedelta,
                  detect_recreated: bool = False, recorder: EventRecorder | None = None,
                  registry: CollectorRegistry | None = None,
-                 clock: Clock = lambda: datetime.now(UTC)) -> None:
+                 clock: Clock = lambda: datetime.now(UTC), caches: CacheFactory | None = None) -> None:
         self.client = client
         self.opted_in = frozenset(storage_classes)
         self.delay = delay
@@ -86,9 +91,10 @@ class NodeCleanup:
         self.recorder = recorder
         self.clock = clock
         self.metrics = NodeCleanupMetrics(registry)
-        self.nodes = WatchCache(client, NODES, indexers=dict(INDEXERS["Node"]))
-        self.pvs = WatchCache(client, PERSISTENT_VOLUMES, indexers=dict(INDEXERS["PersistentVolume"]))
-        self.pvcs = WatchCache(client, PERSISTENT_VOLUME_CLAIMS)
+        cache = caches if caches is not None else standalone_caches(client)
+        self.nodes = cache(NODES, indexers=dict(INDEXERS["Node"]))
+        self.pvs = cache(PERSISTENT_VOLUMES, indexers=dict(INDEXERS["PersistentVolume"]))
+        self.pvcs = cache(PERSISTENT_VOLUME_CLAIMS)
         self._snapshot: NodeSnapshot | None = None
         self._absent_seen: dict[str, float] = {}
         self._snapshot_lock = threading.Lock()

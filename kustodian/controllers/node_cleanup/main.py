@@ -1,8 +1,8 @@
 """``kustodian node-cleanup``: the node-loss cleanup controller on its own, upstream-compatible.
 
-:func:`build` assembles everything from settings, a client and a clock without
-starting anything, so tests drive the very object production runs; :func:`run` adds
-what only a process has: the metrics endpoint, signals and leader election (15 s
+:func:`build` assembles everything on a Manager from settings, a client and a clock
+without starting anything, so tests drive the very object production runs; :func:`run`
+adds what only a process has: the metrics endpoint, signals and leader election (15 s
 lease, 10 s renew deadline, 2 s retry).  Nothing acts before the Node, PV and PVC
 caches are fully synced: on a partial Node list every PV would look orphaned.
 """
@@ -10,22 +10,18 @@ caches are fully synced: on a partial Node list every PV would look orphaned.
 from __future__ import annotations
 
 import logging
-import signal
 import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
-from kustodian.controllers.metrics_server import serve_metrics
 from kustodian.controllers.node_cleanup.controller import Clock, NodeCleanup
 from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
-from kustodian.controllers.runtime import Controller, ControllerMetrics
-from kustodian.kube.cache import wait_all_synced
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
-from kustodian.kube.leader import LeaderElector
+from kustodian.runtime.manager import LeaderElection, Manager
+from kustodian.runtime.workqueue import Controller
 
 log = logging.getLogger(__name__)
 
@@ -37,76 +33,57 @@ def utc_now() -> datetime:
 
 
 class NodeCleanupApp:
-    """The cleanup controller (caches, queue, workers), its resync loop and the PV deleter."""
+    """The cleanup reconciler on its own Manager (caches, queue, workers, resync, PV deleter).
 
-    def __init__(self, settings: NodeCleanupSettings, cleanup: NodeCleanup, controller: Controller,
-                 recorder: EventRecorder, registry: CollectorRegistry) -> None:
+    Tests drive exactly what production runs: ``start`` (blocks until the caches synced) and
+    ``stop``; ``run`` adds the health/metrics endpoint, signals and leader election.
+    """
+
+    def __init__(self, settings: NodeCleanupSettings, cleanup: NodeCleanup, manager: Manager,
+                 controller: Controller, recorder: EventRecorder) -> None:
         self.settings = settings
         self.cleanup = cleanup
+        self.manager = manager
         self.controller = controller
         self.recorder = recorder
-        self.registry = registry
-        self._stopping = threading.Event()
-        self._loops: list[threading.Thread] = []
-        self._started = False
-        self._lock = threading.Lock()
+        self.registry = manager.registry
 
-    def start(self, sync_timeout: float = 300.0) -> None:
+    def start(self, sync_timeout: float | None = None) -> None:
         """Start the caches, wait for their first full list, then the workers and the loops."""
-        self.cleanup.wire(self.controller.enqueue)  # before the caches: the initial list enqueues every PV
-        for cache in self.cleanup.caches:
-            cache.start()
-        self._started = True
-        if not wait_all_synced(self.cleanup.caches, sync_timeout):
+        if sync_timeout is not None:
+            self.manager.sync_timeout = sync_timeout
+        if not self.manager.start():
             raise TimeoutError("caches did not sync; refusing to act on a partial view")
-        with self._lock:
-            if self._stopping.is_set():  # stopped (lease lost, SIGTERM) while waiting for the caches
-                return
-            self.controller.start()
-            self._loop("resync", self._resync_loop)
-            self._loop("deleter", lambda: self.cleanup.run_deleter(
-                self.settings.stale_pv_discovery_interval.total_seconds(), self._stopping))
         log.info("node cleanup running for StorageClasses %s (PVC deletion delay %s)",
                  ", ".join(sorted(self.cleanup.opted_in)) or "<none>", self.settings.pvc_deletion_delay)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop acting at once (loops, workers), then the caches; flush pending Events."""
-        with self._lock:
-            self._stopping.set()
-        self.controller.stop(timeout)
-        for thread in self._loops:
-            thread.join(timeout)
-        if self._started:
-            for cache in self.cleanup.caches:
-                cache.stop(timeout=1)
+        self.manager.stop_acting(timeout)
         self.recorder.close()
-
-    def _resync_loop(self) -> None:
-        interval = self.settings.resync.total_seconds()
-        while not self._stopping.wait(interval):
-            self.cleanup.resync(self.controller.enqueue)
-
-    def _loop(self, name: str, target: Callable[[], None]) -> None:
-        thread = threading.Thread(target=target, name=f"node-cleanup-{name}", daemon=True)
-        thread.start()
-        self._loops.append(thread)
 
 
 def build(settings: NodeCleanupSettings, client: KubeClient, clock: Clock = utc_now, *,
           registry: CollectorRegistry | None = None) -> NodeCleanupApp:
     """Everything wired, nothing started; metrics go to ``registry`` (a fresh one by default)."""
-    registry = registry if registry is not None else CollectorRegistry()
+    leader = LeaderElection(namespace=settings.namespace, lease=settings.leader_election_lease,
+                            identity=settings.pod_name) if settings.leader_election else None
+    manager = Manager(client, name=COMPONENT, registry=registry, leader_election=leader,
+                      health_address=settings.listen_address, metrics_path=settings.metrics_path,
+                      workers=settings.worker_threads, resync_period=settings.resync.total_seconds())
     recorder = EventRecorder(client, COMPONENT)
     cleanup = NodeCleanup(client, storage_classes=settings.storageclass_names,
                           delay=settings.pvc_deletion_delay, detect_recreated=settings.detect_recreated_nodes,
-                          recorder=recorder, registry=registry, clock=clock)
-    controller = Controller("node-cleanup", cleanup.reconcile, settings.worker_threads,
-                            metrics=ControllerMetrics(registry))
-    return NodeCleanupApp(settings, cleanup, controller, recorder, registry)
+                          recorder=recorder, registry=manager.registry, clock=clock, caches=manager.cache)
+    controller = manager.add(cleanup)
+    interval = settings.stale_pv_discovery_interval.total_seconds()
+    manager.add_loop("node-cleanup-deleter", lambda stop: cleanup.run_deleter(interval, stop))
+    return NodeCleanupApp(settings, cleanup, manager, controller, recorder)
 
 
-def run(settings: NodeCleanupSettings, *, stop: threading.Event | None = None) -> None:
-    """Serve metrics, run the controller while this replica leads (or always), block until stopped.
+def run(settings: NodeCleanupSettings, *, stop: threading.Event | None = None) -> int:
+    """Serve health and metrics, run the controller while this replica leads (or always), block
+    until stopped; the exit code (1: the caches could not sync, or the Lease was lost).
 
     SIGTERM/SIGINT stop it; an embedding caller (a test) passes ``stop`` instead, and no
     signal handler is installed.
@@ -115,40 +92,8 @@ def run(settings: NodeCleanupSettings, *, stop: threading.Event | None = None) -
         log.warning("no --storageclass-names given: nothing is opted in, so nothing will be cleaned")
     client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint), user_agent=COMPONENT)
     app = build(settings, client)
-    server = serve_metrics(settings.listen_address, settings.metrics_path, app.registry)
-    done = stop if stop is not None else threading.Event()
-    if stop is None:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: done.set())
     try:
-        if not settings.leader_election:
-            try:
-                app.start()
-                done.wait()
-            finally:
-                app.stop()
-            return
-        elector = LeaderElector(client, namespace=settings.namespace, name=settings.leader_election_lease,
-                                identity=settings.pod_name, lease_duration=15.0, renew_deadline=10.0,
-                                retry_period=2.0)
-
-        def lead(lost: threading.Event) -> None:
-            try:
-                app.start()
-            except TimeoutError:
-                log.exception("could not start; giving up the lease")
-                done.set()
-
-        # on stop (rollout): stop acting, then release the Lease so the next replica takes over at once
-        def stop_when_done() -> None:
-            done.wait()
-            elector.stop()
-
-        threading.Thread(target=stop_when_done, name="node-cleanup-stop", daemon=True).start()
-        elector.run(lead, app.stop)
-        done.set()  # a lost lease ends the process too: its restart campaigns again with fresh caches
+        return app.manager.run(stop)
     finally:
-        if server is not None:
-            server.shutdown()
-            server.server_close()
+        app.recorder.close()
         client.close()

@@ -38,7 +38,6 @@ from kustodian.controllers.orphans.disks import CONDITION_READY, DiskRegistry
 from kustodian.controllers.orphans.scan import remove_replica_dir, scan_disk
 from kustodian.controllers.orphans.settings import DiskSpec, NodeAgentSettings
 from kustodian.controllers.orphans.tracker import LonghornReplicas, NoTracker, ReplicaTracker
-from kustodian.controllers.runtime import Controller, ControllerMetrics, Result
 from kustodian.kube.cache import WatchCache, object_key
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.config import load_config
@@ -68,6 +67,7 @@ from kustodian.policy.orphans import (
     orphan_object,
     sync_orphans,
 )
+from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
 
 log = logging.getLogger(__name__)
 

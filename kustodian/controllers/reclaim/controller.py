@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from kustodian.kube.cache import NAMESPACE_INDEX, WatchCache
+from kustodian.kube.cache import NAMESPACE_INDEX, WatchCache, standalone_caches
 from kustodian.kube.client import KubeClient
 from kustodian.kube.errors import Conflict, NotFound
 from kustodian.kube.events import EventRecorder
@@ -25,6 +25,7 @@ from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
 from kustodian.policy.reclaim.precedence import storage_class_name
 from kustodian.policy.reclaim.propagation import INDEXERS, AnnotationChange, reconcile_annotations
 from kustodian.policy.reclaim.tracker import LastGoodConfig
+from kustodian.runtime.manager import CacheFactory
 
 log = logging.getLogger(__name__)
 
@@ -40,17 +41,22 @@ def _policy(obj: Mapping[str, Any] | None) -> tuple[Any, ...]:
 
 
 class ReclaimPropagation:
+    """A reconciler for the Manager: PVC keys, resynced from ``primary`` (the PVC cache)."""
+
+    name = "reclaim-space"
+
     def __init__(self, client: KubeClient, *, config_namespace: str, config_name: str,
-                 recorder: EventRecorder | None = None) -> None:
+                 recorder: EventRecorder | None = None, caches: CacheFactory | None = None) -> None:
         self.client = client
         self.recorder = recorder
         self.config_ref = (config_namespace, config_name)
-        self.pvcs = WatchCache(client, PERSISTENT_VOLUME_CLAIMS,
-                               indexers=dict(INDEXERS["PersistentVolumeClaim"]))
-        self.namespaces = WatchCache(client, NAMESPACES)
-        self.storageclasses = WatchCache(client, STORAGE_CLASSES)
-        self.configmaps = WatchCache(client, CONFIG_MAPS, namespace=config_namespace,
-                                     field_selector=f"metadata.name={config_name}")
+        cache = caches if caches is not None else standalone_caches(client)
+        self.pvcs = cache(PERSISTENT_VOLUME_CLAIMS, indexers=dict(INDEXERS["PersistentVolumeClaim"]))
+        self.primary = self.pvcs
+        self.namespaces = cache(NAMESPACES)
+        self.storageclasses = cache(STORAGE_CLASSES)
+        self.configmaps = cache(CONFIG_MAPS, namespace=config_namespace,
+                                field_selector=f"metadata.name={config_name}")
         self.tracker = LastGoodConfig()
         self.writes = 0
         self.conflicts = 0
@@ -90,6 +96,9 @@ class ReclaimPropagation:
         self.storageclasses.add_handler(on_sc)
         self.namespaces.add_handler(on_ns)
         self.configmaps.add_handler(on_config)
+
+    def after_sync(self) -> None:
+        self.refresh_config()
 
     def refresh_config(self) -> bool:
         """Take the ConfigMap into account now (after the caches synced, before any reconcile)."""

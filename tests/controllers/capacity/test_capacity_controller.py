@@ -18,11 +18,11 @@ import pytest
 from kustodian.controllers.capacity.controller import GC_KEY, PLAN_KEY, CapacityReservations
 from kustodian.controllers.capacity.main import build
 from kustodian.controllers.capacity.settings import CapacitySettings
-from kustodian.controllers.runtime import Controller
 from kustodian.kube.errors import NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import EVENTS, PODS
 from kustodian.policy.capacity.model import GIB
+from kustodian.runtime.workqueue import Controller
 from tests.conftest import KubeApi
 from tests.support import wait_for
 

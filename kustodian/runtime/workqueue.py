@@ -9,11 +9,14 @@ acts; it never asks what event woke it.  The work queue
 * delays: ``enqueue_after`` and ``Result(requeue_after=...)`` park keys in a heap,
   one entry per key (the earliest wins, as in client-go's delaying queue), so a key
   requeued on every event does not pile up timers;
-* backs off: a temporary error (``Unavailable``, ``Conflict``) retries the key with
-  per-key exponential backoff (capped); any other error is permanent for this pass:
-  it is logged with its traceback and the key is dropped until something (an event,
-  a resync) enqueues it again.  Retrying a 403 or a bug in a loop only burns the API
-  server; being level-based, the next event repairs what the dropped pass missed.
+* retries by default (controller-runtime's semantics): ANY exception requeues the key
+  with per-key exponential backoff, capped at ``max_backoff``, so a transient 422, a
+  403 while RBAC is being rolled out, or a bug hit once never loses the work.  Only
+  :class:`kustodian.errors.Terminal` stops at once, and a ``Forbidden``/``Invalid``
+  that persists for ``give_up_after`` attempts in a row is treated as terminal: the
+  key is dropped, counted in ``kustodian_controller_terminal_errors_total`` and logged
+  once with the object; the next event or the periodic resync starts it afresh.
+  A conflict (409) is retried at once-ish (the base backoff): it only means "re-read".
 """
 
 from __future__ import annotations
@@ -28,11 +31,15 @@ from dataclasses import dataclass
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
-from kustodian.kube.errors import Conflict, Unavailable
+from kustodian.errors import Terminal
+from kustodian.kube.errors import Forbidden, Invalid, KubeError
 
 log = logging.getLogger(__name__)
 
-TEMPORARY_ERRORS: tuple[type[Exception], ...] = (Unavailable, Conflict)
+# errors that are usually permanent: retried with backoff a few times (a 422 from a webhook being
+# rolled out, a 403 while a RoleBinding is created), then given up as terminal
+PERSISTENT_ERRORS: tuple[type[Exception], ...] = (Forbidden, Invalid)
+KNOWN_ERRORS: tuple[type[Exception], ...] = (KubeError,)  # logged without a traceback
 
 
 @dataclass(frozen=True)
@@ -48,13 +55,16 @@ Reconcile = Callable[[str], "Result | None"]
 class ControllerMetrics:
     """``kustodian_controller_reconcile_total{controller,result}`` and the pass latency histogram.
 
-    ``result`` is ``success``, ``requeue`` (success with a requeue), ``retry`` (temporary
-    error, retried with backoff) or ``error`` (permanent error, dropped).
+    ``result`` is ``success``, ``requeue`` (success with a requeue), ``retry`` (an error,
+    retried with backoff) or ``error`` (terminal: dropped); terminal errors are also
+    counted on their own in ``kustodian_controller_terminal_errors_total``.
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.reconciles = Counter("kustodian_controller_reconcile", "Reconcile passes by result",
                                   ["controller", "result"], registry=registry)
+        self.terminal = Counter("kustodian_controller_terminal_errors", "Keys dropped on a terminal error",
+                                ["controller"], registry=registry)
         self.latency = Histogram("kustodian_controller_reconcile_duration_seconds",
                                  "Time of one reconcile pass", ["controller"], registry=registry)
 
@@ -64,7 +74,8 @@ class Controller:
 
     def __init__(self, name: str, reconcile: Reconcile, workers: int = 2, *,
                  metrics: ControllerMetrics | None = None, base_backoff: float = 0.05,
-                 max_backoff: float = 60.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 max_backoff: float = 60.0, give_up_after: int = 5,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         if workers < 1:
             raise ValueError("a controller needs at least one worker")
         self.name = name
@@ -72,6 +83,7 @@ class Controller:
         self._workers = workers
         self._metrics = metrics
         self._base, self._max = base_backoff, max_backoff
+        self._give_up_after = give_up_after
         self._clock = clock
         self._cond = threading.Condition()
         self._ready: deque[str] = deque()  # FIFO of keys ready now
@@ -145,11 +157,18 @@ class Controller:
 
     # -- workers --------------------------------------------------------------------------------
 
-    def _backoff(self, key: str) -> float:
+    def _backoff(self, key: str) -> tuple[int, float]:
         # only the worker holding ``key`` touches its entry: no lock needed
         n = self._failures.get(key, 0) + 1
         self._failures[key] = n
-        return float(min(self._max, self._base * (2 ** (n - 1))))
+        return n, float(min(self._max, self._base * (2 ** (n - 1))))
+
+    def _terminal(self, key: str, exc: BaseException, why: str) -> None:
+        self._failures.pop(key, None)
+        if self._metrics is not None:
+            self._metrics.terminal.labels(self.name).inc()
+        log.error("%s: reconcile of %s failed permanently (%s); dropped until the next event or resync: %s",
+                  self.name, key, why, exc, extra={"controller": self.name, "key": key})
 
     def process_one(self, key: str) -> None:
         """One reconcile pass of ``key`` with the retry policy applied (the workers' body)."""
@@ -161,16 +180,25 @@ class Controller:
             if result is not None and result.requeue_after is not None:
                 outcome = "requeue"
                 self.enqueue_after(key, result.requeue_after)
-        except TEMPORARY_ERRORS as exc:
-            outcome = "retry"
-            delay = self._backoff(key)
-            log.info("%s: %s: temporary error, retrying in %.2fs: %s", self.name, key, delay, exc)
-            self.enqueue_after(key, delay)
-        except Exception:
+        except Terminal as exc:
             outcome = "error"
-            self._failures.pop(key, None)
-            log.exception("%s: reconcile of %s failed permanently; dropped until the next event or resync",
-                          self.name, key)
+            self._terminal(key, exc, "terminal error")
+        except Exception as exc:
+            attempt, delay = self._backoff(key)
+            if isinstance(exc, PERSISTENT_ERRORS) and attempt >= self._give_up_after:
+                outcome = "error"
+                self._terminal(key, exc, f"{type(exc).__name__} {attempt} times in a row")
+            else:
+                outcome = "retry"
+                if attempt == 1 and not isinstance(exc, KNOWN_ERRORS):
+                    # a bug: the traceback once, then one line per retry
+                    log.exception("%s: reconcile of %s raised; retrying in %.2fs", self.name, key, delay,
+                                  extra={"controller": self.name, "key": key})
+                else:
+                    log.info("%s: %s: retrying in %.2fs (attempt %d): %s", self.name, key, delay,
+                             attempt, exc,
+                             extra={"controller": self.name, "key": key})
+                self.enqueue_after(key, delay)
         finally:
             if self._metrics is not None:
                 self._metrics.reconciles.labels(self.name, outcome).inc()

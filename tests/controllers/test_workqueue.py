@@ -11,8 +11,9 @@ from collections.abc import Callable
 import pytest
 from prometheus_client import CollectorRegistry
 
-from kustodian.controllers.runtime import Controller, ControllerMetrics, Result
+from kustodian.errors import Terminal
 from kustodian.kube.errors import Conflict, Forbidden, Invalid, Unavailable
+from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
 
 
 def wait(cond: Callable[[], bool], timeout: float = 5) -> None:
@@ -97,8 +98,36 @@ def test_temporary_errors_retry_with_growing_backoff_and_metrics_count_them() ->
 
 
 @pytest.mark.parametrize("error", [RuntimeError("bug"), Forbidden(403, "Forbidden", "no"),
-                                   Invalid(422, "Invalid", "bad")], ids=["bug", "forbidden", "invalid"])
-def test_a_permanent_error_is_logged_and_dropped_until_enqueued_again(
+                                   Invalid(422, "Invalid", "bad"), KeyError("oops")],
+                         ids=["bug", "forbidden", "invalid", "key-error"])
+def test_any_error_is_retried_with_backoff_until_it_succeeds(error: Exception) -> None:
+    """controller-runtime's contract (issue 13): an unexpected error, a 422 or a 403 seen once
+    requeues the key; nothing is lost because one pass failed."""
+    calls: list[float] = []
+
+    def reconcile(key: str) -> None:
+        calls.append(time.monotonic())
+        if len(calls) <= 2:
+            raise error
+
+    registry = CollectorRegistry()
+    ctl = Controller("t", reconcile, base_backoff=0.02, metrics=ControllerMetrics(registry)).start()
+    try:
+        ctl.enqueue("k")
+        wait(lambda: len(calls) == 3)
+        gaps = [b - a for a, b in itertools.pairwise(calls)]
+        assert gaps[0] >= 0.02 and gaps[1] >= 0.04  # backoff, not a hot loop
+        assert registry.get_sample_value("kustodian_controller_reconcile_total",
+                                         {"controller": "t", "result": "retry"}) == 2.0
+        wait(lambda: registry.get_sample_value("kustodian_controller_reconcile_total",
+                                               {"controller": "t", "result": "success"}) == 1.0)
+        assert registry.get_sample_value("kustodian_controller_terminal_errors_total", {"controller": "t"}) is None
+    finally:
+        ctl.stop()
+
+
+@pytest.mark.parametrize("error", [Terminal("the object can never be made valid")], ids=["terminal"])
+def test_a_terminal_error_is_logged_once_counted_and_dropped_until_enqueued_again(
         error: Exception, caplog: pytest.LogCaptureFixture) -> None:
     calls: list[str] = []
 
@@ -115,9 +144,34 @@ def test_a_permanent_error_is_logged_and_dropped_until_enqueued_again(
                                                {"controller": "t", "result": "error"}) == 1.0)
         time.sleep(0.1)  # ten backoff periods: a retry would have happened by now
         assert calls == ["k"] and ctl.pending() == 0
-        assert "failed permanently" in caplog.text
+        assert "failed permanently" in caplog.text and caplog.text.count("failed permanently") == 1
+        assert registry.get_sample_value("kustodian_controller_terminal_errors_total", {"controller": "t"}) == 1.0
         ctl.enqueue("k")  # level-based: the next event or resync brings it back
         wait(lambda: len(calls) == 2)
+    finally:
+        ctl.stop()
+
+
+@pytest.mark.parametrize("error", [Forbidden(403, "Forbidden", "no"), Invalid(422, "Invalid", "bad")],
+                         ids=["forbidden", "invalid"])
+def test_a_persistent_forbidden_or_invalid_is_given_up_after_a_few_attempts(
+        error: Exception, caplog: pytest.LogCaptureFixture) -> None:
+    calls: list[str] = []
+
+    def reconcile(key: str) -> None:
+        calls.append(key)
+        raise error
+
+    registry = CollectorRegistry()
+    ctl = Controller("t", reconcile, base_backoff=0.005, give_up_after=4,
+                     metrics=ControllerMetrics(registry)).start()
+    try:
+        ctl.enqueue("k")
+        wait(lambda: registry.get_sample_value("kustodian_controller_terminal_errors_total",
+                                               {"controller": "t"}) == 1.0)
+        time.sleep(0.2)
+        assert len(calls) == 4 and ctl.pending() == 0
+        assert caplog.text.count("failed permanently") == 1
     finally:
         ctl.stop()
 

@@ -1,0 +1,107 @@
+"""One plain-HTTP endpoint per process for probes and Prometheus: ``/healthz``, ``/readyz``, metrics.
+
+Every long-running component (webhook, controllers, node-cleanup, node-agent) serves the same
+three paths from the Manager, on an address of its own, apart from the TLS admission port:
+kubelet probes and Prometheus scrapes never queue behind admission reviews, and a scrape needs
+no client certificate.  ``/readyz`` answers 503 with one line per failing check, so
+``kubectl get --raw`` or ``curl`` shows *why* a replica is not ready.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+log = logging.getLogger(__name__)
+
+# a check returns None when fine, or a short reason when not
+Check = Callable[[], "str | None"]
+
+
+class Checks:
+    """Named readiness checks; ``failing()`` lists ``name: reason`` of those that fail."""
+
+    def __init__(self) -> None:
+        self._checks: dict[str, Check] = {}
+        self._lock = threading.Lock()
+
+    def add(self, name: str, check: Check) -> None:
+        with self._lock:
+            self._checks[name] = check
+
+    def failing(self) -> list[str]:
+        with self._lock:
+            checks = list(self._checks.items())
+        out = []
+        for name, check in checks:
+            try:
+                reason = check()
+            except Exception as exc:  # a broken check is a failing check, never a crash of the probe
+                reason = f"check raised {type(exc).__name__}: {exc}"
+            if reason is not None:
+                out.append(f"{name}: {reason}")
+        return out
+
+
+class HealthServer:
+    """``/healthz`` (alive), ``/readyz`` (every check passes) and ``metrics_path`` on ``address``."""
+
+    def __init__(self, address: str, registry: CollectorRegistry, readiness: Checks, *,
+                 metrics_path: str = "/metrics", liveness: Checks | None = None) -> None:
+        host, _, port = address.rpartition(":")
+        self.registry = registry
+        self.readiness = readiness
+        self.liveness = liveness or Checks()
+        self.metrics_path = metrics_path
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_GET(self) -> None:
+                path = self.path.split("?", 1)[0]
+                if path == outer.metrics_path:
+                    self._send(200, generate_latest(outer.registry), CONTENT_TYPE_LATEST)
+                elif path in ("/healthz", "/livez"):
+                    self._checks(outer.liveness)
+                elif path == "/readyz":
+                    self._checks(outer.readiness)
+                else:
+                    self._send(404, b"not found\n", "text/plain")
+
+            def _checks(self, checks: Checks) -> None:
+                failing = checks.failing()
+                if failing:
+                    self._send(503, ("\n".join(failing) + "\n").encode(), "text/plain; charset=utf-8")
+                else:
+                    self._send(200, b"ok\n", "text/plain")
+
+            def _send(self, code: int, body: bytes, ctype: str) -> None:
+                self.send_response(code)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)  # noqa: S104 - pod network
+        self._server.daemon_threads = True
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> HealthServer:
+        self._thread = threading.Thread(target=self._server.serve_forever, name="health", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()

@@ -1,0 +1,298 @@
+"""The Manager: what every long-running Kustodian process shares (controller-runtime's manager).
+
+One per process (webhook, controllers, node-cleanup, node-agent).  It owns
+
+* **one watch cache per kind** (per kind + namespace + selectors): every user asks
+  ``manager.cache(PERSISTENT_VOLUME_CLAIMS, indexers=...)`` and gets the same cache, with
+  the indexes of all users merged, so reclaim propagation and node cleanup no longer keep two
+  copies of every PVC in one process;
+* **runnables**: reconcilers (``manager.add(NodeCleanup(manager.cache, ...))``), each wrapped
+  in a work queue with retry by default and a periodic resync, and plain loops;
+* **leader election** for the runnables that need it: caches start when the Lease is won and
+  nothing acts before every one of them has synced.  A leader whose caches cannot sync within
+  ``sync_timeout`` gives the Lease up at once and the process exits non-zero: a zombie leader
+  that holds the Lease and runs nothing is the worst outcome, since no other replica can act;
+* **signals and graceful shutdown**: SIGTERM stops acting, then releases the Lease so the next
+  replica takes over at once;
+* **one health/metrics server** (:class:`HealthServer`): ``/healthz``, ``/readyz`` and metrics.
+
+``run()`` returns the process exit code (0 stopped on request, 1 could not sync or lost the
+Lease; a restarted pod campaigns again with fresh caches).
+"""
+
+from __future__ import annotations
+
+import logging
+import signal
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from prometheus_client import CollectorRegistry
+
+from kustodian.kube.cache import Indexer, WatchCache, object_key
+from kustodian.kube.client import KubeClient
+from kustodian.kube.leader import LeaderElector
+from kustodian.kube.resources import Resource
+from kustodian.runtime.health import Checks, HealthServer
+from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
+
+__all__ = ["CacheFactory", "LeaderElection", "Manager", "Reconciler"]
+
+log = logging.getLogger(__name__)
+
+Enqueue = Callable[[str], None]
+Loop = Callable[[threading.Event, Enqueue], None]
+
+
+class CacheFactory(Protocol):
+    """``manager.cache``: what a reconciler's constructor takes to get its (shared) caches."""
+
+    def __call__(self, resource: Resource, *, namespace: str | None = None,
+                 indexers: Mapping[str, Indexer] | None = None, field_selector: str | None = None,
+                 label_selector: str | None = None) -> WatchCache: ...
+
+
+@runtime_checkable
+class Reconciler(Protocol):
+    """The one reconcile contract: level-based ``reconcile(key)``; ``wire`` turns events into keys.
+
+    Optional hooks, looked up by name: ``resync(enqueue)`` (default: every object of
+    ``primary``, a WatchCache), ``after_sync()`` (once the caches are in, before any worker),
+    ``loops`` (background loops ``(stop, enqueue)`` started with the workers).
+    """
+
+    name: str
+
+    def wire(self, enqueue: Enqueue) -> None: ...
+
+    def reconcile(self, key: str) -> Result | None: ...
+
+
+@dataclass(frozen=True)
+class LeaderElection:
+    namespace: str
+    lease: str
+    identity: str
+    lease_duration: float = 15.0
+    renew_deadline: float = 10.0
+    retry_period: float = 2.0
+
+
+@dataclass
+class _Entry:
+    reconciler: Reconciler
+    controller: Controller
+    resync: float
+    caches: list[WatchCache] = field(default_factory=list)
+
+
+class Manager:
+    def __init__(self, client: KubeClient | None, *, name: str, registry: CollectorRegistry | None = None,
+                 leader_election: LeaderElection | None = None, sync_timeout: float = 300.0,
+                 health_address: str = "", metrics_path: str = "/metrics", workers: int = 2,
+                 resync_period: float = 600.0) -> None:
+        self.client = client
+        self.name = name
+        self.registry = registry if registry is not None else CollectorRegistry()
+        self.leader_election = leader_election
+        self.sync_timeout = sync_timeout
+        self.health_address = health_address
+        self.metrics_path = metrics_path
+        self.workers = workers
+        self.resync_period = resync_period
+        self.readiness = Checks()
+        self.liveness = Checks()
+        self.controller_metrics = ControllerMetrics(self.registry)
+        self.elector: LeaderElector | None = None
+        self.health: HealthServer | None = None
+        self._caches: dict[tuple[str, str | None, str | None, str | None], WatchCache] = {}
+        self._entries: list[_Entry] = []
+        self._loops: list[tuple[str, Callable[[threading.Event], None]]] = []
+        self._threads: list[threading.Thread] = []
+        self._acting = threading.Event()  # set while controllers run (for tests and readiness)
+        self._stop = threading.Event()  # stops the leader's work (lease lost or process stopping)
+        self._lock = threading.Lock()
+        self.readiness.add("caches-synced", self._caches_ready)
+
+    # -- assembly -------------------------------------------------------------------------------
+
+    def cache(self, resource: Resource, *, namespace: str | None = None,
+              indexers: Mapping[str, Indexer] | None = None, field_selector: str | None = None,
+              label_selector: str | None = None) -> WatchCache:
+        """The process's one cache of ``resource`` (per namespace and selectors), indexes merged."""
+        key = (resource.key, namespace, field_selector, label_selector)
+        cache = self._caches.get(key)
+        if cache is None:
+            cache = WatchCache(self.client, resource, namespace=namespace, indexers=indexers,
+                               field_selector=field_selector, label_selector=label_selector)
+            self._caches[key] = cache
+        elif indexers:
+            cache.add_indexers(indexers)
+        return cache
+
+    @property
+    def caches(self) -> list[WatchCache]:
+        return list(self._caches.values())
+
+    @property
+    def reconcilers(self) -> list[Reconciler]:
+        return [e.reconciler for e in self._entries]
+
+    def add(self, reconciler: Reconciler, *, workers: int | None = None,
+            resync: float | None = None) -> Controller:
+        """Run ``reconciler`` under this manager: a work queue, its workers, its periodic resync."""
+        ctl = Controller(reconciler.name, reconciler.reconcile, workers=workers or self.workers,
+                         metrics=self.controller_metrics)
+        # a reconciler that built caches of its own (not through ``cache``) still has them
+        # started, synced and stopped here
+        known = {id(c) for c in self._caches.values()}
+        for own in getattr(reconciler, "caches", ()):
+            if id(own) not in known:
+                self._caches[(own.kind_key, f"#{id(own)}", None, None)] = own
+        self._entries.append(_Entry(reconciler, ctl, self.resync_period if resync is None else resync))
+        return ctl
+
+    def add_loop(self, name: str, loop: Callable[[threading.Event], None]) -> None:
+        """A plain loop started with the controllers (under the Lease); it returns when the event is set."""
+        self._loops.append((name, loop))
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    @property
+    def acting(self) -> bool:
+        return self._acting.is_set()
+
+    def _caches_ready(self) -> str | None:
+        if self.leader_election is not None and not self._acting.is_set():
+            return None  # a standby replica is ready: it serves probes and waits for the Lease
+        pending = sorted(c.kind_key for c in self._caches.values() if not c.synced.is_set())
+        return f"not synced: {', '.join(pending)}" if pending else None
+
+    def start(self) -> bool:
+        """Start caches, wait until all synced, then controllers and loops. False: could not sync."""
+        for entry in self._entries:
+            entry.reconciler.wire(entry.controller.enqueue)  # before the caches: the first list enqueues
+        for cache in self._caches.values():
+            cache.start()
+        if not self._wait_synced():
+            return False
+        with self._lock:
+            if self._stop.is_set():  # stopped (lease lost, SIGTERM) while waiting for the caches
+                return True
+            for entry in self._entries:
+                after_sync = getattr(entry.reconciler, "after_sync", None)
+                if after_sync is not None:
+                    after_sync()
+                entry.controller.start()
+                for loop in getattr(entry.reconciler, "loops", ()):
+                    self._thread(f"{entry.reconciler.name}-loop", loop, self._stop, entry.controller.enqueue)
+                if entry.resync > 0:
+                    self._thread(f"{entry.reconciler.name}-resync", self._resync_loop, entry)
+            for name, loop in self._loops:
+                self._thread(name, loop, self._stop)
+            self._acting.set()
+        log.info("%s running: %s", self.name, ", ".join(e.reconciler.name for e in self._entries) or "-")
+        return True
+
+    def _wait_synced(self) -> bool:
+        import time
+
+        deadline = time.monotonic() + self.sync_timeout
+        for cache in self._caches.values():
+            remaining = max(0.0, deadline - time.monotonic())
+            if not cache.wait_synced(remaining):
+                pending = sorted(c.kind_key + (f" ({c.last_error})" if c.last_error else "")
+                                 for c in self._caches.values() if not c.synced.is_set())
+                log.error("%s: caches did not sync within %ss, refusing to act on a partial view: %s",
+                          self.name, self.sync_timeout, "; ".join(pending))
+                return False
+            if self._stop.is_set():
+                return True
+        return True
+
+    def _resync_loop(self, entry: _Entry) -> None:
+        while not self._stop.wait(entry.resync):
+            resync = getattr(entry.reconciler, "resync", None)
+            if resync is not None:
+                resync(entry.controller.enqueue)
+                continue
+            primary: WatchCache | None = getattr(entry.reconciler, "primary", None)
+            if primary is not None:
+                for obj in primary.list():
+                    entry.controller.enqueue(object_key(obj))
+
+    def _thread(self, name: str, target: Callable[..., Any], *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def stop_acting(self, timeout: float = 5.0) -> None:
+        """Stop loops and workers at once, then the caches (the lease was lost or we are stopping)."""
+        with self._lock:
+            self._stop.set()
+            self._acting.clear()
+        for entry in self._entries:
+            entry.controller.stop(timeout)
+        for thread in self._threads:
+            thread.join(timeout)
+        for cache in self._caches.values():
+            cache.stop(timeout=1)
+
+    def run(self, stop: threading.Event | None = None) -> int:
+        """Serve health, act (while leading, when elected), block until stopped. The exit code.
+
+        SIGTERM/SIGINT stop it; an embedding caller (a test) passes ``stop`` instead and no
+        signal handler is installed.
+        """
+        done = stop if stop is not None else threading.Event()
+        if stop is None:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, lambda *_: done.set())
+        if self.health_address:
+            self.health = HealthServer(self.health_address, self.registry, self.readiness,
+                                       metrics_path=self.metrics_path, liveness=self.liveness).start()
+        try:
+            if self.leader_election is None:
+                if not self.start():
+                    return 1
+                done.wait()
+                return 0
+            return self._run_elected(done)
+        finally:
+            self.stop_acting()
+            if self.health is not None:
+                self.health.stop()
+
+    def _run_elected(self, done: threading.Event) -> int:
+        assert self.client is not None and self.leader_election is not None
+        le = self.leader_election
+        elector = LeaderElector(self.client, namespace=le.namespace, name=le.lease, identity=le.identity,
+                                lease_duration=le.lease_duration, renew_deadline=le.renew_deadline,
+                                retry_period=le.retry_period)
+        self.elector = elector
+        failed = threading.Event()
+
+        def lead(lost: threading.Event) -> None:
+            if not self.start():
+                failed.set()
+                elector.stop()  # give the Lease up now: another replica may sync where we could not
+
+        def stop_when_done() -> None:
+            done.wait()
+            elector.stop()
+
+        threading.Thread(target=stop_when_done, name=f"{self.name}-stop", daemon=True).start()
+        log.info("%s: campaigning for lease %s/%s as %s", self.name, le.namespace, le.lease, le.identity)
+        elector.run(lead, self.stop_acting)
+        if failed.is_set():
+            log.error("%s: gave up the lease %s/%s because the caches could not sync; exiting",
+                      self.name, le.namespace, le.lease)
+            return 1
+        if done.is_set():
+            return 0
+        log.error("%s: lost the lease %s/%s; exiting so a restart campaigns with fresh caches",
+                  self.name, le.namespace, le.lease)
+        done.set()
+        return 1
