@@ -6,6 +6,10 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 
+from kustodian.testing.testserver import free_port
+
+__all__ = ["Clock", "free_port", "wait_for"]
+
 
 class Clock:
     """An aware UTC clock the test moves by hand, starting on a whole second.

@@ -21,21 +21,21 @@ from __future__ import annotations
 import base64
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from kustodian.certs.issue import KeyPair, issue_ca, issue_serving, write_bundle
 from kustodian.certs.renewal import merge_ca_bundle, needs_renewal, renewal_time
+from kustodian.clock import Clock, utc_now
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from kustodian.kube.resources import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 
 
 def _b64(data: bytes) -> str:
@@ -65,7 +65,7 @@ class CertManager:
     def __init__(self, client: KubeClient, *, namespace: str, secret_name: str, service: str, out_dir: Path,
                  validating: Sequence[str] = (), mutating: Sequence[str] = (),
                  ca_validity: timedelta = timedelta(days=3650), validity: timedelta = timedelta(days=365),
-                 clock: Clock = lambda: datetime.now(UTC)) -> None:
+                 clock: Clock = utc_now) -> None:
         self.client = client
         self.namespace, self.secret_name, self.service = namespace, secret_name, service
         self.out_dir = out_dir

@@ -93,9 +93,7 @@ class WatchCache:
         self.resource_version = ""
         # counters, read by /metrics and by tests
         self.relists = 0
-        self.watch_restarts = 0  # watches that ended with an error
         self.watches = 0  # watch connections opened
-        self.events_seen = 0
         self.last_error = ""
 
     # -- reads ------------------------------------------------------------------------------
@@ -198,7 +196,6 @@ class WatchCache:
                     return
                 self.last_error = str(exc)
                 log.warning("%s: watch interrupted: %s; retrying", self.kind_key, exc)
-                self.watch_restarts += 1
                 self._sleep_backoff(failures)
                 failures += 1
             except Exception:  # a bug must not kill the cache thread silently
@@ -283,7 +280,6 @@ class WatchCache:
             if etype not in ("ADDED", "MODIFIED", "DELETED"):
                 log.warning("%s: unknown watch event type %r, skipped", self.kind_key, etype)
                 continue
-            self.events_seen += 1
             self._apply(etype, self._prepare(obj))
             if new_rv:
                 self.resource_version = new_rv

@@ -69,12 +69,3 @@ BUILTIN: tuple[Resource, ...] = (
     EVENTS, STORAGE_CLASSES, LEASES, CRDS, VALIDATING_WEBHOOKS, MUTATING_WEBHOOKS,
 )
 
-
-def plural_of(kind: str) -> str:
-    """The plural Kubernetes derives for a kind when a CRD does not say otherwise."""
-    low = kind.lower()
-    if low.endswith(("s", "x", "z", "ch", "sh")):
-        return low + "es"
-    if low.endswith("y") and low[-2:-1] not in "aeiou":
-        return low[:-1] + "ies"
-    return low + "s"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import os
-import socket
 import ssl
 import subprocess
 import sys
@@ -21,12 +20,7 @@ import yaml
 from kustodian.testing.crds import rook_crds
 from kustodian.testing.webhooks import webhook_configurations
 from tests.conftest import KubeApi
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support import free_port
 
 
 @pytest.fixture(scope="session")

@@ -112,7 +112,7 @@ def test_the_webhook_process_in_builtin_mode_serves_what_it_published(kube_api: 
 
     import httpx
 
-    from tests.e2e.conftest import free_port
+    from tests.support import free_port
 
     name = f"tls-{namespace}"
     configs(kube_api, name)

@@ -15,8 +15,8 @@ import yaml
 
 from kustodian.kube.resources import LEASES
 from tests.conftest import KubeApi
-from tests.e2e.conftest import free_port
 from tests.e2e.stories import SCHEDULE, SOURCE, pvc, pvc_annotations, storage_class
+from tests.support import free_port
 
 pytestmark = pytest.mark.api
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,17 +12,9 @@ from kustodian.kube.cache import WatchCache
 from kustodian.kube.errors import Conflict, NotFound
 from kustodian.kube.resources import CONFIG_MAPS
 from tests.conftest import KubeApi
+from tests.support import wait_for
 
 pytestmark = pytest.mark.api
-
-
-def wait_for(cond: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def cm(ns: str, name: str, **data: str) -> dict[str, Any]:

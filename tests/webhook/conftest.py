@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -16,12 +15,7 @@ import uvicorn
 from kustodian.webhook.app import create_app
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.server import CertReloader, TLSFiles, build_server
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from tests.support import free_port
 
 
 @dataclass

@@ -23,11 +23,12 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter
 
+from kustodian.clock import Clock, utc_now
 from kustodian.kube.cache import WatchCache, standalone_caches
 from kustodian.kube.client import KubeClient
 from kustodian.kube.errors import Conflict, KubeError, NotFound
@@ -44,9 +45,11 @@ from kustodian.policy.node_cleanup import (
     Skip,
     Warn,
     affinity_node_names,
-    classify_pv,
     pv_delete_decision,
     pvc_cleanup_decision,
+)
+from kustodian.policy.node_cleanup import (
+    Decision as CleanupDecision,
 )
 from kustodian.policy.objects import field, str_field
 from kustodian.runtime.manager import CacheFactory
@@ -54,9 +57,8 @@ from kustodian.runtime.workqueue import Result
 
 log = logging.getLogger(__name__)
 
-Clock = Callable[[], datetime]
 _PREFIX = "local_volume_node_cleanup"
-_ANNOTATE_ATTEMPTS = 3
+
 _CACHE_LAG_RECHECK = 1.0  # seconds: the watch catches up with a Node event quickly
 _ABSENCE_TTL = 1.0  # seconds a fresh "this Node is gone" answer is reused for its other PVs
 
@@ -83,7 +85,7 @@ class NodeCleanup:
     def __init__(self, client: KubeClient, *, storage_classes: Collection[str], delay: timedelta,
                  detect_recreated: bool = False, recorder: EventRecorder | None = None,
                  registry: CollectorRegistry | None = None,
-                 clock: Clock = lambda: datetime.now(UTC), caches: CacheFactory | None = None) -> None:
+                 clock: Clock = utc_now, caches: CacheFactory | None = None) -> None:
         self.client = client
         self.opted_in = frozenset(storage_classes)
         self.delay = delay
@@ -92,7 +94,7 @@ class NodeCleanup:
         self.clock = clock
         self.metrics = NodeCleanupMetrics(registry)
         cache = caches if caches is not None else standalone_caches(client)
-        self.nodes = cache(NODES, indexers=dict(INDEXERS["Node"]))
+        self.nodes = cache(NODES)
         self.pvs = cache(PERSISTENT_VOLUMES, indexers=dict(INDEXERS["PersistentVolume"]))
         self.pvcs = cache(PERSISTENT_VOLUME_CLAIMS)
         self._snapshot: NodeSnapshot | None = None
@@ -155,30 +157,38 @@ class NodeCleanup:
     # -- the cleanup controller -----------------------------------------------------------------
 
     def reconcile(self, pv_name: str) -> Result | None:
-        """One PV: stamp/clear its annotations, then warn and wait, or delete its PVC."""
+        """One PV: gather (caches), decide (``pvc_cleanup_decision``), act: stamp/clear its
+        annotations, then warn and wait, or delete its PVC after the same decision on a fresh read.
+
+        A 409 on the annotation write means the cache lags (or someone edited the PV): the
+        snapshot is gathered once more from the API server and the same decision runs on it.
+        A second 409 propagates, and the work queue retries with backoff.
+        """
         pv = self.pvs.get(None, pv_name)
-        now = self.clock()
-        for attempt in range(_ANNOTATE_ATTEMPTS):
-            if pv is None:
-                return None
-            pvc = self._claim_of(pv)
-            decision = pvc_cleanup_decision(pv, pvc, self.node_snapshot(), opted_in_classes=self.opted_in,
-                                            delay=self.delay, now=now, first_missing_at=None,
-                                            detect_recreated=self.detect_recreated)
-            if not decision.pv_annotations:
-                break
+        if pv is None:
+            return None
+        try:
+            return self._reconcile(pv)
+        except Conflict:
             try:
-                self._annotate(pv, decision.pv_annotations)
-                break
-            except Conflict:
-                # the cache lags or someone edited the PV: decide again on the server's copy
-                if attempt + 1 == _ANNOTATE_ATTEMPTS:
-                    raise  # temporary: the runtime retries with backoff
-                try:
-                    pv = self.client.get(PERSISTENT_VOLUMES, pv_name)
-                except NotFound:
-                    return None
-        return self._act(pv_name, pvc, decision.action, now)
+                fresh = self.client.get(PERSISTENT_VOLUMES, pv_name)
+            except NotFound:
+                return None
+            return self._reconcile(fresh)
+
+    def _reconcile(self, pv: Mapping[str, Any]) -> Result | None:
+        now = self.clock()
+        pvc = self._claim_of(pv)
+        decision = self._decide(pv, pvc, self.node_snapshot(), now)
+        if decision.pv_annotations:
+            self._annotate(pv, decision.pv_annotations)
+        return self._act(str_field(pv, "metadata", "name"), pvc, decision.action, now)
+
+    def _decide(self, pv: Mapping[str, Any], pvc: Mapping[str, Any] | None, nodes: NodeSnapshot,
+                now: datetime) -> CleanupDecision:
+        """The one decision, for the cached snapshot and for the fresh one before a delete."""
+        return pvc_cleanup_decision(pv, pvc, nodes, opted_in_classes=self.opted_in, delay=self.delay, now=now,
+                                    first_missing_at=None, detect_recreated=self.detect_recreated)
 
     def _claim_of(self, pv: Mapping[str, Any]) -> dict[str, Any] | None:
         claim_ns = str_field(pv, "spec", "claimRef", "namespace")
@@ -198,9 +208,10 @@ class NodeCleanup:
                      action.namespace, action.name, action.requeue_at.isoformat(),
                      extra={"kind": "PersistentVolume", "object": pv_name})
             return Result(requeue_after=max(0.0, (action.requeue_at - now).total_seconds()))
-        if not self._still_stale(pv_name):
-            log.info("PV %s: the cache says its node is gone but the API server still has it; not deleting",
-                     pv_name, extra={"kind": "PersistentVolume", "object": pv_name})
+        if not self._confirmed(pv_name, action, now):
+            log.info("PV %s: the cache says to delete PVC %s/%s but a fresh read does not; not deleting",
+                     pv_name, action.namespace, action.name,
+                     extra={"kind": "PersistentVolume", "object": pv_name})
             return Result(requeue_after=_CACHE_LAG_RECHECK)
         try:
             self.client.delete(PERSISTENT_VOLUME_CLAIMS, action.name, action.namespace, uid=action.uid)
@@ -262,10 +273,18 @@ class NodeCleanup:
         seen = self._absent_seen.get(node_name)
         return seen is not None and time.monotonic() - seen < _ABSENCE_TTL
 
-    def _still_stale(self, pv_name: str) -> bool:
+    def _confirmed(self, pv_name: str, action: DeletePVC, now: datetime) -> bool:
+        """The same decision on the API server's own PV, PVC and Nodes must delete the same PVC."""
         view = self._fresh_view(pv_name)
-        return view is not None and classify_pv(view[0], view[1], self.opted_in,
-                                                detect_recreated=self.detect_recreated).stale
+        if view is None:
+            return False
+        pv, nodes = view
+        try:
+            pvc = self.client.get(PERSISTENT_VOLUME_CLAIMS, action.name, action.namespace)
+        except KubeError:  # gone (nothing to do) or unreadable (do not delete on a guess)
+            return False
+        fresh = self._decide(pv, pvc, nodes, now).action
+        return isinstance(fresh, DeletePVC) and fresh.uid == action.uid
 
     # -- the deleter ----------------------------------------------------------------------------
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from datetime import UTC, datetime
 
 from prometheus_client import CollectorRegistry
 
-from kustodian.controllers.node_cleanup.controller import Clock, NodeCleanup
+from kustodian.clock import Clock, utc_now
+from kustodian.controllers.node_cleanup.controller import NodeCleanup
 from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
@@ -26,10 +26,6 @@ from kustodian.runtime.workqueue import Controller
 log = logging.getLogger(__name__)
 
 COMPONENT = "kustodian-node-cleanup"
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 class NodeCleanupApp:

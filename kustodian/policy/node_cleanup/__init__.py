@@ -29,7 +29,7 @@ from kustodian.policy.node_cleanup.decisions import (
     pv_delete_decision,
     pvc_cleanup_decision,
 )
-from kustodian.policy.node_cleanup.indexers import INDEXERS, NODE_BY_HOSTNAME, PV_BY_CLAIM, PV_BY_NODE
+from kustodian.policy.node_cleanup.indexers import INDEXERS, PV_BY_CLAIM, PV_BY_NODE
 from kustodian.policy.node_cleanup.nodes import NodeDirectory, NodeSnapshot, node_exists, node_uid
 from kustodian.policy.node_cleanup.reasons import Reason
 from kustodian.policy.node_cleanup.timefmt import format_rfc3339, go_duration, parse_rfc3339
@@ -40,7 +40,6 @@ __all__ = [
     "EVENT_REASON_NODE_DELETED",
     "HOSTNAME_LABEL",
     "INDEXERS",
-    "NODE_BY_HOSTNAME",
     "PV_BY_CLAIM",
     "PV_BY_NODE",
     "AffinityNodes",

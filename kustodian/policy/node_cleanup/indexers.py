@@ -8,13 +8,12 @@ that relies on them (see :mod:`policy.store`).
 
 from __future__ import annotations
 
-from kustodian.policy.node_cleanup.affinity import HOSTNAME_LABEL, referenced_hostnames
-from kustodian.policy.objects import RawObject, labels_of, str_field
+from kustodian.policy.node_cleanup.affinity import referenced_hostnames
+from kustodian.policy.objects import RawObject, str_field
 from kustodian.policy.store import Indexers
 
 PV_BY_NODE = "node-cleanup/pv-by-node"
 PV_BY_CLAIM = "node-cleanup/pv-by-claim"
-NODE_BY_HOSTNAME = "node-cleanup/node-by-hostname"
 
 
 def pv_node_keys(pv: RawObject) -> list[str]:
@@ -28,13 +27,6 @@ def pv_claim_keys(pv: RawObject) -> list[str]:
     return [f"{ns}/{nm}"] if ns and nm else []
 
 
-def node_hostname_keys(node: RawObject) -> list[str]:
-    """The node's ``kubernetes.io/hostname`` label value, if any."""
-    hostname = labels_of(node).get(HOSTNAME_LABEL)
-    return [hostname] if isinstance(hostname, str) and hostname else []
-
-
 INDEXERS: Indexers = {
     "PersistentVolume": {PV_BY_NODE: pv_node_keys, PV_BY_CLAIM: pv_claim_keys},
-    "Node": {NODE_BY_HOSTNAME: node_hostname_keys},
 }

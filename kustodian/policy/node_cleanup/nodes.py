@@ -73,11 +73,6 @@ class NodeSnapshot:
         unambiguous = {h: next(iter(u)) for h, u in uids_by_hostname.items() if len(u) == 1 and "" not in u}
         return cls(frozenset(names), frozenset(uids_by_hostname), uid_by_name, unambiguous)
 
-    @classmethod
-    def failed(cls) -> NodeSnapshot:
-        """The directory to pass when listing nodes failed: everything exists."""
-        return cls(lookup_failed=True)
-
 
 def node_exists(nodes: NodeDirectory, node_ref: str) -> bool:
     """True when a node is known by this name or hostname label, or when the lookup failed."""

@@ -35,5 +35,4 @@ class Reason(StrEnum):
     PV_DELETING = "VolumeDeleting"
     PHASE_NOT_DELETABLE = "PhaseNotDeletable"
     RECLAIM_NOT_DELETE = "ReclaimPolicyNotDelete"
-    DELAY_PENDING = "DelayPending"
     DELAY_ELAPSED = "DelayElapsed"

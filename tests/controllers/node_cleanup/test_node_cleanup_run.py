@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import socket
 import threading
-import time
-from collections.abc import Callable
 
 import httpx
 import pytest
@@ -15,22 +12,9 @@ from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
 from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import LEASES
 from tests.conftest import KubeApi
+from tests.support import free_port, wait_for
 
 pytestmark = pytest.mark.api
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def wait_for(cond: Callable[[], bool], what: str, timeout: float = 10) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def test_run_leads_serves_upstream_metrics_and_releases_the_lease_on_stop(

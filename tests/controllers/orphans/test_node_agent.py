@@ -8,9 +8,8 @@ own node name, so the agents of different tests never see each other's objects.
 from __future__ import annotations
 
 import json
-import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import CONFIG_MAPS, EVENTS
 from kustodian.policy.orphans import ANNOTATION_KEEP_DATA, ORPHAN_FINALIZER, orphan_name
 from tests.conftest import KubeApi
+from tests.support import wait_for
 
 pytestmark = pytest.mark.api
 
@@ -54,13 +54,6 @@ class Clock:
 
     def __call__(self) -> datetime:
         return datetime.now(UTC) + self.offset
-
-
-def wait_for(cond: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def make_disk(root: Path, disk_uuid: str = UUID) -> Path:

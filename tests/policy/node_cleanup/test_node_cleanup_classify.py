@@ -7,7 +7,6 @@ import pytest
 from kustodian.policy.node_cleanup import (
     ANNOTATION_NODE_UID,
     INDEXERS,
-    NODE_BY_HOSTNAME,
     PV_BY_CLAIM,
     PV_BY_NODE,
     NodeSnapshot,
@@ -218,7 +217,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
     (
         "lookup-error-counts-as-exists",
         local_pv(term(expr("gone"))),
-        NodeSnapshot.failed(),
+        NodeSnapshot(lookup_failed=True),
         [SC],
         False,
         Reason.NODE_LOOKUP_FAILED,
@@ -306,7 +305,7 @@ RECREATED_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, bool, Reason, str
     (
         "lookup-error-still-wins",
         local_pv(term(expr("n1")), node_uid="old"),
-        NodeSnapshot.failed(),
+        NodeSnapshot(lookup_failed=True),
         False,
         Reason.NODE_LOOKUP_FAILED,
         None,
@@ -337,8 +336,8 @@ def test_node_directory_helpers() -> None:
     assert node_exists(snap, "ip-10-0-1-23") and node_exists(snap, "ip-10-0-1-23.ec2.internal")
     assert not node_exists(snap, "ip-10-0-9-9")
     assert node_uid(snap, "ip-10-0-1-23") == "eks-uid"
-    assert node_exists(NodeSnapshot.failed(), "anything")
-    assert node_uid(NodeSnapshot.failed(), "anything") is None
+    assert node_exists(NodeSnapshot(lookup_failed=True), "anything")
+    assert node_uid(NodeSnapshot(lookup_failed=True), "anything") is None
 
 
 def test_indexers_through_list_view() -> None:
@@ -352,5 +351,3 @@ def test_indexers_through_list_view() -> None:
     assert [p["metadata"]["name"] for p in view.by_index("PersistentVolume", PV_BY_NODE, "n3")] == ["a"]
     assert view.by_index("PersistentVolume", PV_BY_NODE, "n1") == [pv_a]
     assert view.by_index("PersistentVolume", PV_BY_CLAIM, "db/data-0") == [pv_a]
-    assert view.by_index("Node", NODE_BY_HOSTNAME, "ip-10-0-1-23") == [EKS_NODE]
-    assert view.by_index("Node", NODE_BY_HOSTNAME, "bare") == []

@@ -156,7 +156,7 @@ def test_garbage_stamp_restarts_the_timer_rather_than_deleting() -> None:
     [
         (PRESENT, since(timedelta(seconds=30)), {ANNOTATION_NODE_MISSING_SINCE: None}),
         (PRESENT, {}, {}),
-        (NodeSnapshot.failed(), since(timedelta(seconds=30)), {}),
+        (NodeSnapshot(lookup_failed=True), since(timedelta(seconds=30)), {}),
     ],
     ids=["node-back-inside-delay-clears-stamp", "node-present-no-stamp-no-patch", "lookup-error-keeps-stamp"],
 )
@@ -229,7 +229,7 @@ DELETER_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, Delete | Reason]] =
     ("failed", pv(phase="Failed"), GONE, Reason.PHASE_NOT_DELETABLE),
     ("no-phase", pv(phase=""), GONE, Reason.PHASE_NOT_DELETABLE),
     ("available-node-present", pv(phase="Available"), PRESENT, Reason.NODE_EXISTS),
-    ("available-lookup-failed", pv(phase="Available"), NodeSnapshot.failed(), Reason.NODE_LOOKUP_FAILED),
+    ("available-lookup-failed", pv(phase="Available"), NodeSnapshot(lookup_failed=True), Reason.NODE_LOOKUP_FAILED),
     ("already-deleting", pv(phase="Released", deleting=True), GONE, Reason.PV_DELETING),
 ]
 
