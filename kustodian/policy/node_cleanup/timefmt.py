@@ -9,29 +9,15 @@ matching.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
+
+from kustodian.policy.timestamps import format_rfc3339, parse_rfc3339
+
+__all__ = ["format_rfc3339", "go_duration", "parse_rfc3339"]
 
 _NS_PER_US = 1_000
 _NS_PER_MS = 1_000_000
 _NS_PER_S = 1_000_000_000
-
-
-def format_rfc3339(when: datetime) -> str:
-    """``2024-05-01T12:00:00Z``: UTC, whole seconds, like ``metav1.Time``."""
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def parse_rfc3339(text: object) -> datetime | None:
-    """The aware UTC datetime written in ``text``, or ``None`` when it is not RFC 3339 with a zone."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    if parsed.tzinfo is None:
-        return None
-    return parsed.astimezone(UTC)
 
 
 def _fmt_frac(v: int, prec: int) -> tuple[str, int]:
