@@ -95,6 +95,30 @@ def kube_api(kube_tools: Path | None) -> Iterator[KubeApi]:
         server.destroy()
 
 
+@pytest.fixture(scope="session")
+def kube_api_rbac(kube_tools: Path | None) -> Iterator[KubeApi]:
+    """A second kube-testserver that enforces RBAC (``KTS_AUTHORIZATION=RBAC``); its ``server``
+    mints kubeconfigs for ServiceAccounts (``server.kubeconfig_for(...)``), so a component runs
+    under its real identity and least privilege is proven, not read."""
+    script = find_script()
+    if script is None:
+        unavailable("../shared/kube-testserver/kube-testserver.sh not found")
+        return
+    server = TestServer(script, authorization="RBAC")
+    try:
+        server.start()
+    except Exception as exc:
+        server.destroy()
+        unavailable(f"kube-testserver (RBAC) did not start: {exc}")
+        return
+    client = KubeClient(load_config(str(server.kubeconfig)))
+    try:
+        yield KubeApi(server.kubeconfig, client, server, kube_tools)
+    finally:
+        client.close()
+        server.destroy()
+
+
 @pytest.fixture
 def namespace(kube_api: KubeApi) -> Iterator[str]:
     """A fresh namespace for one test, deleted afterwards."""

@@ -77,6 +77,9 @@ class TestServer:
     port: int = field(default_factory=free_port)
     etcd_port: int = field(default_factory=lambda: free_port(pair=True))
     token: str = "kustodian-test-token"
+    # "RBAC" enforces RBAC like kube-apiserver (the admin kubeconfig is in system:masters);
+    # the default allows everything
+    authorization: str = "AlwaysAllow"
 
     __test__ = False  # not a pytest class
 
@@ -94,7 +97,17 @@ class TestServer:
 
     def _env(self) -> dict[str, str]:
         return {**os.environ, "KTS_WORK": str(self.work), "KTS_PORT": str(self.port),
-                "KTS_ETCD_PORT": str(self.etcd_port), "KTS_TOKEN": self.token}
+                "KTS_ETCD_PORT": str(self.etcd_port), "KTS_TOKEN": self.token,
+                "KTS_AUTHORIZATION": self.authorization}
+
+    def kubeconfig_for(self, user: str, *groups: str) -> Path:
+        """A kubeconfig with a client certificate for ``user`` (e.g. ``system:serviceaccount:NS:NAME``),
+        so a component runs under that identity, with RBAC enforced in ``authorization="RBAC"`` mode."""
+        safe = "".join(c if c.isalnum() else "-" for c in user)
+        out = self.work / "kubeconfigs" / f"{safe}.kubeconfig"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        self._sh("kubeconfig", str(out), user, *groups)
+        return out
 
     def _sh(self, *args: str) -> None:
         proc = subprocess.run([str(self.script), *args], env=self._env(), capture_output=True, text=True,

@@ -35,6 +35,7 @@ from kustodian.kube.errors import Conflict, KubeError, NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from kustodian.policy.node_cleanup import (
+    CONTINUITY,
     HOSTNAME_LABEL,
     INDEXERS,
     PV_BY_CLAIM,
@@ -188,7 +189,8 @@ class NodeCleanup:
                 now: datetime) -> CleanupDecision:
         """The one decision, for the cached snapshot and for the fresh one before a delete."""
         return pvc_cleanup_decision(pv, pvc, nodes, opted_in_classes=self.opted_in, delay=self.delay, now=now,
-                                    first_missing_at=None, detect_recreated=self.detect_recreated)
+                                    first_missing_at=None, detect_recreated=self.detect_recreated,
+                                    continuity=CONTINUITY)
 
     def _claim_of(self, pv: Mapping[str, Any]) -> dict[str, Any] | None:
         claim_ns = str_field(pv, "spec", "claimRef", "namespace")

@@ -17,7 +17,10 @@ Opt-in is per StorageClass; an empty opt-in list makes nothing stale.
 from kustodian.policy.node_cleanup.affinity import HOSTNAME_LABEL, AffinityNodes, affinity_node_names
 from kustodian.policy.node_cleanup.classify import ANNOTATION_NODE_UID, PVStatus, classify_pv
 from kustodian.policy.node_cleanup.decisions import (
+    ANNOTATION_NODE_MISSING_CHECKED,
     ANNOTATION_NODE_MISSING_SINCE,
+    CHECK_REFRESH,
+    CONTINUITY,
     EVENT_REASON_NODE_DELETED,
     Decision,
     Delete,
@@ -35,8 +38,11 @@ from kustodian.policy.node_cleanup.reasons import Reason
 from kustodian.policy.node_cleanup.timefmt import format_rfc3339, go_duration, parse_rfc3339
 
 __all__ = [
+    "ANNOTATION_NODE_MISSING_CHECKED",
     "ANNOTATION_NODE_MISSING_SINCE",
     "ANNOTATION_NODE_UID",
+    "CHECK_REFRESH",
+    "CONTINUITY",
     "EVENT_REASON_NODE_DELETED",
     "HOSTNAME_LABEL",
     "INDEXERS",

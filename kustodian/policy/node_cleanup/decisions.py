@@ -12,7 +12,16 @@ Upstream keeps its timer in memory: a restart forgets it (the PVC then waits a w
 new delay) or, worse, a resync re-fires it.  Here the first sighting is written on the
 PV (``kustodian.io/node-missing-since``) and the deadline is always that stamp plus
 ``delay``; the decision returns the annotation patch to apply *before* acting on the
-action.  Every check that guards the delete (node still gone, PVC still bound to this
+action.  (Where the ServiceAccount may not patch PVs, as with upstream's ClusterRole, the
+controller keeps the same annotations in memory and the decision is the same.)
+
+A stamp only proves the node stayed gone while somebody watched.  A node that came back
+and was lost again while no controller ran leaves an old stamp that would delete at once.
+So every pass also refreshes ``kustodian.io/node-missing-checked`` (at most every
+``CHECK_REFRESH``), and a stamp whose last check is older than ``CONTINUITY`` (or that
+has no check at all) is in doubt: the timer restarts from now.  A restart shorter than
+``CONTINUITY`` keeps the original deadline; a longer gap restarts the delay, never
+shortens it.  Every check that guards the delete (node still gone, PVC still bound to this
 very PV, PVC not already going away) is re-made in the same call that returns the
 delete, and the delete carries the PVC's UID as a precondition.
 """
@@ -31,6 +40,11 @@ from kustodian.policy.node_cleanup.timefmt import format_rfc3339, go_duration, p
 from kustodian.policy.objects import RawObject, is_deleting, map_field, name, namespace, str_field, uid
 
 ANNOTATION_NODE_MISSING_SINCE = "kustodian.io/node-missing-since"
+ANNOTATION_NODE_MISSING_CHECKED = "kustodian.io/node-missing-checked"
+# a pass refreshes the check at least this often while it waits; a check older than
+# CONTINUITY means nobody watched for a while: the stamp is in doubt and the timer restarts
+CHECK_REFRESH = timedelta(seconds=30)
+CONTINUITY = timedelta(minutes=2)
 EVENT_REASON_NODE_DELETED = "ReferencedNodeDeleted"
 
 
@@ -134,36 +148,55 @@ def pvc_cleanup_decision(
     now: datetime,
     first_missing_at: datetime | None,
     detect_recreated: bool = False,
+    continuity: timedelta | None = None,
 ) -> Decision:
     """The PVC cleanup controller's step for ``pv`` and the claim its ``claimRef`` names.
 
     ``first_missing_at`` is :func:`missing_since` of the PV as read from the cache;
     when it is ``None`` but the PV carries a valid stamp, the stamp is used, so that a
-    caller that forgets to pass it cannot restart the timer.
+    caller that forgets to pass it cannot restart the timer.  ``continuity``: see the
+    module docstring; the controller passes :data:`CONTINUITY`.  ``None`` trusts any
+    valid stamp and writes no check (the plain timer, as the table tests drive it).
     """
     status = classify_pv(pv, nodes, opted_in_classes, detect_recreated=detect_recreated)
     patch = _uid_patch(status)
-    recorded = map_field(pv, "metadata", "annotations").get(ANNOTATION_NODE_MISSING_SINCE)
+    annotations = map_field(pv, "metadata", "annotations")
     if not status.stale:
-        if status.reason == Reason.NODE_EXISTS and recorded is not None:
-            patch[ANNOTATION_NODE_MISSING_SINCE] = None
+        if status.reason == Reason.NODE_EXISTS:
+            for key in (ANNOTATION_NODE_MISSING_SINCE, ANNOTATION_NODE_MISSING_CHECKED):
+                if annotations.get(key) is not None:
+                    patch[key] = None
         return Decision(Skip(status.reason, status.detail), patch)
 
     since = first_missing_at or missing_since(pv)
+    checked = parse_rfc3339(annotations.get(ANNOTATION_NODE_MISSING_CHECKED))
+    if since is not None and continuity is not None and (checked is None or now - checked > continuity):
+        since = None  # nobody watched in between: the node may have come back; restart, never shorten
     if since is None:
-        since = now
         # the stamp has whole seconds: round up, so a restart can lengthen the delay by
         # under a second but never shorten it
         stamp = now if not now.microsecond else now.replace(microsecond=0) + timedelta(seconds=1)
+        since = stamp
         patch[ANNOTATION_NODE_MISSING_SINCE] = format_rfc3339(stamp)
+        if continuity is not None:
+            patch[ANNOTATION_NODE_MISSING_CHECKED] = format_rfc3339(stamp)
+            checked = stamp
+    elif continuity is not None and (checked is None or now - checked >= CHECK_REFRESH):
+        patch[ANNOTATION_NODE_MISSING_CHECKED] = format_rfc3339(now)
+        checked = now
     deadline = since + delay
 
     problem = _claim_problem(pv, pvc)
     if problem is not None or pvc is None:
         return Decision(problem or Skip(Reason.CLAIM_NOT_FOUND), patch)
     if now < deadline:
+        # wake up at the deadline, or earlier to refresh the check while waiting: a check
+        # at most CONTINUITY/2 old at the deadline leaves room for a late timer
+        wake = deadline
+        if continuity is not None and checked is not None and deadline - checked > continuity / 2:
+            wake = min(deadline, checked + CHECK_REFRESH)
         warn = Warn(
-            namespace(pvc), name(pvc), uid(pvc), node_deleted_message(_remaining(deadline, now)), deadline
+            namespace(pvc), name(pvc), uid(pvc), node_deleted_message(_remaining(deadline, now)), wake
         )
         return Decision(warn, patch)
     return Decision(DeletePVC(namespace(pvc), name(pvc), uid(pvc)), patch)

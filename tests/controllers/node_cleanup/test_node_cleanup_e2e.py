@@ -22,9 +22,7 @@ from tests.support import Clock, wait_for
 pytestmark = pytest.mark.api
 
 MISSING = "kustodian.io/node-missing-since"
-
-
-
+CHECKED = "kustodian.io/node-missing-checked"
 
 
 
@@ -221,5 +219,36 @@ def test_a_node_recreated_under_the_same_name_is_a_new_machine_when_detection_is
         clock.now += timedelta(seconds=60)
         app.cleanup.resync(app.controller.enqueue)
         wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "PVC deleted")
+    finally:
+        app.stop()
+
+
+def test_a_stale_stamp_from_an_earlier_loss_never_shortens_the_grace(
+        kube_api: KubeApi, world: dict[str, Any]) -> None:
+    """Issue 19: the node was lost (stamped), came back and was lost again while no controller
+    ran. The old stamp must not delete the PVC at start: the full delay is honoured."""
+    clock = Clock()
+    old = (clock.now - timedelta(minutes=10)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    kube_api.client.patch(PERSISTENT_VOLUMES, world["pv"],
+                          {"metadata": {"annotations": {MISSING: old, CHECKED: old}}})
+    kube_api.client.delete(NODES, world["node"])
+    app = start(kube_api, world, clock)  # delay 60 s
+    try:
+        assert app.controller.wait_idle(5)
+        time.sleep(0.3)
+        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "deleted on a stale stamp"
+        restarted = parse_rfc3339(pv_annotations(kube_api, world["pv"])[MISSING])
+        assert restarted is not None and restarted >= clock.now  # the timer restarted from now
+        app.recorder.flush()
+        assert any("cleaned up in 1m0s" in e["message"] for e in events_of(kube_api, world["ns"]))
+
+        clock.now += timedelta(seconds=59)
+        app.cleanup.resync(app.controller.enqueue)
+        assert app.controller.wait_idle(5)
+        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "deleted before the delay"
+        clock.now += timedelta(seconds=2)
+        app.cleanup.resync(app.controller.enqueue)
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]),
+                 "PVC deleted after the full delay")
     finally:
         app.stop()

@@ -6,8 +6,11 @@ from typing import Any
 import pytest
 
 from kustodian.policy.node_cleanup import (
+    ANNOTATION_NODE_MISSING_CHECKED,
     ANNOTATION_NODE_MISSING_SINCE,
     ANNOTATION_NODE_UID,
+    CHECK_REFRESH,
+    CONTINUITY,
     Decision,
     Delete,
     DeletePVC,
@@ -310,3 +313,68 @@ def test_the_missing_since_stamp_is_rounded_up_so_the_delay_is_never_shortened()
     decision = pvc_cleanup_decision(pv, None, NodeSnapshot(), opted_in_classes={"local"},
                                     delay=timedelta(seconds=60), now=now, first_missing_at=None)
     assert decision.pv_annotations["kustodian.io/node-missing-since"] == "2026-11-22T12:00:01Z"
+
+
+# -- continuity (issue 19): a stamp proves the node stayed gone only while somebody watched --------
+
+def at(when: datetime) -> str:
+    return format_rfc3339(when)
+
+
+CONTINUITY_CASES: list[tuple[str, dict[str, str], str]] = [
+    # name, annotations on the PV, expected: "kept" (original deadline) or "restarted" (timer from now)
+    ("checked-recently-keeps-the-deadline",
+     {ANNOTATION_NODE_MISSING_SINCE: at(NOW - timedelta(seconds=45)),
+      ANNOTATION_NODE_MISSING_CHECKED: at(NOW - timedelta(seconds=45))}, "kept"),
+    ("old-stamp-unwatched-since-restarts",  # node back and lost again while no controller ran
+     {ANNOTATION_NODE_MISSING_SINCE: at(NOW - timedelta(minutes=10)),
+      ANNOTATION_NODE_MISSING_CHECKED: at(NOW - timedelta(minutes=10))}, "restarted"),
+    ("stamp-without-any-check-restarts",  # written by an older version, or by hand: in doubt
+     {ANNOTATION_NODE_MISSING_SINCE: at(NOW - timedelta(hours=1))}, "restarted"),
+    ("unparsable-check-restarts",
+     {ANNOTATION_NODE_MISSING_SINCE: at(NOW - timedelta(hours=1)), ANNOTATION_NODE_MISSING_CHECKED: "yesterday"},
+     "restarted"),
+    ("watched-all-along-deletes-at-the-old-deadline",
+     {ANNOTATION_NODE_MISSING_SINCE: at(NOW - timedelta(minutes=5)),
+      ANNOTATION_NODE_MISSING_CHECKED: at(NOW - timedelta(seconds=20))}, "kept"),
+]
+
+
+@pytest.mark.parametrize(("annotations", "expected"), [c[1:] for c in CONTINUITY_CASES],
+                         ids=[c[0] for c in CONTINUITY_CASES])
+def test_a_stale_stamp_never_shortens_the_grace(annotations: dict[str, str], expected: str) -> None:
+    decision = pvc_cleanup_decision(pv(annotations=annotations), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
+                                    now=NOW, first_missing_at=None, continuity=CONTINUITY)
+    since = parse_rfc3339(annotations[ANNOTATION_NODE_MISSING_SINCE])
+    assert since is not None
+    if expected == "restarted":
+        assert decision.pv_annotations[ANNOTATION_NODE_MISSING_SINCE] == at(NOW)
+        assert decision.pv_annotations[ANNOTATION_NODE_MISSING_CHECKED] == at(NOW)
+        assert isinstance(decision.action, Warn) and "cleaned up in 1m0s" in decision.action.message
+    elif since + DELAY > NOW:
+        assert ANNOTATION_NODE_MISSING_SINCE not in decision.pv_annotations
+        assert isinstance(decision.action, Warn)
+        assert decision.action.requeue_at <= since + DELAY
+    else:
+        assert decision.action == DeletePVC("db", "data-0", "pvc-uid")
+
+
+def test_while_waiting_the_check_is_refreshed_and_the_pass_wakes_up_to_refresh_it() -> None:
+    the_pv = pv(annotations={ANNOTATION_NODE_MISSING_SINCE: at(NOW), ANNOTATION_NODE_MISSING_CHECKED: at(NOW)})
+    long_delay = timedelta(minutes=10)
+    first = pvc_cleanup_decision(the_pv, pvc(), GONE, opted_in_classes=[SC], delay=long_delay, now=NOW,
+                                 first_missing_at=None, continuity=CONTINUITY)
+    assert first.pv_annotations == {}  # checked just now: nothing to write
+    assert isinstance(first.action, Warn) and first.action.requeue_at == NOW + CHECK_REFRESH
+    later = NOW + CHECK_REFRESH
+    second = pvc_cleanup_decision(the_pv, pvc(), GONE, opted_in_classes=[SC], delay=long_delay, now=later,
+                                  first_missing_at=None, continuity=CONTINUITY)
+    assert second.pv_annotations == {ANNOTATION_NODE_MISSING_CHECKED: at(later)}
+    assert isinstance(second.action, Warn) and second.action.requeue_at == later + CHECK_REFRESH
+
+
+def test_a_node_back_clears_the_stamp_and_the_check() -> None:
+    the_pv = pv(annotations={ANNOTATION_NODE_MISSING_SINCE: at(NOW), ANNOTATION_NODE_MISSING_CHECKED: at(NOW)})
+    decision = pvc_cleanup_decision(the_pv, pvc(), PRESENT, opted_in_classes=[SC], delay=DELAY, now=NOW,
+                                    first_missing_at=None, continuity=CONTINUITY)
+    assert decision.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: None, ANNOTATION_NODE_MISSING_CHECKED: None}
