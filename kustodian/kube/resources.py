@@ -54,6 +54,8 @@ SECRETS = _core("secrets", "Secret", True)
 EVENTS = _core("events", "Event", True)
 STORAGE_CLASSES = Resource("storage.k8s.io", "v1", "storageclasses", "StorageClass", False)
 LEASES = Resource("coordination.k8s.io", "v1", "leases", "Lease", True)
+SELF_SUBJECT_ACCESS_REVIEWS = Resource("authorization.k8s.io", "v1", "selfsubjectaccessreviews",
+                                       "SelfSubjectAccessReview", False)
 CRDS = Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False)
 VALIDATING_WEBHOOKS = Resource(
     "admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",

@@ -84,6 +84,7 @@ class Controller:
         self._metrics = metrics
         self._base, self._max = base_backoff, max_backoff
         self._give_up_after = give_up_after
+        self._forbidden_seen: set[str] = set()
         self._clock = clock
         self._cond = threading.Condition()
         self._ready: deque[str] = deque()  # FIFO of keys ready now
@@ -163,6 +164,17 @@ class Controller:
         self._failures[key] = n
         return n, float(min(self._max, self._base * (2 ** (n - 1))))
 
+    def _log_forbidden_once(self, key: str, exc: Forbidden, delay: float) -> None:
+        """A 403 names the permission the ServiceAccount lacks: say it once, loudly, not per key."""
+        with self._cond:
+            first = exc.message not in self._forbidden_seen
+            self._forbidden_seen.add(exc.message)
+        if first:
+            log.warning("%s: missing permission (RBAC): %s; retrying %s in %.2fs", self.name, exc.message,
+                        key, delay, extra={"controller": self.name, "key": key})
+        else:
+            log.debug("%s: %s: still forbidden: %s", self.name, key, exc.message)
+
     def _terminal(self, key: str, exc: BaseException, why: str) -> None:
         self._failures.pop(key, None)
         if self._metrics is not None:
@@ -190,7 +202,9 @@ class Controller:
                 self._terminal(key, exc, f"{type(exc).__name__} {attempt} times in a row")
             else:
                 outcome = "retry"
-                if attempt == 1 and not isinstance(exc, KNOWN_ERRORS):
+                if isinstance(exc, Forbidden):
+                    self._log_forbidden_once(key, exc, delay)
+                elif attempt == 1 and not isinstance(exc, KNOWN_ERRORS):
                     # a bug: the traceback once, then one line per retry
                     log.exception("%s: reconcile of %s raised; retrying in %.2fs", self.name, key, delay,
                                   extra={"controller": self.name, "key": key})

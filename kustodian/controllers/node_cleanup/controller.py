@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 from prometheus_client import CollectorRegistry, Counter
 
@@ -86,7 +86,8 @@ class NodeCleanup:
     def __init__(self, client: KubeClient, *, storage_classes: Collection[str], delay: timedelta,
                  detect_recreated: bool = False, recorder: EventRecorder | None = None,
                  registry: CollectorRegistry | None = None,
-                 clock: Clock = utc_now, caches: CacheFactory | None = None) -> None:
+                 clock: Clock = utc_now, caches: CacheFactory | None = None,
+                 timer: Literal["annotation", "memory"] = "annotation") -> None:
         self.client = client
         self.opted_in = frozenset(storage_classes)
         self.delay = delay
@@ -100,6 +101,11 @@ class NodeCleanup:
         self.pvcs = cache(PERSISTENT_VOLUME_CLAIMS)
         self._snapshot: NodeSnapshot | None = None
         self._absent_seen: dict[str, float] = {}
+        # "memory": the node-missing annotations are kept here, per PV UID, not on the PV
+        # (upstream's ClusterRole grants no patch on PVs); a restart restarts the delay
+        self.timer = timer
+        self._memory: dict[str, dict[str, str]] = {}
+        self._memory_lock = threading.Lock()
         self._snapshot_lock = threading.Lock()
 
     @property
@@ -167,6 +173,7 @@ class NodeCleanup:
         """
         pv = self.pvs.get(None, pv_name)
         if pv is None:
+            self._forget(pv_name)
             return None
         try:
             return self._reconcile(pv)
@@ -178,6 +185,7 @@ class NodeCleanup:
             return self._reconcile(fresh)
 
     def _reconcile(self, pv: Mapping[str, Any]) -> Result | None:
+        pv = self._remembered(pv)
         now = self.clock()
         pvc = self._claim_of(pv)
         decision = self._decide(pv, pvc, self.node_snapshot(), now)
@@ -234,8 +242,38 @@ class NodeCleanup:
                         "object": action.name})
         return None
 
+    def _remembered(self, pv: Mapping[str, Any]) -> Mapping[str, Any]:
+        """In memory mode, the PV as if its remembered annotations were on it (same decision)."""
+        if self.timer != "memory":
+            return pv
+        with self._memory_lock:
+            kept = self._memory.get(str_field(pv, "metadata", "uid"))
+        if not kept:
+            return pv
+        meta = dict(pv.get("metadata") or {})
+        meta["annotations"] = {**(meta.get("annotations") or {}),
+                               **{k: v for k, v in kept.items() if not k.startswith("#")}}
+        return {**pv, "metadata": meta}
+
+    def _forget(self, pv_name: str) -> None:
+        if self.timer == "memory":
+            with self._memory_lock:
+                for key in [k for k, v in self._memory.items() if v.get("#name") == pv_name]:
+                    del self._memory[key]
+
     def _annotate(self, pv: Mapping[str, Any], annotations: Mapping[str, str | None]) -> None:
-        """Merge-patch the PV's annotations, conditional on the resourceVersion decided from."""
+        """Merge-patch the PV's annotations, conditional on the resourceVersion decided from
+        (in memory mode: remember them for this PV UID instead)."""
+        if self.timer == "memory":
+            with self._memory_lock:
+                kept = self._memory.setdefault(str_field(pv, "metadata", "uid"),
+                                               {"#name": str_field(pv, "metadata", "name")})
+                for key, value in annotations.items():
+                    if value is None:
+                        kept.pop(key, None)
+                    else:
+                        kept[key] = value
+            return
         patch = {"metadata": {"annotations": dict(annotations),
                               "resourceVersion": str_field(pv, "metadata", "resourceVersion")}}
         self.client.patch(PERSISTENT_VOLUMES, str_field(pv, "metadata", "name"), patch)
@@ -281,6 +319,7 @@ class NodeCleanup:
         if view is None:
             return False
         pv, nodes = view
+        pv = dict(self._remembered(pv))
         try:
             pvc = self.client.get(PERSISTENT_VOLUME_CLAIMS, action.name, action.namespace)
         except KubeError:  # gone (nothing to do) or unreadable (do not delete on a guess)

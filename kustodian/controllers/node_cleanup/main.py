@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Literal
 
 from prometheus_client import CollectorRegistry
 
 from kustodian.clock import Clock, utc_now
 from kustodian.controllers.node_cleanup.controller import NodeCleanup
 from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
+from kustodian.kube.access import can_i
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
@@ -26,6 +28,25 @@ from kustodian.runtime.workqueue import Controller
 log = logging.getLogger(__name__)
 
 COMPONENT = "kustodian-node-cleanup"
+EVENT_SOURCE = "cleanup-controller"  # upstream's EventSource.Component: alerts and dashboards match it
+
+
+def timer_store(client: KubeClient) -> Literal["annotation", "memory"]:
+    """Where the node-missing timer lives, by what this ServiceAccount may do (logged once).
+
+    With ``patch`` on PVs (Kustodian's chart) the timer is an annotation and survives a
+    restart; with upstream's ClusterRole (get/list/watch/delete only) it is kept in memory,
+    as upstream keeps it: a restart then restarts the delay, and never shortens it.
+    """
+    allowed = can_i(client, "patch", "persistentvolumes")
+    if allowed:
+        log.info("node-missing timer kept in PV annotations "
+                 "(this ServiceAccount may patch persistentvolumes)")
+        return "annotation"
+    log.warning("node-missing timer kept in memory: this ServiceAccount may not patch persistentvolumes%s "
+                "(upstream's ClusterRole does not grant it); a restart restarts the PVC deletion delay",
+                "" if allowed is False else " (or the access review failed)")
+    return "memory"
 
 
 class NodeCleanupApp:
@@ -67,10 +88,11 @@ def build(settings: NodeCleanupSettings, client: KubeClient, clock: Clock = utc_
     manager = Manager(client, name=COMPONENT, registry=registry, leader_election=leader,
                       health_address=settings.listen_address, metrics_path=settings.metrics_path,
                       workers=settings.worker_threads, resync_period=settings.resync.total_seconds())
-    recorder = EventRecorder(client, COMPONENT)
+    recorder = EventRecorder(client, EVENT_SOURCE)
     cleanup = NodeCleanup(client, storage_classes=settings.storageclass_names,
                           delay=settings.pvc_deletion_delay, detect_recreated=settings.detect_recreated_nodes,
-                          recorder=recorder, registry=manager.registry, clock=clock, caches=manager.cache)
+                          recorder=recorder, registry=manager.registry, clock=clock, caches=manager.cache,
+                          timer=timer_store(client))
     controller = manager.add(cleanup)
     interval = settings.stale_pv_discovery_interval.total_seconds()
     manager.add_loop("node-cleanup-deleter", lambda stop: cleanup.run_deleter(interval, stop))
@@ -88,6 +110,8 @@ def run(settings: NodeCleanupSettings, *, stop: threading.Event | None = None) -
         log.warning("no --storageclass-names given: nothing is opted in, so nothing will be cleaned")
     client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint), user_agent=COMPONENT)
     app = build(settings, client)
+    log.info("node cleanup for StorageClasses %s (PVC deletion delay %s)",
+             ", ".join(sorted(app.cleanup.opted_in)) or "<none>", settings.pvc_deletion_delay)
     try:
         return app.manager.run(stop)
     finally:

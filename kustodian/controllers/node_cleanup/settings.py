@@ -42,7 +42,9 @@ class NodeCleanupSettings(KubeSettings):
     metrics_path: str = Field("/metrics", pattern=r"^/", description="Path of the metrics endpoint")
     detect_recreated_nodes: bool = Field(False, description="Treat a Node recreated under the same name (new "
                                          "UID) as a new machine whose local disks are empty")
-    leader_election: bool = Field(True, description="Elect a leader so two replicas never both delete")
+    leader_election: bool = Field(False, description="Elect a leader on a Lease (in --namespace) so two "
+                                  "replicas never both delete; off by default as upstream, whose example "
+                                  "runs one replica and whose RBAC grants no Lease rights")
     leader_election_lease: str = Field("kustodian-node-cleanup",
                                        description="Name of the Lease (in --namespace)")
     pod_name: str = Field(default_factory=socket.gethostname, description="Identity in leader election")

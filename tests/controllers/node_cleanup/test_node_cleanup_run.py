@@ -22,7 +22,7 @@ def test_run_leads_serves_upstream_metrics_and_releases_the_lease_on_stop(
     port = free_port()
     settings = NodeCleanupSettings(kubeconfig=str(kube_api.kubeconfig), namespace=namespace,
                                    storageclass_names=["local-test"], listen_address=f"127.0.0.1:{port}",
-                                   metrics_path="/custom-metrics", pod_name="replica-a")
+                                   metrics_path="/custom-metrics", pod_name="replica-a", leader_election=True)
     stop = threading.Event()
     runner = threading.Thread(target=run, args=(settings,), kwargs={"stop": stop}, daemon=True)
     runner.start()

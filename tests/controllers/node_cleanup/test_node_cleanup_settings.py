@@ -18,7 +18,8 @@ def test_defaults_are_upstreams() -> None:
     assert s.stale_pv_discovery_interval == timedelta(seconds=10)
     assert s.resync == timedelta(minutes=10)
     assert (s.worker_threads, s.listen_address, s.metrics_path) == (10, ":8080", "/metrics")
-    assert s.detect_recreated_nodes is False and s.leader_election is True
+    assert s.detect_recreated_nodes is False
+    assert s.leader_election is False  # issue 19: upstream's example has one replica and no Lease rights
 
 
 def test_field_names_give_upstreams_flag_names() -> None:
