@@ -65,6 +65,9 @@ class KubeClient:
             headers={"User-Agent": user_agent, "Accept": "application/json"},
             limits=httpx.Limits(max_connections=200, max_keepalive_connections=20),
         )
+        # called after every request with (method, status code or "<error>", seconds): the
+        # Manager turns these into client-go's rest_client_* metrics
+        self.observers: list[Callable[[str, str, float], None]] = []
 
     def close(self) -> None:
         self._http.close()
@@ -75,11 +78,19 @@ class KubeClient:
                 body: Any = None, content_type: str = "application/json") -> Obj:
         content = None if body is None else orjson.dumps(body)
         headers = {"Content-Type": content_type} if content is not None else None
+        started = time.perf_counter()
         try:
             resp = self._http.request(method, path, params=_params(params), content=content, headers=headers)
         except httpx.TransportError as exc:
+            self._observe(method, "<error>", started)
             raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
+        self._observe(method, str(resp.status_code), started)
         return _decode(resp)
+
+    def _observe(self, method: str, code: str, started: float) -> None:
+        elapsed = time.perf_counter() - started
+        for observe in self.observers:
+            observe(method, code, elapsed)
 
     # -- reads ------------------------------------------------------------------------------
 

@@ -10,12 +10,15 @@ no client certificate.  ``/readyz`` answers 503 with one line per failing check,
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+
+from kustodian.errors import ConfigError, FieldProblem
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +51,24 @@ class Checks:
         return out
 
 
+def parse_listen_address(address: str) -> tuple[socket.AddressFamily, str, int]:
+    """``host:port``, ``:port`` (all interfaces) or ``[v6]:port``, as Go's net.Listen takes them."""
+    host, sep, port_text = address.rpartition(":")
+    if not sep or not port_text.isdigit() or not 0 <= int(port_text) < 65536:
+        raise ConfigError("listen address", [FieldProblem(address, "not host:port (e.g. :8080, [::]:8080)")])
+    if host.startswith("[") and host.endswith("]"):
+        return socket.AF_INET6, host[1:-1], int(port_text)
+    if ":" in host:
+        raise ConfigError("listen address", [FieldProblem(address, "an IPv6 host needs brackets: [::]:8080")])
+    return socket.AF_INET, host or "0.0.0.0", int(port_text)  # noqa: S104 - pod network
+
+
 class HealthServer:
     """``/healthz`` (alive), ``/readyz`` (every check passes) and ``metrics_path`` on ``address``."""
 
     def __init__(self, address: str, registry: CollectorRegistry, readiness: Checks, *,
                  metrics_path: str = "/metrics", liveness: Checks | None = None) -> None:
-        host, _, port = address.rpartition(":")
+        family, host, port = parse_listen_address(address)
         self.registry = registry
         self.readiness = readiness
         self.liveness = liveness or Checks()
@@ -89,8 +104,13 @@ class HealthServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self._server = ThreadingHTTPServer((host or "0.0.0.0", int(port)), Handler)  # noqa: S104 - pod network
-        self._server.daemon_threads = True
+        server_class = type("Server", (ThreadingHTTPServer,),
+                            {"address_family": family, "daemon_threads": True})
+        try:
+            self._server = server_class((host, port), Handler)
+        except OSError as exc:
+            problem = FieldProblem(address, f"cannot listen: {exc.strerror or exc}")
+            raise ConfigError("listen address", [problem]) from None
         self._thread: threading.Thread | None = None
 
     @property

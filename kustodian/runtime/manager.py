@@ -36,6 +36,7 @@ from kustodian.kube.client import KubeClient
 from kustodian.kube.leader import LeaderElector
 from kustodian.kube.resources import Resource
 from kustodian.runtime.health import Checks, HealthServer
+from kustodian.runtime.metrics import RestClientMetrics, register_process_collectors
 from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
 
 __all__ = ["CacheFactory", "LeaderElection", "Manager", "Reconciler"]
@@ -115,6 +116,9 @@ class Manager:
         self._stop = threading.Event()  # stops the leader's work (lease lost or process stopping)
         self._lock = threading.Lock()
         self.readiness.add("caches-synced", self._caches_ready)
+        register_process_collectors(self.registry)
+        if client is not None:
+            RestClientMetrics(self.registry).attach(client)
 
     # -- assembly -------------------------------------------------------------------------------
 

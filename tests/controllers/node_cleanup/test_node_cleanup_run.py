@@ -47,7 +47,10 @@ def test_run_leads_serves_upstream_metrics_and_releases_the_lease_on_stop(
         for name in ("local_volume_node_cleanup_persistentvolumeclaim_delete_total",
                      "local_volume_node_cleanup_persistentvolumeclaim_delete_failed_total",
                      "local_volume_node_cleanup_persistentvolume_delete",
-                     "local_volume_node_cleanup_persistentvolume_delete_failed"):
+                     "local_volume_node_cleanup_persistentvolume_delete_failed",
+                     # issue 19: what a dashboard made for upstream's controller also reads
+                     "process_cpu_seconds_total", "process_resident_memory_bytes",
+                     "rest_client_requests_total", "rest_client_request_duration_seconds"):
             assert name in body
         assert httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).status_code == 404
     finally:
