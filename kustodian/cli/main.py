@@ -82,6 +82,12 @@ def _cmd_explain_delete(args: argparse.Namespace) -> int:
     return explain_delete(args)
 
 
+def _cmd_report(args: argparse.Namespace) -> int:
+    from kustodian.cli.report import report
+
+    return report(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="kustodian", description=(
         "Kubernetes storage custodian: an admission webhook that refuses to delete storage that is "
@@ -149,6 +155,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", help="Extra deletion rules file")
     add_settings_flags(p, KubeSettings)
     p.set_defaults(func=_cmd_explain_delete)
+
+    p = sub.add_parser("report", help="every protected object and what protects it",
+                       description="List every storage provider a DELETE would be refused for, with its "
+                                   "dependents: the deletion guard's decisions, cluster-wide, from the live "
+                                   "cluster or from a directory of manifests (--from).")
+    p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table", help="Output format")
+    p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
+    p.add_argument("--rules", help="Extra deletion rules file")
+    add_settings_flags(p, KubeSettings)
+    p.set_defaults(func=_cmd_report)
 
     reclaim = sub.add_parser("reclaim", help="reclaim-space policy tools")
     rsub = reclaim.add_subparsers(dest="reclaim_command", required=True, metavar="ACTION")

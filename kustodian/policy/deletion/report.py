@@ -1,0 +1,60 @@
+"""The cluster-wide protection report: every provider that a DELETE would be refused for, and why.
+
+Pure: a view and the rules in, rows out.  The same ``decide_delete`` the webhook runs is
+asked for each provider object, so the report and the guard cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from kustodian.policy.deletion.decision import ObjectRef, decide_delete
+from kustodian.policy.deletion.rules import RuleSet
+from kustodian.policy.objects import name, namespace
+from kustodian.policy.store import ClusterView
+
+__all__ = ["Protection", "protections"]
+
+
+@dataclass(frozen=True)
+class Protection:
+    """``provider`` cannot be deleted while ``dependents`` exist (unless ``overridden``)."""
+
+    provider: ObjectRef
+    dependents: Mapping[str, tuple[ObjectRef, ...]]
+    overridden: bool
+    message: str
+
+    @property
+    def count(self) -> int:
+        return sum(len(refs) for refs in self.dependents.values())
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "kind": self.provider.kind, "namespace": self.provider.namespace, "name": self.provider.name,
+            "overridden": self.overridden, "dependentCount": self.count,
+            "dependents": {plural: [{"kind": r.kind, "namespace": r.namespace, "name": r.name} for r in refs]
+                           for plural, refs in self.dependents.items()},
+        }
+
+
+def protections(view: ClusterView, rules: RuleSet) -> list[Protection]:
+    """Every provider object in ``view`` with at least one dependent, sorted by kind, namespace, name."""
+    out: list[Protection] = []
+    seen: set[ObjectRef] = set()  # manifests may declare one object twice (--from DIR): report it once
+    for kind in sorted(rules.provider_kinds()):
+        if not view.has_kind(kind):
+            continue
+        objects: Sequence[Mapping[str, object]] = view.list(kind)
+        for obj in objects:
+            decision = decide_delete(kind, obj, view, rules)
+            if not decision.dependents:
+                continue
+            ref = ObjectRef(kind, namespace(obj), name(obj))
+            if ref in seen:
+                continue
+            seen.add(ref)
+            out.append(Protection(ref, decision.dependents, decision.overridden, decision.message))
+    out.sort(key=lambda p: p.provider)
+    return out
