@@ -76,16 +76,21 @@ def kube_api(kube_tools: Path | None) -> Iterator[KubeApi]:
         yield KubeApi(Path(external), client, None, kube_tools)
         client.close()
         return
+    yield from _serve(kube_tools)
+
+
+def _serve(kube_tools: Path | None, authorization: str = "AlwaysAllow") -> Iterator[KubeApi]:
+    """Start a kube-testserver on free ports for the session and yield its KubeApi."""
     script = find_script()
     if script is None:
         unavailable("../shared/kube-testserver/kube-testserver.sh not found")
         return
-    server = TestServer(script)
+    server = TestServer(script, authorization=authorization)
     try:
         server.start()
     except Exception as exc:
         server.destroy()
-        unavailable(f"kube-testserver did not start: {exc}")
+        unavailable(f"kube-testserver ({authorization}) did not start: {exc}")
         return
     client = KubeClient(load_config(str(server.kubeconfig)))
     try:
@@ -100,23 +105,7 @@ def kube_api_rbac(kube_tools: Path | None) -> Iterator[KubeApi]:
     """A second kube-testserver that enforces RBAC (``KTS_AUTHORIZATION=RBAC``); its ``server``
     mints kubeconfigs for ServiceAccounts (``server.kubeconfig_for(...)``), so a component runs
     under its real identity and least privilege is proven, not read."""
-    script = find_script()
-    if script is None:
-        unavailable("../shared/kube-testserver/kube-testserver.sh not found")
-        return
-    server = TestServer(script, authorization="RBAC")
-    try:
-        server.start()
-    except Exception as exc:
-        server.destroy()
-        unavailable(f"kube-testserver (RBAC) did not start: {exc}")
-        return
-    client = KubeClient(load_config(str(server.kubeconfig)))
-    try:
-        yield KubeApi(server.kubeconfig, client, server, kube_tools)
-    finally:
-        client.close()
-        server.destroy()
+    yield from _serve(kube_tools, "RBAC")
 
 
 @pytest.fixture
