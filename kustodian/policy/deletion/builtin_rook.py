@@ -382,12 +382,14 @@ ROOK_RULES: list[dict[str, Any]] = [
         "provider": "CephObjectStore.ceph.rook.io",
         "dependent": "CephObjectStoreUser.ceph.rook.io",
         "match": {"type": "field-ref", "field": "spec.store", "namespaceField": "spec.clusterNamespace"},
+        "skipInPeerZone": True,
     },
     {
         "name": "rook/objectstore-accounts",
         "provider": "CephObjectStore.ceph.rook.io",
         "dependent": "CephObjectStoreAccount.ceph.rook.io",
         "match": {"type": "field-ref", "field": "spec.store"},
+        "skipInPeerZone": True,
     },
     {
         "name": "rook/objectstore-buckettopics",
@@ -398,6 +400,7 @@ ROOK_RULES: list[dict[str, Any]] = [
             "field": "spec.objectStoreName",
             "namespaceField": "spec.objectStoreNamespace",
         },
+        "skipInPeerZone": True,
     },
     {
         "name": "rook/objectstore-objectbuckets-by-state",
@@ -408,6 +411,7 @@ ROOK_RULES: list[dict[str, Any]] = [
             "field": "spec.additionalState.objectStoreName",
             "namespaceField": "spec.additionalState.objectStoreNamespace",
         },
+        "skipInPeerZone": True,
     },
     {
         "name": "rook/objectstore-objectbuckets",
@@ -422,24 +426,28 @@ ROOK_RULES: list[dict[str, Any]] = [
                 "rook-ceph-rgw-{name}.{namespace}.svc.cluster.local",
             ],
         },
+        "skipInPeerZone": True,
     },
     {
         "name": "rook/objectstore-class-objectbuckets",
         "provider": "CephObjectStore.ceph.rook.io",
         "dependent": "ObjectBucket.objectbucket.io",
         "match": _BUCKET_CLASS,
+        "skipInPeerZone": True,
     },
     {
         "name": "rook/objectstore-class-objectbucketclaims",
         "provider": "CephObjectStore.ceph.rook.io",
         "dependent": "ObjectBucketClaim.objectbucket.io",
         "match": _BOUND_CLAIM_CLASS,
+        "skipInPeerZone": True,
     },
     {
         "name": "rook/objectstore-cosi-buckets",
         "provider": "CephObjectStore.ceph.rook.io",
         "dependent": "Bucket.objectstorage.k8s.io",
         "match": {"type": "cosi-bucket"},
+        "skipInPeerZone": True,
     },
     # CephObjectStoreAccount: its users (their buckets are the store's ObjectBuckets).
     {
@@ -454,6 +462,14 @@ ROOK_RULES: list[dict[str, Any]] = [
         "provider": "CephBucketTopic.ceph.rook.io",
         "dependent": "CephBucketNotification.ceph.rook.io",
         "match": {"type": "field-ref", "field": "spec.topic"},
+    },
+    # Multisite, as Rook's CephObjectStoreDependents: a master zone's store with peers is blocked.
+    {
+        "name": "rook/objectstore-multisite-peers",
+        "provider": "CephObjectStore.ceph.rook.io",
+        "dependent": "CephObjectZone.ceph.rook.io",
+        "match": {"type": "multisite-peer-zones"},
+        "note": "peers of its master zone: delete them, or make one of them the master once it is in sync",
     },
     # Multisite: realm -> zone group -> zone -> store; a zone's pools are consumed like a store's.
     {

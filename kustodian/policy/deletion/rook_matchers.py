@@ -30,6 +30,7 @@ from kustodian.policy.deletion.schema import (
     CosiBucket,
     CsiVolume,
     FieldRef,
+    MultisitePeerZones,
     PoolRef,
     Rule,
     StorageClassRef,
@@ -310,3 +311,76 @@ def find_cosi_bucket(rule: Rule, m: CosiBucket, provider: Provider, view: Cluste
         classes = sorted({name(c) for c in by_class_param.lookup(view, keys)})
         found += by_class.lookup(view, classes)
     return found
+
+
+# --- multisite: is the store's zone the master, and who are its peers? ----------------------
+#
+# Rook asks radosgw-admin (CheckZoneIsMaster, "zonegroup get").  The Kubernetes objects say as
+# much as this: Rook creates a zone with --master only when its zone group has no master yet
+# (zone/controller.go), so in a realm *pulled* from another cluster (CephObjectRealm
+# spec.pull.endpoint) every local zone is a peer, and in a realm created here the oldest zone of
+# the zone group is the master.  Peers are the other zones of that zone group, in any namespace
+# (a second Rook cluster in the same Kubernetes pulls the realm under the same names).  Anything
+# missing along the way (zone, zone group, realm not found) is treated as a master: prefer blocking.
+
+OBJECT_ZONE = "CephObjectZone.ceph.rook.io"
+OBJECT_ZONE_GROUP = "CephObjectZoneGroup.ceph.rook.io"
+OBJECT_REALM = "CephObjectRealm.ceph.rook.io"
+
+
+def _by_name(kind: str) -> IndexSpec:
+    return field_index(kind, FieldRef(type="field-ref", field="metadata.name"))
+
+
+def _zones_by_group() -> IndexSpec:
+    return cluster_field_index(OBJECT_ZONE, "spec.zoneGroup")
+
+
+def multisite_indexes() -> list[IndexSpec]:
+    return [_by_name(OBJECT_ZONE), _by_name(OBJECT_ZONE_GROUP), _by_name(OBJECT_REALM), _zones_by_group()]
+
+
+def _one(view: ClusterView, kind: str, ns: str, obj_name: str) -> RawObject | None:
+    if not obj_name or not view.has_kind(kind):
+        return None
+    found = _by_name(kind).lookup(view, [f"{ns}/{obj_name}"])
+    return found[0] if found else None
+
+
+def _age(obj: RawObject) -> tuple[str, str]:
+    return (str_field(obj, "metadata", "creationTimestamp"), name(obj))
+
+
+def _zone_role(provider: Provider, view: ClusterView) -> tuple[RawObject, bool] | None:
+    """``(zone, is_master)`` for a multisite store, ``None`` for a plain one."""
+    ns = provider.namespace
+    zone = _one(view, OBJECT_ZONE, ns, str_field(provider.obj, "spec", "zone", "name"))
+    if zone is None:
+        return None
+    group_name = str_field(zone, "spec", "zoneGroup")
+    group = _one(view, OBJECT_ZONE_GROUP, ns, group_name)
+    realm = _one(view, OBJECT_REALM, ns, str_field(group, "spec", "realm")) if group else None
+    if realm is not None and str_field(realm, "spec", "pull", "endpoint"):
+        return zone, False
+    local = [z for z in _zones_by_group().lookup(view, [group_name]) if namespace(z) == ns]
+    return zone, min(local, key=_age, default=zone) is zone
+
+
+def serves_peer_zone(provider: Provider, view: ClusterView) -> bool:
+    """True when ``provider`` (a CephObjectStore) serves a zone that is not its zone group's master."""
+    role = _zone_role(provider, view)
+    return role is not None and not role[1]
+
+
+def multisite_peer_zones_indexes(rule: Rule, m: MultisitePeerZones) -> list[IndexSpec]:
+    return multisite_indexes()
+
+
+def find_multisite_peer_zones(
+    rule: Rule, m: MultisitePeerZones, provider: Provider, view: ClusterView
+) -> list[RawObject]:
+    role = _zone_role(provider, view)
+    if role is None or not role[1]:
+        return []
+    zone = role[0]
+    return [z for z in _zones_by_group().lookup(view, [str_field(zone, "spec", "zoneGroup")]) if z is not zone]

@@ -213,8 +213,19 @@ class CosiBucket(_Model):
     type: Literal["cosi-bucket"]
 
 
+class MultisitePeerZones(_Model):
+    """The peer CephObjectZones of the master zone a multisite CephObjectStore serves.
+
+    Rook (``CephObjectStoreDependents``) refuses to delete the store of a master zone that still
+    has peers: the peers would lose their source of truth.  See ``rook_matchers`` for how the
+    master is told from the peers without asking RGW.
+    """
+
+    type: Literal["multisite-peer-zones"]
+
+
 Matcher = Annotated[
-    SameNamespace | FieldRef | PoolRef | CapsPool | CsiVolume | StorageClassRef | CosiBucket,
+    SameNamespace | FieldRef | PoolRef | CapsPool | CsiVolume | StorageClassRef | CosiBucket | MultisitePeerZones,
     Field(discriminator="type"),
 ]
 MATCHER_TYPES = (
@@ -225,6 +236,7 @@ MATCHER_TYPES = (
     "csi-volume",
     "storage-class-ref",
     "cosi-bucket",
+    "multisite-peer-zones",
 )
 
 
@@ -236,3 +248,8 @@ class Rule(_Model):
     dependent: KindKey
     match: Matcher
     skip_if: SkipIf | None = None
+    # Rook's rule for multisite: a store serving a *peer* zone has no dependents (the master zone
+    # holds the data), so rules about its buckets and users do not apply.  CephObjectStore only.
+    skip_in_peer_zone: bool = False
+    # Why these dependents block, shown after their kind: "CephObjectZones (<note>): [...]".
+    note: str = ""
