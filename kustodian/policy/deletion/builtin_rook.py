@@ -99,7 +99,11 @@ _NFS_VOLUME = {
     "poolAttributes": ["pool"],
     "nameAttributes": ["fsName"],
 }
-_NFS_EXPORT_VOLUME = {"type": "csi-volume", "driverSuffix": ".nfs.csi.ceph.com", "nameAttributes": ["nfsCluster"]}
+_NFS_EXPORT_VOLUME = {
+    "type": "csi-volume",
+    "driverSuffix": ".nfs.csi.ceph.com",
+    "nameAttributes": ["nfsCluster"],
+}
 _NFS_ALL = {"type": "csi-volume", "driverSuffix": ".nfs.csi.ceph.com", "matchAll": True}
 _NFS_EXPORT_CLASS = {
     "type": "storage-class-ref",

@@ -109,7 +109,9 @@ def _walk(cur: Any, parts: list[str]) -> Iterator[str]:
 
 def _object_store(obj: RawObject) -> PoolSet:
     shared = {pool for f in SHARED_POOL_FIELDS for pool in values_at(obj, f)}
-    return PoolSet(exact=frozenset({RGW_ROOT_POOL} | shared), prefixes=frozenset({f"{name(obj)}{RGW_MARKER}"}))
+    return PoolSet(
+        exact=frozenset({RGW_ROOT_POOL} | shared), prefixes=frozenset({f"{name(obj)}{RGW_MARKER}"})
+    )
 
 
 POOL_DERIVATIONS: Mapping[str, Callable[[RawObject], PoolSet]] = {

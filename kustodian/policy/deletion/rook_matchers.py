@@ -383,4 +383,6 @@ def find_multisite_peer_zones(
     if role is None or not role[1]:
         return []
     zone = role[0]
-    return [z for z in _zones_by_group().lookup(view, [str_field(zone, "spec", "zoneGroup")]) if z is not zone]
+    return [
+        z for z in _zones_by_group().lookup(view, [str_field(zone, "spec", "zoneGroup")]) if z is not zone
+    ]

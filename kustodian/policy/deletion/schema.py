@@ -225,7 +225,14 @@ class MultisitePeerZones(_Model):
 
 
 Matcher = Annotated[
-    SameNamespace | FieldRef | PoolRef | CapsPool | CsiVolume | StorageClassRef | CosiBucket | MultisitePeerZones,
+    SameNamespace
+    | FieldRef
+    | PoolRef
+    | CapsPool
+    | CsiVolume
+    | StorageClassRef
+    | CosiBucket
+    | MultisitePeerZones,
     Field(discriminator="type"),
 ]
 MATCHER_TYPES = (
