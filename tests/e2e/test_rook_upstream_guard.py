@@ -254,3 +254,19 @@ def _right_order(kube_api: KubeApi, apps: str, pv: dict[str, str], ob_name: str)
         deleted(kube_api, kind, name, ns)
     for ns in (SECONDARY, NS):
         until(kube_api, ["delete", "namespace", ns, "--wait=false"], f'namespace "{ns}" deleted', 30)
+
+
+def test_the_override_warning_says_it_once(kube_api: KubeApi, rook_upstream: Path, webhook: WebhookProcess,
+                                           namespace: str) -> None:
+    pool = {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool",
+            "metadata": {"name": "pool-o", "namespace": namespace,
+                         "annotations": {"kustodian.io/allow-delete-with-dependents": "true"}},
+            "spec": {"replicated": {"size": 3}}}
+    client = {"apiVersion": "ceph.rook.io/v1", "kind": "CephClient", "metadata": {"name": "c1", "namespace": namespace},
+              "spec": {"caps": {"osd": "profile rbd pool=pool-o"}}}
+    apply(kube_api, pool, client)
+    out = until(kube_api, ["delete", "cephblockpool", "pool-o", "-n", namespace, "--dry-run=server"], "Warning:")
+    (warning,) = [line for line in out.splitlines() if line.startswith("Warning:")]
+    assert warning.startswith(f'Warning: kustodian: CephBlockPool "{namespace}/pool-o" is being deleted despite '
+                              "its dependents (kustodian.io/allow-delete-with-dependents=true): CephClients: [c1] (by ")
+    assert warning.count("despite") == 1 and warning.count("CephClients") == 1
