@@ -4,8 +4,9 @@ Each row names the Rook test it comes from (rook/rook d0c3b9c, the commit of
 ../shared/upstream/rook): ``pkg/operator/ceph/cluster/dependents_test.go``
 (TestCephClusterDependents), ``pool/dependents_test.go`` (Test_cephBlockPoolDependents),
 ``object/dependents_test.go`` (TestCephObjectStoreDependents),
-``object/zone/dependents_test.go`` (TestCephObjectZoneDependentStores) and
-``pkg/util/dependents/dependents_test.go`` (TestDependentList).  42 cases in all.
+``object/zone/dependents_test.go`` (TestCephObjectZoneDependentStores),
+``file/dependent_test.go`` (TestCephFilesystemDependents): Rook's 48 dependents cases; and
+``pkg/util/dependents/dependents_test.go`` (TestDependentList, 4 more, on the message).
 
 How Rook's inputs become Kubernetes objects here:
 
@@ -16,6 +17,9 @@ How Rook's inputs become Kubernetes objects here:
   zone group has.  Here the same topology is the CRs: realm-a (created here, not pulled),
   zonegroup-a, zone-a created first (the master Rook's mocks report) and, for "one peer",
   zone-b created after it.  Rook's "secondary zone" store is ``zone-b-store`` on zone-b.
+* Rook lists CephFS subvolumes per subvolume group; Kustodian sees a subvolume through the PV
+  ceph-csi made for it (``subvolumeName``), cephfs or NFS.  (DIFFERS: it names the PVs, not the
+  group, and a subvolume made by hand, with no PV, is invisible.)
 * Kinds are reported in the plural (``CephBlockPools``); Rook's cluster test uses singular keys.
 """
 
@@ -147,6 +151,34 @@ ZONE_A = c("CephObjectZone", "zone-a", ZONE_NS, zoneGroup="zonegroup-a", metadat
 def store_on(name: str, zone_name: str) -> Obj:
     return c("CephObjectStore", name, ZONE_NS, gateway={"port": 80}, zone={"name": zone_name})
 
+
+# --- TestCephFilesystemDependents -------------------------------------------------------------
+FS_NS = "test-ceph-filesystem-dependents"
+MYFS = c("CephFilesystem", "myfs", FS_NS)
+
+
+def subvolume_pv(subvolume: str, driver: str = "rook-ceph.cephfs.csi.ceph.com") -> Obj:
+    """The PV behind CephFS subvolume ``subvolume`` in the default "csi" group (clusterID = namespace)."""
+    return obj(
+        "v1",
+        "PersistentVolume",
+        f"pv-{subvolume}",
+        spec={
+            "csi": {
+                "driver": driver,
+                "volumeHandle": f"0001-{subvolume}",
+                "volumeAttributes": {
+                    "clusterID": FS_NS,
+                    "fsName": "myfs",
+                    "subvolumeName": subvolume,
+                    "subvolumePath": f"/volumes/csi/{subvolume}/0c0c",
+                },
+            }
+        },
+    )
+
+
+SVG1 = c("CephFilesystemSubVolumeGroup", "subvolgroup1", FS_NS, filesystemName="myfs")
 
 # (id: "<Rook test> / <subtest>", provider, others, expected, note on a deliberate difference)
 CASES: list[tuple[str, Obj, list[Obj], dict[str, list[str]], str]] = [
@@ -313,6 +345,59 @@ CASES: list[tuple[str, Obj, list[Obj], dict[str, list[str]], str]] = [
         [store_on("store-a", "zone-a"), store_on("store-b", "zone-a")],
         {"CephObjectStores": ["store-a", "store-b"]},
         "",
+    ),
+    ("TestCephFilesystemDependents/no CephFilesystem found", MYFS, [], {}, ""),
+    ("TestCephFilesystemDependents/no blocking dependents", MYFS, [], {}, ""),
+    (
+        "TestCephFilesystemDependents/one CephFilesystemSubVolumeGroup but wrong fs",
+        c("CephFilesystem", "otherfs", FS_NS),
+        [c("CephFilesystemSubVolumeGroup", "subvolgroup1", FS_NS)],
+        {},
+        "",
+    ),
+    (
+        "TestCephFilesystemDependents/one CephFilesystemSubVolumeGroup",
+        MYFS,
+        [SVG1],
+        {"CephFilesystemSubVolumeGroups": ["subvolgroup1"]},
+        "",
+    ),
+    ("TestCephFilesystemDependents/one ceph subvolumegroup with no subvolumes", MYFS, [], {}, ""),
+    (
+        "TestCephFilesystemDependents/one ceph subvolumegroup with subvolumes",
+        MYFS,
+        [subvolume_pv("csi-vol-hash"), subvolume_pv("csi-nfs-vol-hash", "rook-ceph.nfs.csi.ceph.com")],
+        {"PersistentVolumes": ["pv-csi-nfs-vol-hash", "pv-csi-vol-hash"]},
+        "DIFFERS: Kustodian names the volumes of group csi, Rook the group",
+    ),
+    (
+        "TestCephFilesystemDependents/one ceph subvolumegroup with error listing subvolumes",
+        MYFS,
+        [],
+        {},
+        "DIFFERS: Rook refuses on a Ceph error; Kustodian's equivalent is refusing while its caches are "
+        "not synced (webhook NOT_SYNCED), not a policy row",
+    ),
+    (
+        "TestCephFilesystemDependents/one CephFilesystemSubVolumeGroup and one ceph subvolumegroup with subvolumes",
+        MYFS,
+        [SVG1, subvolume_pv("csi-vol-hash")],
+        {"CephFilesystemSubVolumeGroups": ["subvolgroup1"], "PersistentVolumes": ["pv-csi-vol-hash"]},
+        "DIFFERS: the volume instead of the group name",
+    ),
+    (
+        "TestCephFilesystemDependents/empty csi subvolumegroup with non-empty ignored groups",
+        MYFS,
+        [],
+        {},
+        "clones in _index/_legacy/_deleting have no PV: nothing to see, same answer",
+    ),
+    (
+        "TestCephFilesystemDependents/handle subvolumes in no group",
+        MYFS,
+        [],
+        {},
+        "DIFFERS: a subvolume made by hand outside any group has no PV, so Kustodian cannot see it",
     ),
     # Not a Rook test: where Kustodian deliberately sees more than Rook.
     (
