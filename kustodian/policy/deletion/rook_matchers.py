@@ -363,7 +363,7 @@ def _zone_role(provider: Provider, view: ClusterView) -> tuple[RawObject, bool] 
     if realm is not None and str_field(realm, "spec", "pull", "endpoint"):
         return zone, False
     local = [z for z in _zones_by_group().lookup(view, [group_name]) if namespace(z) == ns]
-    return zone, min(local, key=_age, default=zone) is zone
+    return zone, name(min(local, key=_age, default=zone)) == name(zone)
 
 
 def serves_peer_zone(provider: Provider, view: ClusterView) -> bool:
@@ -383,6 +383,6 @@ def find_multisite_peer_zones(
     if role is None or not role[1]:
         return []
     zone = role[0]
-    return [
-        z for z in _zones_by_group().lookup(view, [str_field(zone, "spec", "zoneGroup")]) if z is not zone
-    ]
+    me = (namespace(zone), name(zone))
+    group = str_field(zone, "spec", "zoneGroup")
+    return [z for z in _zones_by_group().lookup(view, [group]) if (namespace(z), name(z)) != me]

@@ -424,6 +424,12 @@ CASES: list[tuple[str, Obj, list[Obj], dict[str, list[str]]]] = [
         {},
     ),
     (
+        "multisite-zone-seen-twice-is-not-its-own-peer",  # explain-delete --from a directory of examples
+        MULTISITE_STORE,
+        [REALM, ZONEGROUP, zone("zone-a"), zone("zone-a")],
+        {},
+    ),
+    (
         "multisite-zone-unknown-treated-as-master",
         MULTISITE_STORE,
         [ob("b1", "multisite-store")],
