@@ -513,6 +513,15 @@ ROOK_RULES: list[dict[str, Any]] = [
         "dependent": "CephBlockPool.ceph.rook.io",
         "match": _MIRRORED,
     },
+    *[
+        {
+            "name": f"rook/rbdmirror-{mode}-mirrored-radosnamespaces",
+            "provider": "CephRBDMirror.ceph.rook.io",
+            "dependent": "CephBlockPoolRadosNamespace.ceph.rook.io",
+            "match": {"type": "same-namespace", "where": [{"field": "spec.mirroring.mode", "equals": mode}]},
+        }
+        for mode in ("image", "pool")  # radosnamespace-mirrored.yaml; "" is "not mirrored"
+    ],
     {
         "name": "rook/filesystemmirror-mirrored-filesystems",
         "provider": "CephFilesystemMirror.ceph.rook.io",

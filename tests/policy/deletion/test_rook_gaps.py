@@ -373,6 +373,18 @@ CASES: list[tuple[str, Obj, list[Obj], dict[str, list[str]]]] = [
         {"CephNVMeOFGateways": ["nvmeof"], "CephObjectStoreAccounts": ["acc"]},
     ),
     ("cluster-cosi-driver-holds-no-data", cluster(), [ceph("CephCOSIDriver", "ceph-cosi-driver")], {}),
+    # --- mirrored RADOS namespaces (radosnamespace-mirrored.yaml) need the rbd-mirror daemon ---
+    (
+        "rbdmirror-mirrored-radosnamespace",
+        ceph("CephRBDMirror", "my-rbd-mirror"),
+        [
+            rns("namespace-a", mirroring={"mode": "image", "remoteNamespace": "namespace-a"}),
+            rns("namespace-b", status_id=None, mirroring={"mode": "pool"}),
+            rns("namespace-c", status_id=None, mirroring={"mode": ""}),
+            rns("namespace-d", status_id=None),
+        ],
+        {"CephBlockPoolRadosNamespaces": ["namespace-a", "namespace-b"]},
+    ),
     # --- object multisite (Rook's CephObjectStoreDependents) ---
     (
         "multisite-master-with-peer-blocked",
