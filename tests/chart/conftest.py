@@ -24,14 +24,17 @@ FULLNAME = f"{RELEASE}-kustodian"
 
 Doc = dict[str, Any]
 
+README_RULE: dict[str, Any] = {"provider": "StorageClass.storage.k8s.io", "dependent": "PersistentVolumeClaim",
+                               "match": {"type": "field-ref", "field": "spec.storageClassName",
+                                         "scope": "cluster"}}
+
 ALL_ON: dict[str, Any] = {
     "deletionGuard": {
         "enabled": True,
-        "rules": [{"provider": "StorageClass.storage.k8s.io", "dependent": "PersistentVolumeClaim",
-                   "match": {"type": "field-ref", "field": "spec.storageClassName", "scope": "cluster"}}],
-        "extraAdmissionRules": [{"apiGroups": ["storage.k8s.io"], "apiVersions": ["v1"],
-                                 "operations": ["DELETE"], "resources": ["storageclasses"],
-                                 "scope": "Cluster"}],
+        "rules": [README_RULE],
+        # the README example needs no extraAdmissionRules: the chart derives them from `rules`
+        "extraAdmissionRules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
+                                 "operations": ["DELETE"], "resources": ["widgets"], "scope": "Cluster"}],
     },
     "reclaimSpace": {"enabled": True, "config": {"auto-reclaim-storageclass": {"rbd": "@weekly"},
                                                  "precedence": "pvc", "timeout": "5m"}},

@@ -13,7 +13,15 @@ import yaml
 
 from tests.conftest import KubeApi
 from tests.e2e.conftest import WebhookProcess, start_webhook, stop_webhook
-from tests.e2e.stories import SCHEDULE, apply, deletion_guard_story, pvc_mutation_story, storage_class
+from tests.e2e.stories import (
+    SCHEDULE,
+    apply,
+    deletion_guard_story,
+    pvc,
+    pvc_mutation_story,
+    storage_class,
+    until,
+)
 
 from .conftest import ALL_ON, Doc, find, render
 
@@ -48,7 +56,12 @@ def pointed_at(doc: Doc, hook: WebhookProcess) -> Doc:
 @pytest.fixture(scope="module")
 def chart_webhook(kube_api: KubeApi, chart: list[Doc], crds_applied: None, rook_crds_installed: None,
                   tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:
-    hook = start_webhook(kube_api, tmp_path_factory.mktemp("chart-webhook"))
+    workdir = tmp_path_factory.mktemp("chart-webhook")
+    # the rules file exactly as the chart mounts it (its deletion-rules ConfigMap)
+    (rules_cm,) = [d for d in chart if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-deletion-rules")]
+    rules_file = workdir / "deletion-rules.yaml"
+    rules_file.write_text(rules_cm["data"]["deletion-rules.yaml"])
+    hook = start_webhook(kube_api, workdir, f"--deletion-rules-file={rules_file}")
     configs = [pointed_at(d, hook) for d in chart
                if d["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")]
     assert len(configs) == 2
@@ -90,6 +103,21 @@ def test_the_crd_schema_refuses_an_invalid_available_capacity(
 def test_deletion_guard_story_through_the_chart_configuration(
         kube_api: KubeApi, chart_webhook: WebhookProcess, namespace: str) -> None:
     deletion_guard_story(kube_api, namespace)
+
+
+def test_readme_rule_storageclass_kept_while_a_pvc_names_it(
+        kube_api: KubeApi, chart_webhook: WebhookProcess, namespace: str) -> None:
+    """README "Deletion rules are data": the rule in deletionGuard.rules, nothing else configured."""
+    sc = f"fast-{uuid.uuid4().hex[:6]}"
+    apply(kube_api, storage_class(sc, None), pvc("data-0", namespace, sc))
+    try:
+        out = until(kube_api, ["delete", "storageclass", sc, "--dry-run=server"], "cannot be deleted")
+        assert (f'admission webhook "deletion-guard.kustodian.io" denied the request: StorageClass "{sc}" '
+                f"cannot be deleted: it has dependents: PersistentVolumeClaims: [{namespace}/data-0]") in out
+        kube_api.kubectl("delete", "pvc", "data-0", "-n", namespace)
+        until(kube_api, ["delete", "storageclass", sc], f'storageclass.storage.k8s.io "{sc}" deleted')
+    finally:
+        kube_api.kubectl("delete", "storageclass", sc, "--ignore-not-found", check=False)
 
 
 def test_pvc_mutation_story_through_the_chart_configuration(

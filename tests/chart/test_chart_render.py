@@ -407,3 +407,48 @@ def test_crds_are_in_the_crds_directory_with_printer_columns(tmp_path: Path) -> 
     for d in find(docs, "CustomResourceDefinition"):
         assert d["spec"]["versions"][0]["additionalPrinterColumns"]
     assert not find(render(None, tmp_path, include_crds=False), "CustomResourceDefinition")
+
+
+def _guard_rules(docs: list[Doc]) -> list[dict[str, Any]]:
+    rules: list[dict[str, Any]] = webhooks(docs)["deletion-guard.kustodian.io"]["rules"]
+    return rules
+
+
+def _deletable(docs: list[Doc]) -> set[tuple[str, str]]:
+    return {(g, r) for rule in _guard_rules(docs) if "DELETE" in rule["operations"]
+            for g in rule["apiGroups"] for r in rule["resources"]}
+
+
+def test_the_guard_intercepts_every_built_in_provider_and_reads_every_kind_it_needs(
+        rendered: dict[str, list[Doc]]) -> None:
+    from kustodian.policy.deletion import rook_rules
+    from kustodian.testing.webhooks import kind_resource
+    from kustodian.webhook.features.deletion_guard import needed_kinds
+
+    docs = rendered["default"]
+    rules = rook_rules()
+    assert {kind_resource(k) for k in rules.provider_kinds()} | {("", "namespaces")} == _deletable(docs)
+    reads = _grants(_rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook"))
+    for kind in needed_kinds(rules):
+        group, resource = kind_resource(kind)
+        assert {(group, resource, "list"), (group, resource, "watch")} <= reads, kind
+
+
+@pytest.mark.parametrize("extra", [{}, {"extraAdmissionRules": [], "extraReadResources": []}], ids=["bare", "empty"])
+def test_rules_in_values_derive_their_admission_rules_and_read_access(extra: dict[str, Any], tmp_path: Path) -> None:
+    """The README example, as written: only `deletionGuard.rules`, nothing extra."""
+    from .conftest import README_RULE
+
+    rule_with_skip = {"provider": "Widget.example.com", "dependent": "Policy.example.com",
+                      "match": {"type": "same-namespace"},
+                      "skipIf": {"kind": "Switch.example.com", "field": "spec.off", "equals": True}}
+    docs = render({"deletionGuard": {"rules": [README_RULE, rule_with_skip], **extra}}, tmp_path)
+    assert {("storage.k8s.io", "storageclasses"), ("example.com", "widgets")} <= _deletable(docs)
+    assert ("example.com", "policies") not in _deletable(docs)  # dependents are read, not guarded
+    reads = _grants(_rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook"))
+    for group, resource in [("", "persistentvolumeclaims"), ("storage.k8s.io", "storageclasses"),
+                            ("example.com", "widgets"), ("example.com", "policies"), ("example.com", "switches")]:
+        assert {(group, resource, "list"), (group, resource, "watch")} <= reads, resource
+    # without rules, nothing beyond the built-ins
+    bare = render({}, tmp_path / "bare")
+    assert ("storage.k8s.io", "storageclasses") not in _deletable(bare)

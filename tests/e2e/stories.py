@@ -134,4 +134,6 @@ def pvc_mutation_story(kube_api: KubeApi, namespace: str) -> None:
         got = pvc_annotations(kube_api, namespace, "mine")
         assert got[SCHEDULE] == "@weekly" and SOURCE not in got
     finally:
-        kube_api.kubectl("delete", "storageclass", sc, "--ignore-not-found")
+        # claims first: with the README rule (a StorageClass kept while a PVC names it) active
+        kube_api.kubectl("delete", "pvc", "--all", "-n", namespace, "--ignore-not-found")
+        until(kube_api, ["delete", "storageclass", sc], f'"{sc}" deleted')

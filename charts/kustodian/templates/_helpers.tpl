@@ -94,3 +94,61 @@ capabilities:
 - name: KUSTODIAN_LOG_LEVEL
   value: {{ .Values.logLevel | quote }}
 {{- end -}}
+
+{{/*
+"group|resource" for a deletion-rule kind key ("StorageClass.storage.k8s.io" ->
+"storage.k8s.io|storageclasses", "PersistentVolumeClaim" -> "|persistentvolumeclaims"):
+the lower-cased English plural Kubernetes uses for CRDs and Kustodian's messages use for kinds.
+*/}}
+{{- define "kustodian.kindResource" -}}
+{{- $parts := splitn "." 2 . -}}
+{{- $kind := lower $parts._0 -}}
+{{- $group := $parts._1 | default "" -}}
+{{- $plural := printf "%ss" $kind -}}
+{{- if regexMatch "(s|x|z|ch|sh)$" $kind -}}
+{{- $plural = printf "%ses" $kind -}}
+{{- else if regexMatch "[^aeiou]y$" $kind -}}
+{{- $plural = printf "%sies" (trimSuffix "y" $kind) -}}
+{{- end -}}
+{{- printf "%s|%s" $group $plural -}}
+{{- end -}}
+
+{{/*
+Admission rules (DELETE) for the providers named by deletionGuard.rules, one per group.
+*/}}
+{{- define "kustodian.ruleAdmissionRules" -}}
+{{- $byGroup := dict -}}
+{{- range .Values.deletionGuard.rules -}}
+{{- $gr := splitList "|" (include "kustodian.kindResource" .provider) -}}
+{{- $g := index $gr 0 -}}
+{{- $_ := set $byGroup $g (append (get $byGroup $g | default list) (index $gr 1) | uniq) -}}
+{{- end -}}
+{{- range $g := keys $byGroup | sortAlpha }}
+- apiGroups: [{{ $g | quote }}]
+  apiVersions: ["*"]
+  operations: [DELETE]
+  resources: {{ get $byGroup $g | sortAlpha | toJson }}
+  scope: "*"
+{{- end -}}
+{{- end -}}
+
+{{/*
+Read access (list/watch) for every kind deletionGuard.rules names (providers, dependents, skipIf).
+*/}}
+{{- define "kustodian.ruleReadRules" -}}
+{{- $byGroup := dict -}}
+{{- range .Values.deletionGuard.rules -}}
+{{- $kinds := list .provider .dependent -}}
+{{- if .skipIf }}{{ $kinds = append $kinds .skipIf.kind }}{{ end -}}
+{{- range $kinds -}}
+{{- $gr := splitList "|" (include "kustodian.kindResource" .) -}}
+{{- $g := index $gr 0 -}}
+{{- $_ := set $byGroup $g (append (get $byGroup $g | default list) (index $gr 1) | uniq) -}}
+{{- end -}}
+{{- end -}}
+{{- range $g := keys $byGroup | sortAlpha }}
+- apiGroups: [{{ $g | quote }}]
+  resources: {{ get $byGroup $g | sortAlpha | toJson }}
+  verbs: [list, watch]
+{{- end -}}
+{{- end -}}

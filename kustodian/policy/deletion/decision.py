@@ -19,8 +19,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from kustodian.policy.deletion.indexing import NAMESPACE_INDEX, Provider, rule_skipped
-from kustodian.policy.deletion.matchers import find_dependents
+from kustodian.policy.deletion.indexing import NAMESPACE_INDEX, Provider
+from kustodian.policy.deletion.matchers import find_dependents, rule_skipped
 from kustodian.policy.deletion.message import Section, fit_message, plural, short_kind
 from kustodian.policy.deletion.rules import RuleSet
 from kustodian.policy.objects import RawObject, map_field
@@ -80,9 +80,16 @@ def is_overridden(obj: RawObject) -> bool:
 
 
 def _dependents(
-    provider: Provider, view: ClusterView, rules: RuleSet, outside: str | None
+    provider: Provider,
+    view: ClusterView,
+    rules: RuleSet,
+    outside: str | None,
+    notes: dict[str, str] | None = None,
 ) -> list[ObjectRef]:
-    """Distinct dependents of ``provider``; with ``outside``, only those not in that namespace."""
+    """Distinct dependents of ``provider``; with ``outside``, only those not in that namespace.
+
+    ``notes`` receives, per dependent kind, the ``note`` of a rule that found one.
+    """
     me = ObjectRef(provider.kind, provider.namespace, provider.name)
     found: set[ObjectRef] = set()
     seen: set[tuple[str, int]] = set()  # the same cached object matched by several rules
@@ -98,6 +105,8 @@ def _dependents(
             ref = ObjectRef.of(kind, obj)
             if ref != me and (outside is None or ref.namespace != outside):
                 found.add(ref)
+                if rule.note and notes is not None:
+                    notes.setdefault(kind, rule.note)
     return sorted(found)
 
 
@@ -106,10 +115,15 @@ def _title(kind: str) -> str:
     return plural(short_kind(kind))
 
 
-def _grouped(refs: Iterable[ObjectRef], home_namespace: str) -> dict[str, tuple[ObjectRef, ...]]:
+def _grouped(
+    refs: Iterable[ObjectRef], home_namespace: str, notes: Mapping[str, str] | None = None
+) -> dict[str, tuple[ObjectRef, ...]]:
     groups: dict[str, list[ObjectRef]] = {}
     for ref in refs:
-        groups.setdefault(_title(ref.kind), []).append(ref)
+        title = _title(ref.kind)
+        if notes and ref.kind in notes:
+            title = f"{title} ({notes[ref.kind]})"
+        groups.setdefault(title, []).append(ref)
     return {
         title: tuple(sorted(set(members), key=lambda r: (r.label(home_namespace), r.kind)))
         for title, members in sorted(groups.items())
@@ -139,11 +153,12 @@ def decide_delete(
     if not rules.for_provider(kind_key):
         return DeleteDecision(allowed=True)
     subject = Provider.of(kind_key, provider)
-    refs = _dependents(subject, view, rules, deleting_namespace)
+    notes: dict[str, str] = {}
+    refs = _dependents(subject, view, rules, deleting_namespace, notes)
     if not refs:
         return DeleteDecision(allowed=True)
     me = ObjectRef(kind_key, subject.namespace, subject.name)
-    grouped = _grouped(refs, subject.namespace)
+    grouped = _grouped(refs, subject.namespace, notes)
     section = _section(grouped, subject.namespace)
     if is_overridden(provider):
         header = f"{me.quoted()} is being deleted despite its dependents ({ALLOW_ANNOTATION}=true): "

@@ -16,6 +16,7 @@ from kustodian.policy.deletion.indexing import (
     same_namespace_indexes,
     skip_index,
 )
+from kustodian.policy.deletion.indexing import rule_skipped as skip_if_holds
 from kustodian.policy.deletion.rook_matchers import (
     caps_pool_indexes,
     cosi_bucket_indexes,
@@ -23,9 +24,13 @@ from kustodian.policy.deletion.rook_matchers import (
     find_caps_pool,
     find_cosi_bucket,
     find_csi_volume,
+    find_multisite_peer_zones,
     find_pool_ref,
     find_storage_class_ref,
+    multisite_indexes,
+    multisite_peer_zones_indexes,
     pool_ref_indexes,
+    serves_peer_zone,
     storage_class_ref_indexes,
 )
 from kustodian.policy.deletion.schema import (
@@ -33,6 +38,7 @@ from kustodian.policy.deletion.schema import (
     CosiBucket,
     CsiVolume,
     FieldRef,
+    MultisitePeerZones,
     PoolRef,
     Rule,
     SameNamespace,
@@ -59,9 +65,20 @@ def index_specs(rule: Rule) -> list[IndexSpec]:
             specs = storage_class_ref_indexes(rule, m)
         case CosiBucket() as m:
             specs = cosi_bucket_indexes(rule, m)
+        case MultisitePeerZones() as m:
+            specs = multisite_peer_zones_indexes(rule, m)
     if rule.skip_if is not None:
         specs.append(skip_index(rule.skip_if))
+    if rule.skip_in_peer_zone:
+        specs += multisite_indexes()
     return specs
+
+
+def rule_skipped(rule: Rule, provider: Provider, view: ClusterView) -> bool:
+    """True when the rule does not apply to ``provider`` now (``skipIf``, ``skipInPeerZone``)."""
+    if skip_if_holds(rule, provider, view):
+        return True
+    return rule.skip_in_peer_zone and serves_peer_zone(provider, view)
 
 
 def find_dependents(rule: Rule, provider: Provider, view: ClusterView) -> list[RawObject]:
@@ -81,3 +98,5 @@ def find_dependents(rule: Rule, provider: Provider, view: ClusterView) -> list[R
             return find_storage_class_ref(rule, m, provider, view)
         case CosiBucket() as m:
             return find_cosi_bucket(rule, m, provider, view)
+        case MultisitePeerZones() as m:
+            return find_multisite_peer_zones(rule, m, provider, view)

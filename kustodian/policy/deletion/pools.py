@@ -5,10 +5,14 @@ by their Ceph name, never to the CR, so a guard must derive the names the way th
 operator does:
 
 * CephBlockPool: ``spec.name`` if set, else ``metadata.name``;
-* CephFilesystem: ``<fs>-metadata`` and, per data pool, ``<fs>-<name>`` or
-  ``<fs>-data<i>`` when unnamed;
+* CephFilesystem (Rook's ``generateMetaDataPoolName``/``generateDataPoolNames``):
+  ``<fs>-metadata``, or ``<fs>-<metadataPool.name>``; per data pool ``<fs>-data<i>``
+  when unnamed, ``<fs>-<name>`` when named; with ``preservePoolNames`` a given name
+  is the pool name as it is;
 * CephObjectStore / CephObjectZone: every pool starting ``<name>.rgw.``, the
-  realm-wide ``.rgw.root``, and any ``spec.sharedPools`` it uses.
+  realm-wide ``.rgw.root``, and every pool ``spec.sharedPools`` names (top level and
+  ``poolPlacements``).  Shared pools are CephBlockPools the store also *consumes*
+  (``rook/blockpool-objectstores``); counting them as the store's too errs large.
 
 Object-store pools are a *prefix*, and an index answers exact keys only, so pool
 references are indexed under their exact name plus one key per ``.rgw.``
@@ -21,8 +25,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from kustodian.policy.objects import RawObject, list_field, map_field, name, str_field
+from kustodian.policy.objects import RawObject, field, list_field, name, str_field
 
 RGW_MARKER = ".rgw."
 RGW_ROOT_POOL = ".rgw.root"
@@ -59,19 +64,54 @@ def _block_pool(obj: RawObject) -> PoolSet:
 
 def _filesystem(obj: RawObject) -> PoolSet:
     fs = name(obj)
-    pools = {f"{fs}-metadata"}
+    preserve = field(obj, "spec", "preservePoolNames") is True
+
+    def pool(given: str, unnamed: str) -> str:
+        if not given:
+            return f"{fs}-{unnamed}"
+        return given if preserve else f"{fs}-{given}"
+
+    pools = {pool(str_field(obj, "spec", "metadataPool", "name"), "metadata")}
     for i, data_pool in enumerate(list_field(obj, "spec", "dataPools")):
-        pool_name = str_field(data_pool, "name")
-        pools.add(f"{fs}-{pool_name}" if pool_name else f"{fs}-data{i}")
+        pools.add(pool(str_field(data_pool, "name"), f"data{i}"))
     return PoolSet(exact=frozenset(pools))
 
 
+SHARED_POOL_FIELDS = (
+    "spec.sharedPools.metadataPoolName",
+    "spec.sharedPools.dataPoolName",
+    "spec.sharedPools.poolPlacements.*.metadataPoolName",
+    "spec.sharedPools.poolPlacements.*.dataPoolName",
+    "spec.sharedPools.poolPlacements.*.dataNonECPoolName",
+    "spec.sharedPools.poolPlacements.*.storageClasses.*.dataPoolName",
+)
+
+
+def values_at(obj: Any, dotted: str) -> Iterator[str]:
+    """Non-empty strings at ``dotted``, where a ``*`` segment walks every item of a list."""
+    yield from _walk(obj, dotted.split("."))
+
+
+def _walk(cur: Any, parts: list[str]) -> Iterator[str]:
+    if not parts:
+        if isinstance(cur, str) and cur:
+            yield cur
+        elif isinstance(cur, list):
+            yield from (v for v in cur if isinstance(v, str) and v)
+        return
+    head, rest = parts[0], parts[1:]
+    if head == "*":
+        for item in cur if isinstance(cur, list) else ():
+            yield from _walk(item, rest)
+    elif isinstance(cur, Mapping):
+        yield from _walk(cur.get(head), rest)
+
+
 def _object_store(obj: RawObject) -> PoolSet:
-    shared = map_field(obj, "spec", "sharedPools")
-    exact = {RGW_ROOT_POOL} | {
-        pool for pool in (str_field(shared, "metadataPoolName"), str_field(shared, "dataPoolName")) if pool
-    }
-    return PoolSet(exact=frozenset(exact), prefixes=frozenset({f"{name(obj)}{RGW_MARKER}"}))
+    shared = {pool for f in SHARED_POOL_FIELDS for pool in values_at(obj, f)}
+    return PoolSet(
+        exact=frozenset({RGW_ROOT_POOL} | shared), prefixes=frozenset({f"{name(obj)}{RGW_MARKER}"})
+    )
 
 
 POOL_DERIVATIONS: Mapping[str, Callable[[RawObject], PoolSet]] = {

@@ -10,17 +10,42 @@ described in ``indexing.py``; pool references are keyed ``<scope>/pool:<name>``
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from kustodian.policy.deletion.indexing import IndexSpec, Provider, cluster_field_index, path, strings
-from kustodian.policy.deletion.pools import pool_index_keys
-from kustodian.policy.deletion.schema import CapsPool, CosiBucket, CsiVolume, PoolRef, Rule, StorageClassRef
+from kustodian.policy.deletion.indexing import (
+    IndexSpec,
+    Provider,
+    cluster_field_index,
+    field_index,
+    namespace_index,
+    path,
+    strings,
+)
+from kustodian.policy.deletion.pools import pool_index_keys, values_at
+from kustodian.policy.deletion.schema import (
+    CapsPool,
+    CosiBucket,
+    CsiVolume,
+    FieldRef,
+    MultisitePeerZones,
+    PoolRef,
+    Rule,
+    StorageClassRef,
+)
 from kustodian.policy.objects import RawObject, field, map_field, name, namespace, str_field
 from kustodian.policy.store import ClusterView
 
 STORAGE_CLASS = "StorageClass.storage.k8s.io"
+CEPH_CLUSTER = "CephCluster.ceph.rook.io"
+BLOCK_POOL = "CephBlockPool.ceph.rook.io"
+FILESYSTEM = "CephFilesystem.ceph.rook.io"
+NFS = "CephNFS.ceph.rook.io"
+RADOS_NAMESPACE = "CephBlockPoolRadosNamespace.ceph.rook.io"
+SUBVOLUME_GROUP = "CephFilesystemSubVolumeGroup.ceph.rook.io"
+IMPLICIT_RADOS_NAMESPACE = "<implicit>"  # Rook's ImplicitNamespaceKey: the pool's default namespace
 BUCKET_CLASS = "BucketClass.objectstorage.k8s.io"
 COSI_INDEX = "kustodian.io/cosi-store"
 CEPH_COSI_DRIVER_SUFFIX = "ceph.objectstorage.k8s.io"
@@ -33,6 +58,64 @@ def _pool_keys(provider: Provider) -> list[str]:
     return provider.pools.lookup_keys(provider.namespace) if provider.pools else []
 
 
+# --- CSI cluster IDs -----------------------------------------------------------------------
+
+
+def _rook_hash(text: str) -> str:
+    # k8sutil.Hash: the first 16 bytes of SHA-256, hex.  An identifier, not a secret.
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def own_cluster_ids(kind: str, obj: RawObject) -> list[str]:
+    """The clusterIDs a RADOS namespace or subvolume group is known by (empty for other kinds)."""
+    ns = namespace(obj)
+    if kind == RADOS_NAMESPACE:
+        rns = str_field(obj, "spec", "name") or name(obj)
+        rns = "" if rns == IMPLICIT_RADOS_NAMESPACE else rns
+        derived = f"{ns}-{str_field(obj, 'spec', 'blockPoolName')}-block-{rns}"
+    elif kind == SUBVOLUME_GROUP:
+        svg = str_field(obj, "spec", "name") or name(obj)
+        derived = f"{ns}-{str_field(obj, 'spec', 'filesystemName')}-file-{svg}"
+    else:
+        return []
+    given = (str_field(obj, "spec", "clusterID"), str_field(obj, "status", "info", "clusterID"))
+    return sorted({v for v in given if v} | {_rook_hash(derived)})
+
+
+# provider kind -> (kind whose clusterIDs it also answers for, field naming the provider or None: all)
+_CHILD_CLUSTER_IDS: Mapping[str, tuple[tuple[str, str | None], ...]] = {
+    CEPH_CLUSTER: ((RADOS_NAMESPACE, None), (SUBVOLUME_GROUP, None)),
+    BLOCK_POOL: ((RADOS_NAMESPACE, "spec.blockPoolName"),),
+    FILESYSTEM: ((SUBVOLUME_GROUP, "spec.filesystemName"),),
+    NFS: ((SUBVOLUME_GROUP, None),),
+}
+
+
+def _child_index(kind: str, ref: str | None) -> IndexSpec:
+    return namespace_index(kind) if ref is None else field_index(kind, FieldRef(type="field-ref", field=ref))
+
+
+def cluster_id_indexes() -> list[IndexSpec]:
+    """Indexes ``provider_cluster_ids`` reads."""
+    return [_child_index(kind, ref) for children in _CHILD_CLUSTER_IDS.values() for kind, ref in children]
+
+
+def provider_cluster_ids(provider: Provider, view: ClusterView) -> list[str]:
+    """Every CSI clusterID under which volumes of ``provider`` may be found."""
+    own = own_cluster_ids(provider.kind, provider.obj)
+    if own:
+        return own
+    ns = provider.namespace
+    ids = {ns} if ns else set()
+    for kind, ref in _CHILD_CLUSTER_IDS.get(provider.kind, ()):
+        if not ns or not view.has_kind(kind):
+            continue
+        key = ns if ref is None else f"{ns}/{provider.name}"
+        for child in _child_index(kind, ref).lookup(view, [key]):
+            ids.update(own_cluster_ids(kind, child))
+    return sorted(ids)
+
+
 def _driver_matches(driver: str, suffix: str) -> bool:
     # "<operator-ns>.rbd.csi.ceph.com", or a plain "rbd.csi.ceph.com" install: prefer blocking.
     return driver.endswith(suffix) or driver == suffix.lstrip(".")
@@ -42,13 +125,13 @@ def _driver_matches(driver: str, suffix: str) -> bool:
 
 
 def _pool_ref_index(kind: str, m: PoolRef) -> IndexSpec:
-    paths = [path(f) for f in m.fields]
-
     def fn(obj: RawObject) -> list[str]:
         ns = namespace(obj)
-        return [key for p in paths for pool in strings(field(obj, *p)) for key in pool_index_keys(ns, pool)]
+        pools = {pool for f in m.fields for pool in values_at(obj, f)} | set(m.implicit)
+        return [key for pool in sorted(pools) for key in pool_index_keys(ns, pool)]
 
-    return IndexSpec(kind, "kustodian.io/pool-ref:" + ",".join(m.fields), fn)
+    implicit = f"+{','.join(m.implicit)}" if m.implicit else ""
+    return IndexSpec(kind, "kustodian.io/pool-ref:" + ",".join(m.fields) + implicit, fn)
 
 
 def pool_ref_indexes(rule: Rule, m: PoolRef) -> list[IndexSpec]:
@@ -82,23 +165,41 @@ def find_caps_pool(rule: Rule, m: CapsPool, provider: Provider, view: ClusterVie
 # --- csi-volume and storage-class-ref: a map naming a clusterID and a pool or a name -------
 
 
+ALL = "all"
+
+
 def _attribute_keys(
-    values: Mapping[str, Any], scope_key: str, pool_keys: Iterable[str], name_keys: Iterable[str]
+    values: Mapping[str, Any],
+    scope_key: str,
+    pool_keys: Iterable[str],
+    name_keys: Iterable[str],
+    match_all: bool = False,
 ) -> list[str]:
     scope = values.get(scope_key)
     if not isinstance(scope, str) or not scope:
         return []
     keys = [k for a in pool_keys for pool in strings(values.get(a)) for k in pool_index_keys(scope, pool)]
     keys += [f"{scope}/name:{v}" for a in name_keys for v in strings(values.get(a))]
+    if match_all:
+        keys.append(f"{scope}/{ALL}")
     return keys
 
 
 def _provider_attribute_keys(
-    provider: Provider, pool_keys: Sequence[str], name_keys: Sequence[str]
+    provider: Provider,
+    view: ClusterView,
+    pool_keys: Sequence[str],
+    name_keys: Sequence[str],
+    match_all: bool = False,
 ) -> list[str]:
-    keys = _pool_keys(provider) if pool_keys else []
-    if name_keys:
-        keys.append(f"{provider.namespace}/name:{provider.name}")
+    keys: list[str] = []
+    for scope in provider_cluster_ids(provider, view):
+        if pool_keys and provider.pools:
+            keys += provider.pools.lookup_keys(scope)
+        if name_keys:
+            keys.append(f"{scope}/name:{provider.name}")
+        if match_all:
+            keys.append(f"{scope}/{ALL}")
     return keys
 
 
@@ -107,20 +208,23 @@ def _csi_volume_index(kind: str, m: CsiVolume) -> IndexSpec:
         if not _driver_matches(str_field(obj, "spec", "csi", "driver"), m.driver_suffix):
             return []
         attributes = map_field(obj, "spec", "csi", "volumeAttributes")
-        return _attribute_keys(attributes, m.cluster_id_attribute, m.pool_attributes, m.name_attributes)
+        return _attribute_keys(
+            attributes, m.cluster_id_attribute, m.pool_attributes, m.name_attributes, m.match_all
+        )
 
     pools, names = ",".join(m.pool_attributes), ",".join(m.name_attributes)
+    every = ";all" if m.match_all else ""
     return IndexSpec(
-        kind, f"kustodian.io/csi-volume:{m.driver_suffix};{m.cluster_id_attribute};{pools};{names}", fn
+        kind, f"kustodian.io/csi-volume:{m.driver_suffix};{m.cluster_id_attribute};{pools};{names}{every}", fn
     )
 
 
 def csi_volume_indexes(rule: Rule, m: CsiVolume) -> list[IndexSpec]:
-    return [_csi_volume_index(rule.dependent, m)]
+    return [_csi_volume_index(rule.dependent, m), *cluster_id_indexes()]
 
 
 def find_csi_volume(rule: Rule, m: CsiVolume, provider: Provider, view: ClusterView) -> list[RawObject]:
-    keys = _provider_attribute_keys(provider, m.pool_attributes, m.name_attributes)
+    keys = _provider_attribute_keys(provider, view, m.pool_attributes, m.name_attributes, m.match_all)
     return _csi_volume_index(rule.dependent, m).lookup(view, keys)
 
 
@@ -137,18 +241,25 @@ def _storage_class_index(m: StorageClassRef) -> IndexSpec:
 
 
 def storage_class_ref_indexes(rule: Rule, m: StorageClassRef) -> list[IndexSpec]:
-    return [_storage_class_index(m), cluster_field_index(rule.dependent, m.field)]
+    return [_storage_class_index(m), cluster_field_index(rule.dependent, m.field), *cluster_id_indexes()]
 
 
 def find_storage_class_ref(
     rule: Rule, m: StorageClassRef, provider: Provider, view: ClusterView
 ) -> list[RawObject]:
-    """Two hops, both indexed: the StorageClasses pointing at the provider, then their users."""
+    """Two hops, both indexed: the StorageClasses pointing at the provider, then their users.
+
+    Users that say where they live themselves (``unlessSet``) are left to the rules that read it.
+    """
     if not view.has_kind(STORAGE_CLASS):
         return []
-    keys = _provider_attribute_keys(provider, m.pool_parameters, m.name_parameters)
+    keys = _provider_attribute_keys(provider, view, m.pool_parameters, m.name_parameters)
     classes = sorted({name(sc) for sc in _storage_class_index(m).lookup(view, keys)})
-    return cluster_field_index(rule.dependent, m.field).lookup(view, classes)
+    found = cluster_field_index(rule.dependent, m.field).lookup(view, classes)
+    if not m.unless_set:
+        return found
+    placed = [path(f) for f in m.unless_set]
+    return [obj for obj in found if not any(field(obj, *p) for p in placed)]
 
 
 # --- cosi-bucket ---------------------------------------------------------------------------
@@ -200,3 +311,78 @@ def find_cosi_bucket(rule: Rule, m: CosiBucket, provider: Provider, view: Cluste
         classes = sorted({name(c) for c in by_class_param.lookup(view, keys)})
         found += by_class.lookup(view, classes)
     return found
+
+
+# --- multisite: is the store's zone the master, and who are its peers? ----------------------
+#
+# Rook asks radosgw-admin (CheckZoneIsMaster, "zonegroup get").  The Kubernetes objects say as
+# much as this: Rook creates a zone with --master only when its zone group has no master yet
+# (zone/controller.go), so in a realm *pulled* from another cluster (CephObjectRealm
+# spec.pull.endpoint) every local zone is a peer, and in a realm created here the oldest zone of
+# the zone group is the master.  Peers are the other zones of that zone group, in any namespace
+# (a second Rook cluster in the same Kubernetes pulls the realm under the same names).  Anything
+# missing along the way (zone, zone group, realm not found) is treated as a master: prefer blocking.
+
+OBJECT_ZONE = "CephObjectZone.ceph.rook.io"
+OBJECT_ZONE_GROUP = "CephObjectZoneGroup.ceph.rook.io"
+OBJECT_REALM = "CephObjectRealm.ceph.rook.io"
+
+
+def _by_name(kind: str) -> IndexSpec:
+    return field_index(kind, FieldRef(type="field-ref", field="metadata.name"))
+
+
+def _zones_by_group() -> IndexSpec:
+    return cluster_field_index(OBJECT_ZONE, "spec.zoneGroup")
+
+
+def multisite_indexes() -> list[IndexSpec]:
+    return [_by_name(OBJECT_ZONE), _by_name(OBJECT_ZONE_GROUP), _by_name(OBJECT_REALM), _zones_by_group()]
+
+
+def _one(view: ClusterView, kind: str, ns: str, obj_name: str) -> RawObject | None:
+    if not obj_name or not view.has_kind(kind):
+        return None
+    found = _by_name(kind).lookup(view, [f"{ns}/{obj_name}"])
+    return found[0] if found else None
+
+
+def _age(obj: RawObject) -> tuple[str, str]:
+    return (str_field(obj, "metadata", "creationTimestamp"), name(obj))
+
+
+def _zone_role(provider: Provider, view: ClusterView) -> tuple[RawObject, bool] | None:
+    """``(zone, is_master)`` for a multisite store, ``None`` for a plain one."""
+    ns = provider.namespace
+    zone = _one(view, OBJECT_ZONE, ns, str_field(provider.obj, "spec", "zone", "name"))
+    if zone is None:
+        return None
+    group_name = str_field(zone, "spec", "zoneGroup")
+    group = _one(view, OBJECT_ZONE_GROUP, ns, group_name)
+    realm = _one(view, OBJECT_REALM, ns, str_field(group, "spec", "realm")) if group else None
+    if realm is not None and str_field(realm, "spec", "pull", "endpoint"):
+        return zone, False
+    local = [z for z in _zones_by_group().lookup(view, [group_name]) if namespace(z) == ns]
+    return zone, name(min(local, key=_age, default=zone)) == name(zone)
+
+
+def serves_peer_zone(provider: Provider, view: ClusterView) -> bool:
+    """True when ``provider`` (a CephObjectStore) serves a zone that is not its zone group's master."""
+    role = _zone_role(provider, view)
+    return role is not None and not role[1]
+
+
+def multisite_peer_zones_indexes(rule: Rule, m: MultisitePeerZones) -> list[IndexSpec]:
+    return multisite_indexes()
+
+
+def find_multisite_peer_zones(
+    rule: Rule, m: MultisitePeerZones, provider: Provider, view: ClusterView
+) -> list[RawObject]:
+    role = _zone_role(provider, view)
+    if role is None or not role[1]:
+        return []
+    zone = role[0]
+    me = (namespace(zone), name(zone))
+    group = str_field(zone, "spec", "zoneGroup")
+    return [z for z in _zones_by_group().lookup(view, [group]) if (namespace(z), name(z)) != me]

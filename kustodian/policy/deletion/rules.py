@@ -29,6 +29,7 @@ from kustodian.policy.deletion.schema import (
     CapsPool,
     CosiBucket,
     CsiVolume,
+    MultisitePeerZones,
     PoolRef,
     Rule,
     StorageClassRef,
@@ -37,6 +38,8 @@ from kustodian.policy.store import Indexer, Indexers
 
 PERSISTENT_VOLUME = "PersistentVolume"
 COSI_BUCKET = "Bucket.objectstorage.k8s.io"
+OBJECT_STORE = "CephObjectStore.ceph.rook.io"
+OBJECT_ZONE = "CephObjectZone.ceph.rook.io"
 _ERROR_TEXT = {"missing": "required", "extra_forbidden": "unknown field"}
 
 
@@ -146,6 +149,10 @@ def _semantic_problems(rule: Rule) -> list[str]:
         )
     if isinstance(m, CsiVolume) and rule.dependent != PERSISTENT_VOLUME:
         problems.append(f"dependent: csi-volume matches {PERSISTENT_VOLUME} only, not {rule.dependent!r}")
+    if (isinstance(m, MultisitePeerZones) or rule.skip_in_peer_zone) and rule.provider != OBJECT_STORE:
+        problems.append(f"provider: multisite rules apply to {OBJECT_STORE} only, not {rule.provider!r}")
+    if isinstance(m, MultisitePeerZones) and rule.dependent != OBJECT_ZONE:
+        problems.append(f"dependent: multisite-peer-zones matches {OBJECT_ZONE} only, not {rule.dependent!r}")
     if isinstance(m, CosiBucket) and rule.dependent != COSI_BUCKET:
         problems.append(f"dependent: cosi-bucket matches {COSI_BUCKET} only, not {rule.dependent!r}")
     return problems

@@ -23,6 +23,7 @@ from pydantic.alias_generators import to_camel
 
 _KIND_KEY = re.compile(r"^[A-Z][A-Za-z0-9]*(\.[a-z0-9]([a-z0-9.-]*[a-z0-9])?)?$")
 _FIELD_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+_LIST_FIELD_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.([A-Za-z0-9_-]+|\*))*$")
 TEMPLATE_PLACEHOLDERS = frozenset({"name", "namespace"})
 
 
@@ -37,6 +38,14 @@ def _kind_key(value: str) -> str:
 def _field_path(value: str) -> str:
     if not _FIELD_PATH.match(value):
         raise ValueError(f"must be a dotted field path like 'spec.storageClassName', not {value!r}")
+    return value
+
+
+def _list_field_path(value: str) -> str:
+    if not _LIST_FIELD_PATH.match(value):
+        raise ValueError(
+            f"must be a dotted field path like 'spec.rados.pool' ('*' walks a list), not {value!r}"
+        )
     return value
 
 
@@ -61,6 +70,7 @@ def _non_empty(value: str) -> str:
 
 KindKey = Annotated[str, AfterValidator(_kind_key)]
 FieldPath = Annotated[str, AfterValidator(_field_path)]
+ListFieldPath = Annotated[str, AfterValidator(_list_field_path)]
 Template = Annotated[str, AfterValidator(_template)]
 NonEmpty = Annotated[str, AfterValidator(_non_empty)]
 Scalar = bool | int | float | str | None
@@ -118,15 +128,21 @@ class FieldRef(_Model):
 
 
 class PoolRef(_Model):
-    """One of the dependent's ``fields`` names a pool of the provider (same namespace)."""
+    """One of the dependent's ``fields`` names a pool of the provider (same namespace).
+
+    A ``*`` segment walks a list (``spec.sharedPools.poolPlacements.*.dataPoolName``).
+    ``implicit`` pools are used by *every* dependent whatever its fields say: Rook runs each
+    CephNFS on the ``.nfs`` pool and each CephNVMeOFGateway on ``.nvmeof``.
+    """
 
     type: Literal["pool-ref"]
-    fields: tuple[FieldPath, ...]
+    fields: tuple[ListFieldPath, ...] = ()
+    implicit: tuple[NonEmpty, ...] = ()
 
     @model_validator(mode="after")
     def _needs_fields(self) -> PoolRef:
-        if not self.fields:
-            raise ValueError("fields must not be empty")
+        if not self.fields and not self.implicit:
+            raise ValueError("needs fields or implicit pools")
         return self
 
 
@@ -141,8 +157,11 @@ class CsiVolume(_Model):
     """A PersistentVolume whose CSI volume attributes point at the provider.
 
     The driver must end with ``driverSuffix`` (the operator namespace prefix is unknown to
-    us), ``volumeAttributes[clusterIdAttribute]`` must be the provider's namespace, and one of
-    ``poolAttributes`` must name a provider pool or one of ``nameAttributes`` the provider.
+    us), ``volumeAttributes[clusterIdAttribute]`` must be one of the provider's CSI cluster
+    IDs (its namespace, or the hashed ``status.info.clusterID`` of the RADOS namespaces and
+    subvolume groups it holds, see ``rook_matchers.provider_cluster_ids``), and one of
+    ``poolAttributes`` must name a provider pool or one of ``nameAttributes`` the provider;
+    with ``matchAll`` every volume of the driver under those cluster IDs matches.
     """
 
     type: Literal["csi-volume"]
@@ -150,11 +169,12 @@ class CsiVolume(_Model):
     cluster_id_attribute: NonEmpty = "clusterID"
     pool_attributes: tuple[NonEmpty, ...] = ()
     name_attributes: tuple[NonEmpty, ...] = ()
+    match_all: bool = False
 
     @model_validator(mode="after")
     def _needs_attributes(self) -> CsiVolume:
-        if not self.pool_attributes and not self.name_attributes:
-            raise ValueError("needs poolAttributes or nameAttributes")
+        if not self.pool_attributes and not self.name_attributes and not self.match_all:
+            raise ValueError("needs poolAttributes, nameAttributes or matchAll")
         return self
 
 
@@ -162,8 +182,14 @@ class StorageClassRef(_Model):
     """The dependent's ``field`` names a StorageClass that points at the provider.
 
     The StorageClass provisioner must end with ``provisionerSuffix``, its
-    ``parameters[namespaceParameter]`` must be the provider's namespace, and one of
-    ``poolParameters`` must name a provider pool or one of ``nameParameters`` the provider.
+    ``parameters[namespaceParameter]`` must be one of the provider's cluster IDs (as for
+    ``csi-volume``), and one of ``poolParameters`` must name a provider pool or one of
+    ``nameParameters`` the provider.
+
+    A dependent that carries any of ``unlessSet`` is placed by that field instead (a bound PV's
+    own volume attributes, an ObjectBucket's ``additionalState``): StorageClass parameters are
+    immutable, so a class "re-pointed" to another pool is a new class under the old name, and
+    the volumes made from the old one are not in the new pool.
     """
 
     type: Literal["storage-class-ref"]
@@ -172,6 +198,7 @@ class StorageClassRef(_Model):
     namespace_parameter: NonEmpty
     pool_parameters: tuple[NonEmpty, ...] = ()
     name_parameters: tuple[NonEmpty, ...] = ()
+    unless_set: tuple[FieldPath, ...] = ()
 
     @model_validator(mode="after")
     def _needs_parameters(self) -> StorageClassRef:
@@ -186,8 +213,26 @@ class CosiBucket(_Model):
     type: Literal["cosi-bucket"]
 
 
+class MultisitePeerZones(_Model):
+    """The peer CephObjectZones of the master zone a multisite CephObjectStore serves.
+
+    Rook (``CephObjectStoreDependents``) refuses to delete the store of a master zone that still
+    has peers: the peers would lose their source of truth.  See ``rook_matchers`` for how the
+    master is told from the peers without asking RGW.
+    """
+
+    type: Literal["multisite-peer-zones"]
+
+
 Matcher = Annotated[
-    SameNamespace | FieldRef | PoolRef | CapsPool | CsiVolume | StorageClassRef | CosiBucket,
+    SameNamespace
+    | FieldRef
+    | PoolRef
+    | CapsPool
+    | CsiVolume
+    | StorageClassRef
+    | CosiBucket
+    | MultisitePeerZones,
     Field(discriminator="type"),
 ]
 MATCHER_TYPES = (
@@ -198,6 +243,7 @@ MATCHER_TYPES = (
     "csi-volume",
     "storage-class-ref",
     "cosi-bucket",
+    "multisite-peer-zones",
 )
 
 
@@ -209,3 +255,8 @@ class Rule(_Model):
     dependent: KindKey
     match: Matcher
     skip_if: SkipIf | None = None
+    # Rook's rule for multisite: a store serving a *peer* zone has no dependents (the master zone
+    # holds the data), so rules about its buckets and users do not apply.  CephObjectStore only.
+    skip_in_peer_zone: bool = False
+    # Why these dependents block, shown after their kind: "CephObjectZones (<note>): [...]".
+    note: str = ""

@@ -66,7 +66,8 @@ class DeletionGuard:
             return denied(decision.message)
         if decision.overridden:
             who = req.user_info.username or "an unknown user"
-            note = f"deleted by {who} despite dependents ({decision.message or 'see kustodian logs'})"
+            # the decision already says "is being deleted despite its dependents": add only who
+            note = f"{decision.message} (by {who})"
             log.warning("%s %s/%s: %s", req.kind_key, req.namespace, req.name, note)
             self._event(req, provider, "DeletionOverridden", note)
             return allowed(warnings=(f"kustodian: {note}",))

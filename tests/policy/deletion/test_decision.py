@@ -207,7 +207,9 @@ NAMESPACE_CASES: list[tuple[str, list[Obj], bool, str]] = [
         [cluster(), blockpool(), rbd_pv("pvc-1"), rbd_pv("pvc-2")],
         False,
         'Namespace "rook-ceph" cannot be deleted: it holds providers with dependents outside it: '
-        'CephBlockPool "rook-ceph/replicapool" (PersistentVolumes: [pvc-1, pvc-2])',
+        'CephBlockPool "rook-ceph/replicapool" (PersistentVolumes: [pvc-1, pvc-2]); '
+        # Rook's checkPVPresentInCluster: the cluster itself also holds the volumes
+        'CephCluster "rook-ceph/rook-ceph" (PersistentVolumes: [pvc-1, pvc-2])',
     ),
     (
         "claims-in-other-namespaces-block",

@@ -117,15 +117,13 @@ CASES: list[tuple[str, Obj, list[Obj], dict[str, list[str]]]] = [
     ],
     ("cluster-alone", cluster(), [], {}),
     ("cluster-ignores-other-namespace", cluster(), [blockpool(namespace="other")], {}),
-    ("cluster-ignores-pvs", cluster(), [rbd_pv("pvc-1")], {}),
+    # Rook's checkPVPresentInCluster (cluster/controller.go): rbd/cephfs volumes under clusterID = namespace
+    ("cluster-blocked-by-pvs", cluster(), [rbd_pv("pvc-1")], {"PersistentVolumes": ["pvc-1"]}),
+    ("cluster-ignores-pvs-of-other-cluster", cluster(), [rbd_pv("pvc-1", cluster_id="other")], {}),
     # --- CephBlockPool ---
     ("blockpool-nfs-rados-pool", blockpool(), [nfs("nfs-a", "replicapool")], {"CephNFSes": ["nfs-a"]}),
-    (
-        "blockpool-nfs-spec-pool",
-        blockpool(),
-        [nfs("nfs-a", "replicapool", rados=False)],
-        {"CephNFSes": ["nfs-a"]},
-    ),
+    # The real CephNFS schema has no spec.pool (the API server prunes it): not a reference.
+    ("blockpool-nfs-spec-pool-is-no-field", blockpool(), [nfs("nfs-a", "replicapool", rados=False)], {}),
     ("blockpool-nfs-other-pool", blockpool(), [nfs("nfs-a", "otherpool")], {}),
     ("blockpool-nfs-other-namespace", blockpool(), [nfs("nfs-a", "replicapool", "other")], {}),
     (
