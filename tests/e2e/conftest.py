@@ -101,3 +101,17 @@ def webhook(kube_api: KubeApi, rook_crds_installed: None,
         kube_api.kubectl("delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration", "kustodian",
                          "--ignore-not-found")
         stop_webhook(hook)
+
+
+@pytest.fixture(scope="module")
+def rook_upstream(kube_api: KubeApi, rook_crds_installed: None, upstream: Path) -> Iterator[Path]:
+    """Rook's real CRDs (``../shared/upstream/rook/crds.yaml``) in place of the test tier's
+    schemaless ones, for one module; the stand-ins are put back afterwards."""
+    crds = upstream / "rook" / "crds.yaml"
+    kube_api.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crds), timeout=120)
+    names = [f"crd/{d['metadata']['name']}" for d in yaml.safe_load_all(crds.read_text()) if d]
+    kube_api.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    try:
+        yield upstream
+    finally:
+        kube_api.kubectl("replace", "-f", "-", input=yaml.safe_dump_all(rook_crds()), check=False)

@@ -57,10 +57,8 @@ def test_report_from_rooks_examples_lists_every_protected_provider(upstream: Pat
 
 
 @pytest.mark.api
-def test_report_on_a_live_cluster_loaded_from_rooks_examples(kube_api: KubeApi, upstream: Path) -> None:
-    rook = upstream / "rook"
-    kube_api.kubectl("apply", "-f", str(rook / "crds.yaml"), timeout=120)
-    kube_api.kubectl("wait", "--for=condition=Established", "--timeout=60s", "-f", str(rook / "crds.yaml"))
+def test_report_on_a_live_cluster_loaded_from_rooks_examples(kube_api: KubeApi, rook_upstream: Path) -> None:
+    rook = rook_upstream / "rook"
     applied = [str(rook / name) for name in LIVE_SET]
     for path in applied:
         kube_api.kubectl("apply", "-f", path)

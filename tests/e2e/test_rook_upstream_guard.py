@@ -14,14 +14,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from kustodian.testing.crds import rook_crds
 from tests.ceph_csi import cephfs_pv, nfs_pv, rbd_pv
 from tests.conftest import KubeApi
 from tests.e2e.conftest import WebhookProcess
@@ -69,19 +67,6 @@ def class_parameters(upstream: Path, path: str, name: str) -> dict[str, str]:
              d["metadata"]["name"] == name]
     params: dict[str, str] = sc["parameters"]
     return params
-
-
-@pytest.fixture(scope="module")
-def rook_upstream(kube_api: KubeApi, rook_crds_installed: None, upstream: Path) -> Iterator[Path]:
-    """Rook's real CRDs in place of the test tier's schemaless ones, for this module only."""
-    crds = upstream / "rook" / "crds.yaml"
-    kube_api.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crds), timeout=120)
-    names = [f"crd/{d['metadata']['name']}" for d in docs_of(crds)]
-    kube_api.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
-    try:
-        yield upstream
-    finally:
-        kube_api.kubectl("replace", "-f", "-", input=yaml.safe_dump_all(rook_crds()), check=False)
 
 
 def deny_message(provider: str, groups: dict[str, list[str]]) -> str:
