@@ -18,12 +18,12 @@ from prometheus_client import CollectorRegistry, start_http_server
 
 from kustodian.controllers.reclaim.controller import ReclaimPropagation
 from kustodian.controllers.runtime import Controller, ControllerMetrics, Result
-from kustodian.controllers.settings import ControllersSettings
 from kustodian.kube.cache import WatchCache, wait_all_synced
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.leader import LeaderElector
+from kustodian.settings import ControllersSettings
 
 log = logging.getLogger(__name__)
 
@@ -78,9 +78,9 @@ class Assembly:
 def build(settings: ControllersSettings, client: KubeClient, recorder: EventRecorder,
           registry: CollectorRegistry | None = None) -> Assembly:
     units: list[Unit] = []
-    if settings.reclaim_space:
-        reclaim = ReclaimPropagation(client, config_namespace=settings.namespace,
-                                     config_name=settings.reclaim_config_name, recorder=recorder)
+    if settings.reclaim.enabled:
+        reclaim = ReclaimPropagation(client, config_namespace=settings.kube.namespace,
+                                     config_name=settings.reclaim.config_name, recorder=recorder)
 
         def reconcile(key: str) -> Result | None:
             reclaim.reconcile(key)
@@ -90,15 +90,15 @@ def build(settings: ControllersSettings, client: KubeClient, recorder: EventReco
             reclaim.refresh_config()
 
         units.append(Unit("reclaim-space", reclaim.caches, reclaim.wire, reconcile, after_sync))
-    if settings.node_cleanup:
+    if settings.node_cleanup.enabled:
         from kustodian.controllers.node_cleanup.controller import NodeCleanup
 
-        cleanup = NodeCleanup(client, storage_classes=settings.node_cleanup_storage_classes,
-                              delay=settings.node_cleanup_delay,
-                              detect_recreated=settings.node_cleanup_detect_recreated, recorder=recorder,
+        cleaning = settings.node_cleanup
+        cleanup = NodeCleanup(client, storage_classes=cleaning.storage_classes, delay=cleaning.delay,
+                              detect_recreated=cleaning.detect_recreated, recorder=recorder,
                               registry=registry)
-        resync_s = settings.node_cleanup_resync.total_seconds()
-        discovery_s = settings.node_cleanup_discovery_interval.total_seconds()
+        resync_s = cleaning.resync.total_seconds()
+        discovery_s = cleaning.discovery_interval.total_seconds()
 
         def resync(stop: threading.Event, enqueue: Callable[[str], None]) -> None:
             while not stop.wait(resync_s):
@@ -109,10 +109,10 @@ def build(settings: ControllersSettings, client: KubeClient, recorder: EventReco
 
         units.append(Unit("node-cleanup", cleanup.caches, cleanup.wire, cleanup.reconcile,
                           background=[resync, deleter]))
-    if settings.capacity:
+    if settings.capacity.enabled:
         from kustodian.controllers.capacity.main import unit as capacity_unit  # it imports this module's Unit
 
-        units.append(capacity_unit(settings, client, recorder))
+        units.append(capacity_unit(settings.capacity, client, recorder))
     return Assembly(units, ControllerMetrics(registry))
 
 
@@ -124,29 +124,34 @@ def _serve_metrics(address: str, registry: CollectorRegistry) -> None:
 
 
 def run(settings: ControllersSettings) -> None:
-    client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint))
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
     recorder = EventRecorder(client, "kustodian-controllers")
     registry = CollectorRegistry()
-    _serve_metrics(settings.listen_address, registry)
+    _serve_metrics(settings.metrics.listen_address, registry)
+    workers, sync_timeout = settings.controllers.workers, settings.controllers.sync_timeout.total_seconds()
     assembly = build(settings, client, recorder, registry)
     if not assembly.units:
         log.warning("no controller is enabled; nothing to do")
         return
 
     def lead(lost: threading.Event) -> None:
-        assembly.start(settings.workers, settings.sync_timeout)
+        assembly.start(workers, sync_timeout)
         lost.wait()
 
-    if not settings.leader_election:
+    election = settings.leader_election
+    if not election.enabled:
         done = threading.Event()
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: done.set())
-        assembly.start(settings.workers, settings.sync_timeout)
+        assembly.start(workers, sync_timeout)
         done.wait()
         assembly.stop()
         return
-    elector = LeaderElector(client, namespace=settings.namespace, name=settings.leader_election_lease,
-                            identity=settings.pod_name)
+    elector = LeaderElector(client, namespace=settings.kube.namespace, name=election.lease_name,
+                            identity=election.identity,
+                            lease_duration=election.lease_duration.total_seconds(),
+                            renew_deadline=election.renew_deadline.total_seconds(),
+                            retry_period=election.retry_period.total_seconds())
     # SIGTERM (pod deletion, rollout): stop acting, then release the Lease so the next
     # replica takes over at once instead of after the lease duration
     for sig in (signal.SIGTERM, signal.SIGINT):

@@ -14,12 +14,12 @@ import threading
 from collections.abc import Callable
 
 from kustodian.controllers.capacity.controller import GC_KEY, CapacityReservations, Clock, utc_now
-from kustodian.controllers.capacity.settings import CapacitySettings
 from kustodian.controllers.main import Unit
 from kustodian.kube.client import KubeClient
 from kustodian.kube.discovery import resolve
 from kustodian.kube.events import EventRecorder
 from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY
+from kustodian.settings import CapacityGroup
 
 UNIT_NAME = "capacity"
 
@@ -28,7 +28,7 @@ class CapacityCrdsMissing(RuntimeError):
     pass
 
 
-def build(settings: CapacitySettings, client: KubeClient, recorder: EventRecorder | None = None, *,
+def build(settings: CapacityGroup, client: KubeClient, recorder: EventRecorder | None = None, *,
           clock: Clock = utc_now) -> CapacityReservations:
     """The controller, wired to nothing and started nowhere."""
     resources = resolve(client, (AC_KIND_KEY, ACR_KIND_KEY))
@@ -36,17 +36,17 @@ def build(settings: CapacitySettings, client: KubeClient, recorder: EventRecorde
     if missing:
         raise CapacityCrdsMissing(
             f"the capacity controller needs the {', '.join(missing)} CRD(s): install the chart's crds/ "
-            "or disable it (KUSTODIAN_CAPACITY=false)")
+            "or disable it (--no-capacity / KUSTODIAN_CAPACITY__ENABLED=false)")
     return CapacityReservations(
         client, resources, options=settings.plan_options(),
-        reservation_ttl=settings.capacity_reservation_ttl, gc_interval=settings.capacity_gc_interval,
+        reservation_ttl=settings.reservation_ttl, gc_interval=settings.gc_interval,
         recorder=recorder, clock=clock)
 
 
-def unit(settings: CapacitySettings, client: KubeClient, recorder: EventRecorder | None = None) -> Unit:
+def unit(settings: CapacityGroup, client: KubeClient, recorder: EventRecorder | None = None) -> Unit:
     """The capacity controller as a ``controllers.main.Unit`` (append it to ``build``'s units)."""
     capacity = build(settings, client, recorder)
-    interval = settings.capacity_gc_interval.total_seconds()
+    interval = settings.gc_interval.total_seconds()
 
     def periodic_gc(stop: threading.Event, enqueue: Callable[[str], None]) -> None:
         # the gc key requeues itself, but a permanent error drops it: keep it alive regardless

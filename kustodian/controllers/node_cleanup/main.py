@@ -19,13 +19,13 @@ from prometheus_client import CollectorRegistry
 
 from kustodian.controllers.metrics_server import serve_metrics
 from kustodian.controllers.node_cleanup.controller import Clock, NodeCleanup
-from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
 from kustodian.controllers.runtime import Controller, ControllerMetrics
 from kustodian.kube.cache import wait_all_synced
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.leader import LeaderElector
+from kustodian.settings import NodeCleanupSettings
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +65,9 @@ class NodeCleanupApp:
             self.controller.start()
             self._loop("resync", self._resync_loop)
             self._loop("deleter", lambda: self.cleanup.run_deleter(
-                self.settings.stale_pv_discovery_interval.total_seconds(), self._stopping))
+                self.settings.node_cleanup.discovery_interval.total_seconds(), self._stopping))
         log.info("node cleanup running for StorageClasses %s (PVC deletion delay %s)",
-                 ", ".join(sorted(self.cleanup.opted_in)) or "<none>", self.settings.pvc_deletion_delay)
+                 ", ".join(sorted(self.cleanup.opted_in)) or "<none>", self.settings.node_cleanup.delay)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop acting at once (loops, workers), then the caches; flush pending Events."""
@@ -82,7 +82,7 @@ class NodeCleanupApp:
         self.recorder.close()
 
     def _resync_loop(self) -> None:
-        interval = self.settings.resync.total_seconds()
+        interval = self.settings.node_cleanup.resync.total_seconds()
         while not self._stopping.wait(interval):
             self.cleanup.resync(self.controller.enqueue)
 
@@ -97,10 +97,11 @@ def build(settings: NodeCleanupSettings, client: KubeClient, clock: Clock = utc_
     """Everything wired, nothing started; metrics go to ``registry`` (a fresh one by default)."""
     registry = registry if registry is not None else CollectorRegistry()
     recorder = EventRecorder(client, COMPONENT)
-    cleanup = NodeCleanup(client, storage_classes=settings.storageclass_names,
-                          delay=settings.pvc_deletion_delay, detect_recreated=settings.detect_recreated_nodes,
-                          recorder=recorder, registry=registry, clock=clock)
-    controller = Controller("node-cleanup", cleanup.reconcile, settings.worker_threads,
+    cleaning = settings.node_cleanup
+    cleanup = NodeCleanup(client, storage_classes=cleaning.storage_classes, delay=cleaning.delay,
+                          detect_recreated=cleaning.detect_recreated, recorder=recorder, registry=registry,
+                          clock=clock)
+    controller = Controller("node-cleanup", cleanup.reconcile, cleaning.workers,
                             metrics=ControllerMetrics(registry))
     return NodeCleanupApp(settings, cleanup, controller, recorder, registry)
 
@@ -111,26 +112,30 @@ def run(settings: NodeCleanupSettings, *, stop: threading.Event | None = None) -
     SIGTERM/SIGINT stop it; an embedding caller (a test) passes ``stop`` instead, and no
     signal handler is installed.
     """
-    if not settings.storageclass_names:
+    if not settings.node_cleanup.storage_classes:
         log.warning("no --storageclass-names given: nothing is opted in, so nothing will be cleaned")
-    client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint), user_agent=COMPONENT)
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint),
+                        user_agent=COMPONENT)
     app = build(settings, client)
-    server = serve_metrics(settings.listen_address, settings.metrics_path, app.registry)
+    server = serve_metrics(settings.metrics.listen_address, settings.metrics.path, app.registry)
     done = stop if stop is not None else threading.Event()
     if stop is None:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, lambda *_: done.set())
     try:
-        if not settings.leader_election:
+        election = settings.leader_election
+        if not election.enabled:
             try:
                 app.start()
                 done.wait()
             finally:
                 app.stop()
             return
-        elector = LeaderElector(client, namespace=settings.namespace, name=settings.leader_election_lease,
-                                identity=settings.pod_name, lease_duration=15.0, renew_deadline=10.0,
-                                retry_period=2.0)
+        elector = LeaderElector(client, namespace=settings.kube.namespace, name=election.lease_name,
+                                identity=election.identity,
+                                lease_duration=election.lease_duration.total_seconds(),
+                                renew_deadline=election.renew_deadline.total_seconds(),
+                                retry_period=election.retry_period.total_seconds())
 
         def lead(lost: threading.Event) -> None:
             try:
