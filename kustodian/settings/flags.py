@@ -19,6 +19,7 @@ import argparse
 import difflib
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -61,6 +62,10 @@ INVALID = "invalid settings, refusing to start"
 # KUSTODIAN_* variables that are not settings (the test kit and CI read them)
 NOT_SETTINGS = ("KUSTODIAN_KTS_", "KUSTODIAN_UPSTREAM_", "KUSTODIAN_TOOLS_", "KUSTODIAN_TEST_",
                 "KUSTODIAN_REQUIRE_")
+# Kubernetes' Docker-link variables for a Service named kustodian[-...] (KUSTODIAN_PORT=tcp://...,
+# KUSTODIAN_SERVICE_HOST): not settings, and never spelled with the groups' double underscore
+_SERVICE_LINK = re.compile(r"[A-Z0-9_]+_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_\d+_(TCP|UDP|SCTP)"
+                           r"(_(PROTO|PORT|ADDR))?)?)")
 _REQUIRED: Any = object()
 _DEST = "settings:"
 
@@ -226,6 +231,8 @@ def unknown_env(environ: Mapping[str, str] | None = None) -> list[FieldProblem]:
     for name in sorted(environ):
         upper = name.upper()
         if not upper.startswith(ENV_PREFIX) or upper in known or upper.startswith(NOT_SETTINGS):
+            continue
+        if "__" not in upper and _SERVICE_LINK.fullmatch(upper):
             continue
         close = difflib.get_close_matches(upper, known, n=1, cutoff=0.6)
         hint = f" (did you mean {close[0]}?)" if close else ""

@@ -95,3 +95,27 @@ def test_the_sidecar_reads_a_comma_separated_storage_class_env(monkeypatch: pyte
     monkeypatch.setenv("KUSTODIAN_NODE_CLEANUP__STORAGE_CLASSES", "a,b")
     assert ControllersSettings().node_cleanup.storage_classes == ["a", "b"]
     assert NodeCleanupSettings().node_cleanup.storage_classes == ["a", "b"]
+
+
+@pytest.mark.parametrize(("name", "refused"), [
+    ("KUSTODIAN_NODE_CLEANUP_DELAY", True), ("KUSTODIAN_NAMESPACE", True), ("KUSTODIAN_WEBHOOK__PROT", True),
+    ("KUSTODIAN_NODE_CLEANUP__DELAY", False), ("KUSTODIAN_KUBE__NAMESPACE", False),
+    ("KUSTODIAN_TEST_KUBECONFIG", False), ("KUSTODIAN_REQUIRE_API", False),
+    # Kubernetes' service links for a Service named kustodian / kustodian-metrics
+    ("KUSTODIAN_PORT", False), ("KUSTODIAN_SERVICE_HOST", False), ("KUSTODIAN_SERVICE_PORT_HTTPS", False),
+    ("KUSTODIAN_PORT_443_TCP_ADDR", False), ("KUSTODIAN_METRICS_PORT_8080_TCP", False),
+    ("OTHER_NAMESPACE", False),
+])
+def test_unknown_kustodian_variables_are_refused(name: str, refused: bool) -> None:
+    from kustodian.settings import unknown_env
+
+    problems = unknown_env({name: "x"})
+    assert [p.path for p in problems] == ([name] if refused else [])
+
+
+def test_every_setting_is_documented() -> None:
+    from kustodian.settings import NodeAgentSettings, ToolSettings, WebhookSettings, flag_table
+
+    for command in (ControllersSettings, NodeCleanupSettings, NodeAgentSettings, WebhookSettings, ToolSettings):
+        for flag in flag_table(command):
+            assert flag.info.description, f"{command.__name__}: {flag.group}.{flag.field}"
