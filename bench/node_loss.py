@@ -28,12 +28,12 @@ def _pv(i: int, node: str) -> dict[str, Any]:
 
 def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
     from kustodian.controllers.node_cleanup.main import build
-    from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
     from kustodian.kube.client import KubeClient
     from kustodian.kube.config import load_config
     from kustodian.kube.errors import NotFound
     from kustodian.kube.resources import NAMESPACES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
     from kustodian.kube.resources import NODES as NODE_RES
+    from kustodian.settings import NodeCleanupSettings
     from kustodian.testing.testserver import TestServer, find_script
 
     count = 500 if smoke else 10_000
@@ -63,8 +63,9 @@ def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
 
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(create, range(0, count, 250)))
-        settings = NodeCleanupSettings(storageclass_names=["local"], pvc_deletion_delay=timedelta(seconds=delay),
-                                       worker_threads=10, listen_address="", leader_election=False)
+        settings = NodeCleanupSettings(
+            node_cleanup={"storage_classes": ["local"], "delay": timedelta(seconds=delay), "workers": 10},
+            metrics={"listen_address": ""}, leader_election={"enabled": False})
         app = build(settings, client)
         app.start(sync_timeout=120)
         try:

@@ -140,9 +140,10 @@ def main() -> int:
         url = f"https://127.0.0.1:{port}"
         hook = subprocess.Popen(
             [sys.executable, "-m", "kustodian", "webhook", "--kubeconfig", str(server.kubeconfig),
-             "--host", "127.0.0.1", "--port", str(port), "--tls-cert-file", str(certs / "tls.crt"),
-             "--tls-key-file", str(certs / "tls.key"), "--log-level", "warning"],
-            env={**os.environ, "KUSTODIAN_LOG_FORMAT": "text"})
+             "--webhook-host", "127.0.0.1", "--webhook-port", str(port),
+             "--tls-cert-file", str(certs / "tls.crt"), "--tls-key-file", str(certs / "tls.key"),
+             "--log-level", "warning"],
+            env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
         _wait_ready(url, certs / "ca.crt", hook)
         bundle = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
         d.apply(*webhook_configurations(url, bundle), show=False)

@@ -15,10 +15,9 @@ from typing import Any
 
 import yaml
 
-from kustodian.cli.settings_cli import settings_from_args
-from kustodian.kube.settings import KubeSettings
 from kustodian.policy.deletion import decide_delete, dependents_table
 from kustodian.policy.store import ClusterView, ListView, kind_key
+from kustodian.settings import ToolSettings, settings_from_args
 
 
 def iter_manifests(directory: Path) -> Iterator[dict[str, Any]]:
@@ -65,7 +64,7 @@ def explain_delete(args: argparse.Namespace) -> int:
     else:
         from kustodian.cli.live_view import live_view
 
-        view = live_view(settings_from_args(KubeSettings, args), rules)
+        view = live_view(settings_from_args(ToolSettings, args), rules)
     kind_name = key.split(".", 1)[0]
     provider = view.get(key, args.object_namespace, args.name)
     if provider is None:

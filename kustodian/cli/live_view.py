@@ -6,14 +6,14 @@ from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.discovery import resolve
-from kustodian.kube.settings import KubeSettings
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet
+from kustodian.settings import ToolSettings
 from kustodian.webhook.features.deletion_guard import needed_kinds
 
 
-def live_view(settings: KubeSettings, rules: RuleSet) -> CacheView:
-    client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint))
+def live_view(settings: ToolSettings, rules: RuleSet) -> CacheView:
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
     needs = needed_kinds(rules)
     caches = {}
     for key, res in resolve(client, needs).items():

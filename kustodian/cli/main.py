@@ -9,32 +9,44 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from kustodian.cli.settings_cli import add_settings_flags, settings_from_args
-from kustodian.kube.settings import KubeSettings
+from kustodian.errors import EXIT_CONFIG, ConfigError, KustodianError
 from kustodian.logs import setup_logging
+from kustodian.settings import (
+    ControllersSettings,
+    NodeAgentSettings,
+    NodeCleanupSettings,
+    Settings,
+    ToolSettings,
+    WebhookSettings,
+    add_settings_flags,
+    settings_from_args,
+)
 
 Command = Callable[[argparse.Namespace], int]
 
 
-def _component(run_target: str, model: type[KubeSettings]) -> Command:
+def _component(run_target: str, model: type[Settings]) -> Command:
     """A long-running component: settings from flags and env, logging, then ``run(settings)``.
 
     ``run_target`` is ``"module:function"``, imported only when the command runs (the
-    webhook's dependencies are not the node agent's).  A ``ValueError`` raised while the
-    component assembles itself (bad rules, bad configuration) refuses the start with its
-    message and exit code 2.
+    webhook's dependencies are not the node agent's).  Bad settings (including a
+    ``KUSTODIAN_*`` variable no command reads) raise ``ConfigError`` before anything starts;
+    ``main`` prints one line per problem and exits 2.  A ``ValueError`` raised while the
+    component assembles itself (bad rules, bad configuration) refuses the start the same way.
     """
 
     def command(args: argparse.Namespace) -> int:
+        settings = settings_from_args(model, args, check_env=True)
         module, _, name = run_target.partition(":")
         run = getattr(importlib.import_module(module), name)
-        settings = settings_from_args(model, args)
-        setup_logging(settings.log_format, settings.log_level)
+        setup_logging(settings.log.format, settings.log.level)
         try:
             rc = run(settings)
+        except KustodianError:
+            raise
         except ValueError as exc:
             sys.stderr.write(f"kustodian {args.command}: {exc}\n")
-            return 2
+            return EXIT_CONFIG
         return int(rc or 0)  # a component returns its exit code (1: could not sync, lost the Lease)
 
     return command
@@ -62,10 +74,10 @@ def _cmd_certs_inject(args: argparse.Namespace) -> int:
     from kustodian.kube.client import KubeClient
     from kustodian.kube.config import load_config
 
-    settings = settings_from_args(KubeSettings, args)
-    setup_logging(settings.log_format, settings.log_level)
+    settings = settings_from_args(ToolSettings, args)
+    setup_logging(settings.log.format, settings.log.level)
     bundle = Path(args.ca_file).read_bytes()
-    client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint))
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
     try:
         done = inject_ca_bundle(client, bundle, validating=args.validating or [],
                                 mutating=args.mutating or [])
@@ -94,20 +106,16 @@ def build_parser() -> argparse.ArgumentParser:
         "still in use and applies reclaim-space policy, plus controllers that keep storage tidy."))
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
-    from kustodian.webhook.settings import WebhookSettings
-
     p = sub.add_parser("webhook", help="run the validating + mutating admission webhook (TLS)",
                        description="Run the admission webhook over TLS.")
     add_settings_flags(p, WebhookSettings)
     p.set_defaults(func=_component("kustodian.webhook.main:run", WebhookSettings))
 
-    from kustodian.controllers.settings import ControllersSettings
 
     p = sub.add_parser("controllers", help="run the controller sidecar (leader-elected)",
                        description="Run the enabled controllers while this replica holds the Lease.")
     add_settings_flags(p, ControllersSettings)
     p.set_defaults(func=_component("kustodian.controllers.main:run", ControllersSettings))
-    from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
 
     p = sub.add_parser("node-cleanup", help="run only the node-loss cleanup controller (upstream flags)",
                        description="Delete the PVCs and then the PVs of local volumes whose Node is gone, "
@@ -115,7 +123,6 @@ def build_parser() -> argparse.ArgumentParser:
                                    "provisioner's node cleanup controller.")
     add_settings_flags(p, NodeCleanupSettings)
     p.set_defaults(func=_component("kustodian.controllers.node_cleanup.main:run", NodeCleanupSettings))
-    from kustodian.controllers.orphans.settings import NodeAgentSettings
 
     p = sub.add_parser("node-agent", help="run the per-node orphan detection agent (DaemonSet)",
                        description="Report replica directories no Longhorn Replica owns as Orphan objects, "
@@ -141,7 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ca-file", required=True, help="PEM file with the CA bundle")
     p.add_argument("--validating", action="append", help="ValidatingWebhookConfiguration name (repeatable)")
     p.add_argument("--mutating", action="append", help="MutatingWebhookConfiguration name (repeatable)")
-    add_settings_flags(p, KubeSettings)
+    add_settings_flags(p, ToolSettings)
     p.set_defaults(func=_cmd_certs_inject)
 
     p = sub.add_parser("explain-delete", help="list what blocks deleting an object",
@@ -153,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Namespace of the object")
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--rules", help="Extra deletion rules file")
-    add_settings_flags(p, KubeSettings)
+    add_settings_flags(p, ToolSettings)
     p.set_defaults(func=_cmd_explain_delete)
 
     p = sub.add_parser("report", help="every protected object and what protects it",
@@ -163,7 +170,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table", help="Output format")
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--rules", help="Extra deletion rules file")
-    add_settings_flags(p, KubeSettings)
+    add_settings_flags(p, ToolSettings)
     p.set_defaults(func=_cmd_report)
 
     reclaim = sub.add_parser("reclaim", help="reclaim-space policy tools")
@@ -174,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--config-namespace", default="kustodian", help="Namespace of the reclaim ConfigMap")
     p.add_argument("--config-name", default="kustodian-reclaim-config", help="Name of the reclaim ConfigMap")
-    add_settings_flags(p, KubeSettings)
+    add_settings_flags(p, ToolSettings)
     p.set_defaults(func=_cmd_plan("reclaim_plan"))
 
     capacity = sub.add_parser("capacity", help="capacity reservation tools")
@@ -185,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
                                       "Exit 1 when a reservation would be rejected.")
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--sequential-lvg", action="store_true", help="Plan LVG reservations one at a time")
-    add_settings_flags(p, KubeSettings)
+    add_settings_flags(p, ToolSettings)
     p.set_defaults(func=_cmd_plan("capacity_plan"))
     return parser
 
@@ -201,9 +208,18 @@ def _cmd_plan(name: str) -> Command:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; a ``KustodianError`` (a user mistake, a refusal, a missing object) is
+    printed as one line per problem, prefixed with the command, and its ``exit_code`` returned:
+    never a traceback for a user mistake."""
     args = build_parser().parse_args(argv)
     func: Command = args.func
-    return func(args)
+    try:
+        return func(args)
+    except KustodianError as exc:
+        lines = exc.lines() if isinstance(exc, ConfigError) else [str(exc)]
+        for line in lines:
+            sys.stderr.write(f"kustodian {args.command}: {line}\n")
+        return exc.exit_code
 
 
 if __name__ == "__main__":

@@ -15,9 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kustodian.cli.explain import iter_manifests
-from kustodian.cli.settings_cli import settings_from_args
-from kustodian.kube.settings import KubeSettings
 from kustodian.policy.store import kind_key
+from kustodian.settings import ToolSettings, settings_from_args
 
 
 def print_rows(header: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
@@ -40,8 +39,8 @@ def _objects(args: argparse.Namespace, kinds: dict[str, Any]) -> dict[str, list[
     from kustodian.kube.config import load_config
     from kustodian.kube.discovery import resolve
 
-    settings = settings_from_args(KubeSettings, args)
-    client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint))
+    settings = settings_from_args(ToolSettings, args)
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
     try:
         for key, res in resolve(client, kinds).items():
             found[key], _ = client.list(res)

@@ -15,11 +15,10 @@ from pathlib import Path
 import yaml
 
 from kustodian.cli.explain import iter_manifests, print_table, view_from_manifests
-from kustodian.cli.settings_cli import settings_from_args
-from kustodian.kube.settings import KubeSettings
 from kustodian.policy.deletion.message import short_kind
 from kustodian.policy.deletion.report import protections
 from kustodian.policy.store import ClusterView
+from kustodian.settings import ToolSettings, settings_from_args
 
 
 def report(args: argparse.Namespace) -> int:
@@ -32,7 +31,7 @@ def report(args: argparse.Namespace) -> int:
     else:
         from kustodian.cli.live_view import live_view
 
-        view = live_view(settings_from_args(KubeSettings, args), rules)
+        view = live_view(settings_from_args(ToolSettings, args), rules)
     found = protections(view, rules)
     if args.output == "json":
         json.dump({"protected": [p.as_dict() for p in found]}, sys.stdout, indent=2)

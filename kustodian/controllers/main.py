@@ -14,11 +14,11 @@ import logging
 from prometheus_client import CollectorRegistry
 
 from kustodian.controllers.reclaim.controller import ReclaimPropagation
-from kustodian.controllers.settings import ControllersSettings
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
-from kustodian.runtime.manager import LeaderElection, Manager
+from kustodian.runtime.manager import Manager, leader_election
+from kustodian.settings import ControllersSettings
 
 log = logging.getLogger(__name__)
 
@@ -28,36 +28,37 @@ COMPONENT = "kustodian-controllers"
 def build(settings: ControllersSettings, client: KubeClient, recorder: EventRecorder,
           registry: CollectorRegistry | None = None) -> Manager:
     """The Manager with every enabled controller added; nothing started."""
-    leader = LeaderElection(namespace=settings.namespace, lease=settings.leader_election_lease,
-                            identity=settings.pod_name) if settings.leader_election else None
-    manager = Manager(client, name=COMPONENT, registry=registry, leader_election=leader,
-                      sync_timeout=settings.sync_timeout, health_address=settings.listen_address,
-                      workers=settings.workers)
-    if settings.reclaim_space:
-        manager.add(ReclaimPropagation(client, config_namespace=settings.namespace,
-                                       config_name=settings.reclaim_config_name, recorder=recorder,
+    manager = Manager(client, name=COMPONENT, registry=registry,
+                      leader_election=leader_election(settings.leader_election, settings.kube.namespace),
+                      sync_timeout=settings.controllers.sync_timeout.total_seconds(),
+                      health_address=settings.metrics.listen_address, metrics_path=settings.metrics.path,
+                      workers=settings.controllers.workers)
+    if settings.reclaim.enabled:
+        manager.add(ReclaimPropagation(client, config_namespace=settings.kube.namespace,
+                                       config_name=settings.reclaim.config_name, recorder=recorder,
                                        caches=manager.cache))
-    if settings.node_cleanup:
+    if settings.node_cleanup.enabled:
         from kustodian.controllers.node_cleanup.controller import NodeCleanup
 
-        cleanup = NodeCleanup(client, storage_classes=settings.node_cleanup_storage_classes,
-                              delay=settings.node_cleanup_delay,
-                              detect_recreated=settings.node_cleanup_detect_recreated, recorder=recorder,
+        cleaning = settings.node_cleanup
+        cleanup = NodeCleanup(client, storage_classes=cleaning.storage_classes, delay=cleaning.delay,
+                              detect_recreated=cleaning.detect_recreated, recorder=recorder,
                               registry=manager.registry, caches=manager.cache)
-        manager.add(cleanup, resync=settings.node_cleanup_resync.total_seconds())
-        discovery_s = settings.node_cleanup_discovery_interval.total_seconds()
+        manager.add(cleanup, resync=cleaning.resync.total_seconds())
+        discovery_s = cleaning.discovery_interval.total_seconds()
         manager.add_loop("node-cleanup-deleter", lambda stop: cleanup.run_deleter(discovery_s, stop))
-    if settings.capacity:
+    if settings.capacity.enabled:
         from kustodian.controllers.capacity.main import CapacityReconciler
         from kustodian.controllers.capacity.main import build as build_capacity
 
-        manager.add(CapacityReconciler(build_capacity(settings, client, recorder)),
-                    resync=settings.capacity_gc_interval.total_seconds())
+        manager.add(CapacityReconciler(build_capacity(settings.capacity, client, recorder)),
+                    resync=settings.capacity.gc_interval.total_seconds())
     return manager
 
 
 def run(settings: ControllersSettings) -> int:
-    client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint), user_agent=COMPONENT)
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint),
+                        user_agent=COMPONENT)
     recorder = EventRecorder(client, COMPONENT)
     try:
         manager = build(settings, client, recorder, CollectorRegistry())

@@ -38,8 +38,9 @@ from kustodian.kube.resources import Resource
 from kustodian.runtime.health import Checks, HealthServer
 from kustodian.runtime.metrics import RestClientMetrics, register_process_collectors
 from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
+from kustodian.settings import LeaderElectionGroup
 
-__all__ = ["CacheFactory", "LeaderElection", "Manager", "Reconciler"]
+__all__ = ["CacheFactory", "LeaderElection", "Manager", "Reconciler", "leader_election"]
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +88,16 @@ class _Entry:
     controller: Controller
     resync: float
     caches: list[WatchCache] = field(default_factory=list)
+
+
+def leader_election(settings: LeaderElectionGroup, namespace: str) -> LeaderElection | None:
+    """The Manager's leader election from its settings group (``None`` when off)."""
+    if not settings.enabled:
+        return None
+    return LeaderElection(namespace=namespace, lease=settings.lease_name, identity=settings.identity,
+                          lease_duration=settings.lease_duration.total_seconds(),
+                          renew_deadline=settings.renew_deadline.total_seconds(),
+                          retry_period=settings.retry_period.total_seconds())
 
 
 class Manager:

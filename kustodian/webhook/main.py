@@ -19,12 +19,12 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
 from kustodian.policy.store import Indexer
+from kustodian.settings import WebhookSettings
 from kustodian.webhook.app import Readiness, create_app
 from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kinds
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.server import TLSFiles, build_server
-from kustodian.webhook.settings import WebhookSettings
 
 log = logging.getLogger(__name__)
 
@@ -74,14 +74,14 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     registry = Registry()
     needs: dict[str, dict[str, Indexer]] = {}
     rules: RuleSet | None = None
-    if settings.deletion_guard:
-        rules = load_deletion_rules(settings.deletion_rules_file)
+    if settings.deletion_guard.enabled:
+        rules = load_deletion_rules(settings.deletion_guard.rules_file)
         _merge(needs, needed_kinds(rules))
     reclaim = None
-    if settings.reclaim_space:
+    if settings.reclaim.enabled:
         from kustodian.webhook.features.reclaim import ReclaimPolicyWebhook
 
-        reclaim = ReclaimPolicyWebhook(settings.namespace, settings.reclaim_config_name)
+        reclaim = ReclaimPolicyWebhook(settings.kube.namespace, settings.reclaim.config_name)
         _merge(needs, reclaim.needed_kinds())
 
     resources = resolve(client, needs)
@@ -100,7 +100,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         DeletionGuard(rules, view, recorder).register(registry)
     if reclaim is not None:
         reclaim.register(registry, view)
-    if settings.capacity:
+    if settings.capacity.enabled:
         from kustodian.webhook.features import capacity
 
         capacity.register(registry)
@@ -113,28 +113,30 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
 
 
 def run(settings: WebhookSettings) -> None:
-    client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint))
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
     hook = build_webhook(settings, client)
     manager = None
-    if settings.tls_mode == "builtin":
+    tls_settings, server_settings = settings.tls, settings.webhook
+    if tls_settings.mode == "builtin":
         from kustodian.certs.manager import CertManager
 
-        name = settings.webhook_configuration_name
-        manager = CertManager(client, namespace=settings.namespace, secret_name=settings.tls_secret_name,
-                              service=settings.service_name, out_dir=Path(settings.tls_dir),
+        name = tls_settings.webhook_configuration_name
+        manager = CertManager(client, namespace=settings.kube.namespace, secret_name=tls_settings.secret_name,
+                              service=tls_settings.service_name, out_dir=Path(tls_settings.dir),
                               validating=[name], mutating=[name])
         manager.ensure()  # the server cannot start without its pair
         threading.Thread(target=manager.run, name="cert-manager", daemon=True).start()
     hook.start_caches()
-    tls = TLSFiles(settings.tls_cert_file, settings.tls_key_file) if settings.tls_cert_file and \
-        settings.tls_key_file else None
-    server, reloader = build_server(hook.app, host=settings.host, port=settings.port, tls=tls,
-                                    graceful_timeout=settings.graceful_timeout,
-                                    reload_interval=settings.cert_reload_interval)
+    tls = TLSFiles(tls_settings.cert_file, tls_settings.key_file) if tls_settings.cert_file and \
+        tls_settings.key_file else None
+    server, reloader = build_server(hook.app, host=server_settings.host, port=server_settings.port, tls=tls,
+                                    graceful_timeout=round(server_settings.graceful_timeout.total_seconds()),
+                                    reload_interval=server_settings.cert_reload_interval.total_seconds())
     if reloader is not None:
         hook.readiness.add("certificates-loaded", reloader.loaded.is_set)
-    threading.Thread(target=_report_sync, args=(hook, settings.sync_timeout), daemon=True).start()
-    log.info("serving admission reviews on %s:%d (%s)", settings.host, settings.port,
+    sync_timeout = server_settings.sync_timeout.total_seconds()
+    threading.Thread(target=_report_sync, args=(hook, sync_timeout), daemon=True).start()
+    log.info("serving admission reviews on %s:%d (%s)", server_settings.host, server_settings.port,
              "TLS" if tls else "plain HTTP")
     try:
         server.run()

@@ -61,7 +61,7 @@ def chart_webhook(kube_api: KubeApi, chart: list[Doc], crds_applied: None, rook_
     (rules_cm,) = [d for d in chart if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-deletion-rules")]
     rules_file = workdir / "deletion-rules.yaml"
     rules_file.write_text(rules_cm["data"]["deletion-rules.yaml"])
-    hook = start_webhook(kube_api, workdir, f"--deletion-rules-file={rules_file}")
+    hook = start_webhook(kube_api, workdir, f"--deletion-guard-rules-file={rules_file}")
     configs = [pointed_at(d, hook) for d in chart
                if d["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")]
     assert len(configs) == 2

@@ -17,11 +17,10 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 from kustodian.cli import build_parser
-from kustodian.cli.settings_cli import settings_from_args
 from kustodian.policy.capacity.validation import validate_available_capacity, validate_reservation
 from kustodian.policy.deletion import load_rules
+from kustodian.settings import WebhookSettings, settings_from_args
 from kustodian.testing.webhooks import webhook_configurations
-from kustodian.webhook.settings import WebhookSettings
 
 from .conftest import ALL_ON, CHART, FULLNAME, NAMESPACE, VALUE_SETS, Doc, find, helm, one, render, webhooks
 
@@ -75,12 +74,12 @@ def test_the_webhook_container_args_are_valid_kustodian_settings(name: str, rend
     args = _webhook_args(rendered[name])
     parsed = build_parser().parse_args(args)
     settings = settings_from_args(WebhookSettings, parsed)
-    assert settings.namespace == NAMESPACE
-    assert settings.tls_cert_file == "/tls/tls.crt" and settings.port == 8443
+    assert settings.kube.namespace == NAMESPACE
+    assert settings.tls.cert_file == "/tls/tls.crt" and settings.webhook.port == 8443
     values = VALUE_SETS[name]
-    assert settings.deletion_guard == values.get("deletionGuard", {}).get("enabled", True)
-    assert settings.reclaim_space == values.get("reclaimSpace", {}).get("enabled", True)
-    assert settings.capacity == values.get("capacity", {}).get("enabled", False)
+    assert settings.deletion_guard.enabled == values.get("deletionGuard", {}).get("enabled", True)
+    assert settings.reclaim.enabled == values.get("reclaimSpace", {}).get("enabled", True)
+    assert settings.capacity.enabled == values.get("capacity", {}).get("enabled", False)
 
 
 def test_the_deployment_is_highly_available_and_locked_down(rendered: dict[str, list[Doc]]) -> None:
@@ -230,17 +229,13 @@ def test_builtin_in_process_tls_is_the_default(rendered: dict[str, list[Doc]]) -
     dep = one(docs, "Deployment")
     args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--tls-mode=builtin" in args and f"--tls-secret-name={FULLNAME}-tls" in args
-    assert f"--webhook-configuration-name={FULLNAME}" in args and not any("tls-cert-file" in a for a in args)
+    assert f"--tls-webhook-configuration-name={FULLNAME}" in args and not any("tls-cert-file" in a for a in args)
     volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
     assert "emptyDir" in volumes["tls"] and "secret" not in volumes["tls"]
     for hook in webhooks(docs).values():  # nothing to publish before the first start (no lookup here)
         assert "caBundle" not in hook["clientConfig"]
-    from kustodian.cli import build_parser
-    from kustodian.cli.settings_cli import settings_from_args
-    from kustodian.webhook.settings import WebhookSettings
-
     settings = settings_from_args(WebhookSettings, build_parser().parse_args(args))
-    assert settings.tls_mode == "builtin" and settings.tls_cert_file == "/tls/tls.crt"
+    assert settings.tls.mode == "builtin" and settings.tls.cert_file == "/tls/tls.crt"
 
 
 def test_helm_generated_tls_ca_signs_the_serving_certificate_and_is_the_ca_bundle(
@@ -292,7 +287,7 @@ def test_configmaps_hold_what_the_webhook_reads(rendered: dict[str, list[Doc]]) 
     rules_cm = one(docs, "ConfigMap", f"{FULLNAME}-deletion-rules")
     rules = yaml.safe_load(rules_cm["data"]["deletion-rules.yaml"])
     assert load_rules(rules, source="chart").provider_kinds() == {"StorageClass.storage.k8s.io"}
-    assert "--deletion-rules-file=/etc/kustodian/rules/deletion-rules.yaml" in _webhook_args(docs)
+    assert "--deletion-guard-rules-file=/etc/kustodian/rules/deletion-rules.yaml" in _webhook_args(docs)
     assert not find(rendered["default"], "ConfigMap", f"{FULLNAME}-deletion-rules")
 
 
@@ -307,7 +302,7 @@ def test_the_node_agent_mounts_only_the_configured_disks(rendered: dict[str, lis
     mounted = [m["mountPath"] for m in container["volumeMounts"] if m["name"].startswith("disk-")]
     assert mounted == host
     env = {e["name"]: e.get("value") for e in container["env"]}
-    assert json.loads(env["KUSTODIAN_DISKS"] or "") == host
+    assert json.loads(env["KUSTODIAN_NODE_AGENT__DISKS"] or "") == host
     assert not find(rendered["default"], "DaemonSet")
 
 

@@ -59,11 +59,11 @@ def start_webhook(kube_api: KubeApi, workdir: Path, *extra: str) -> WebhookProce
     assert issued.returncode == 0, issued.stderr
     port = free_port()
     log_file = workdir / "webhook.log"
-    env = {**os.environ, "KUSTODIAN_LOG_FORMAT": "text"}
+    env = {**os.environ, "KUSTODIAN_LOG__FORMAT": "text"}
     with log_file.open("w") as log_out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kustodian", "webhook", "--kubeconfig", str(kube_api.kubeconfig),
-             "--host", "127.0.0.1", "--port", str(port), "--tls-cert-file", str(certs_dir / "tls.crt"),
+             "--webhook-host", "127.0.0.1", "--webhook-port", str(port), "--tls-cert-file", str(certs_dir / "tls.crt"),
              "--tls-key-file", str(certs_dir / "tls.key"), *extra],
             stdout=log_out, stderr=subprocess.STDOUT, text=True, env=env)
     hook = WebhookProcess(f"https://127.0.0.1:{port}", certs_dir / "ca.crt", proc, log_file)

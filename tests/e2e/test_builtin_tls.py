@@ -121,9 +121,9 @@ def test_the_webhook_process_in_builtin_mode_serves_what_it_published(kube_api: 
     with log.open("w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kustodian", "webhook", "--tls-mode", "builtin", "--tls-dir",
-             str(tmp_path / "tls"), "--namespace", namespace, "--webhook-configuration-name", name,
-             "--kubeconfig", str(kube_api.kubeconfig), "--host", "127.0.0.1", "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG_FORMAT": "text"})
+             str(tmp_path / "tls"), "--namespace", namespace, "--tls-webhook-configuration-name", name,
+             "--kubeconfig", str(kube_api.kubeconfig), "--webhook-host", "127.0.0.1", "--webhook-port", str(port)],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
     try:
         deadline = time.monotonic() + 30
         while True:

@@ -44,7 +44,7 @@ def test_bad_deletion_rules_stop_the_webhook_at_start_with_every_problem(tmp_pat
          "match": {"type": "field-ref"}},
         {"provider": "StorageClass.storage.k8s.io", "match": {"type": "no-such-matcher"}},
     ]))
-    proc = kustodian("webhook", "--insecure-http", "--deletion-rules-file", str(rules),
+    proc = kustodian("webhook", "--webhook-insecure-http", "--deletion-guard-rules-file", str(rules),
                      "--kube-api-endpoint", "https://127.0.0.1:1")
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "rules.yaml[0]" in proc.stderr and "rules.yaml[1]" in proc.stderr

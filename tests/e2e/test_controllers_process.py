@@ -31,8 +31,9 @@ def test_existing_pvcs_are_reconciled_at_start_and_follow_changes(kube_api: Kube
     with log.open("w") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kustodian", "controllers", "--kubeconfig", str(kube_api.kubeconfig),
-             "--namespace", namespace, "--pod-name", "replica-1", "--listen-address", f"127.0.0.1:{port}"],
-            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG_FORMAT": "text"})
+             "--namespace", namespace, "--leader-election-identity", "replica-1",
+             "--metrics-listen-address", f"127.0.0.1:{port}"],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
     try:
         def until(cond: object, what: str, timeout: float = 20) -> None:
             deadline = time.monotonic() + timeout
@@ -80,10 +81,10 @@ def test_node_cleanup_runs_in_the_sidecar_configured_as_the_chart_configures_it(
                  "claimRef": {"namespace": namespace, "name": "data-0", "uid": claim["metadata"]["uid"]},
                  "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
                      {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}})
-    env = {**os.environ, "KUSTODIAN_LOG_FORMAT": "text", "KUSTODIAN_NAMESPACE": namespace,
-           "KUSTODIAN_POD_NAME": "sidecar-1", "KUSTODIAN_RECLAIM_SPACE": "false",
-           "KUSTODIAN_NODE_CLEANUP": "true", "KUSTODIAN_NODE_CLEANUP_STORAGE_CLASSES": f'["{sc}"]',
-           "KUSTODIAN_NODE_CLEANUP_DELAY": "1s", "KUSTODIAN_LISTEN_ADDRESS": ""}
+    env = {**os.environ, "KUSTODIAN_LOG__FORMAT": "text", "KUSTODIAN_KUBE__NAMESPACE": namespace,
+           "KUSTODIAN_LEADER_ELECTION__IDENTITY": "sidecar-1", "KUSTODIAN_RECLAIM__ENABLED": "false",
+           "KUSTODIAN_NODE_CLEANUP__ENABLED": "true", "KUSTODIAN_NODE_CLEANUP__STORAGE_CLASSES": f'["{sc}"]',
+           "KUSTODIAN_NODE_CLEANUP__DELAY": "1s", "KUSTODIAN_METRICS__LISTEN_ADDRESS": ""}
     log = tmp_path / "controllers.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "kustodian", "controllers", "--kubeconfig",

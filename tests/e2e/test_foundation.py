@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from kustodian.kube.resources import VALIDATING_WEBHOOKS
+from kustodian.settings import WebhookSettings
 from kustodian.webhook.main import build_webhook
-from kustodian.webhook.settings import WebhookSettings
 from tests.conftest import KubeApi
 from tests.e2e.conftest import kustodian
 from tests.webhook.conftest import serve
@@ -20,7 +20,8 @@ pytestmark = pytest.mark.api
 
 
 def test_readyz_is_not_ready_until_the_caches_have_synced(kube_api: KubeApi, tls_dir: Path) -> None:
-    settings = WebhookSettings(kubeconfig=str(kube_api.kubeconfig), tls_cert_file="x", tls_key_file="y")
+    settings = WebhookSettings(kube={"kubeconfig": str(kube_api.kubeconfig)},
+                               tls={"cert_file": "x", "key_file": "y"})
     hook = build_webhook(settings, kube_api.client)
     srv = serve(hook.app, tls_dir)
     try:
@@ -65,13 +66,15 @@ def test_certs_inject_writes_the_ca_bundle_into_every_webhook(kube_api: KubeApi,
 @pytest.mark.parametrize(("args", "env", "message"), [
     ([], {}, "no TLS certificate"),
     (["--tls-cert-file", "a.crt"], {}, "must be given together"),
-    (["--port", "70000"], {"KUSTODIAN_INSECURE_HTTP": "true"}, "--port / KUSTODIAN_PORT"),
-    (["--insecure-http"], {"KUSTODIAN_TLS_CERT_FILE": "a", "KUSTODIAN_TLS_KEY_FILE": "b"}, "contradicts"),
-    (["--namespace", "Not_A_Namespace", "--insecure-http"], {}, "--namespace"),
+    (["--webhook-port", "70000"], {"KUSTODIAN_WEBHOOK__INSECURE_HTTP": "true"},
+     "--webhook-port / KUSTODIAN_WEBHOOK__PORT"),
+    (["--webhook-insecure-http"], {"KUSTODIAN_TLS__CERT_FILE": "a", "KUSTODIAN_TLS__KEY_FILE": "b"},
+     "contradicts"),
+    (["--namespace", "Not_A_Namespace", "--webhook-insecure-http"], {}, "--namespace"),
 ], ids=["no-tls", "cert-without-key", "port-out-of-range", "tls-and-insecure", "bad-namespace"])
 def test_unsafe_settings_are_refused_at_start(args: list[str], env: dict[str, str], message: str,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    for key in ("KUSTODIAN_TLS_CERT_FILE", "KUSTODIAN_TLS_KEY_FILE", "KUSTODIAN_INSECURE_HTTP"):
+    for key in ("KUSTODIAN_TLS__CERT_FILE", "KUSTODIAN_TLS__KEY_FILE", "KUSTODIAN_WEBHOOK__INSECURE_HTTP"):
         monkeypatch.delenv(key, raising=False)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
@@ -82,14 +85,14 @@ def test_unsafe_settings_are_refused_at_start(args: list[str], env: dict[str, st
 
 def test_flags_override_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     from kustodian.cli import build_parser
-    from kustodian.cli.settings_cli import settings_from_args
+    from kustodian.settings import settings_from_args
 
-    monkeypatch.setenv("KUSTODIAN_PORT", "9443")
-    monkeypatch.setenv("KUSTODIAN_INSECURE_HTTP", "true")
-    args = build_parser().parse_args(["webhook", "--port", "10443"])
-    assert settings_from_args(WebhookSettings, args).port == 10443
+    monkeypatch.setenv("KUSTODIAN_WEBHOOK__PORT", "9443")
+    monkeypatch.setenv("KUSTODIAN_WEBHOOK__INSECURE_HTTP", "true")
+    args = build_parser().parse_args(["webhook", "--webhook-port", "10443"])
+    assert settings_from_args(WebhookSettings, args).webhook.port == 10443
     args = build_parser().parse_args(["webhook"])
-    assert settings_from_args(WebhookSettings, args).port == 9443
+    assert settings_from_args(WebhookSettings, args).webhook.port == 9443
 
 
 def test_the_webhook_process_verifies_against_the_issued_ca(kube_api: KubeApi) -> None:

@@ -85,13 +85,13 @@ capabilities:
 
 {{/* Environment every component shares. */}}
 {{- define "kustodian.commonEnv" -}}
-- name: KUSTODIAN_NAMESPACE
+- name: KUSTODIAN_KUBE__NAMESPACE
   valueFrom:
     fieldRef:
       fieldPath: metadata.namespace
-- name: KUSTODIAN_LOG_FORMAT
+- name: KUSTODIAN_LOG__FORMAT
   value: {{ .Values.logFormat | quote }}
-- name: KUSTODIAN_LOG_LEVEL
+- name: KUSTODIAN_LOG__LEVEL
   value: {{ .Values.logLevel | quote }}
 {{- end -}}
 

@@ -20,7 +20,6 @@ from kustodian.controllers.capacity.controller import (
     Clock,
     utc_now,
 )
-from kustodian.controllers.capacity.settings import CapacitySettings
 from kustodian.errors import ConfigError
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient
@@ -28,6 +27,7 @@ from kustodian.kube.discovery import resolve
 from kustodian.kube.events import EventRecorder
 from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY
 from kustodian.runtime.workqueue import Result
+from kustodian.settings import CapacityGroup
 
 NAME = "capacity"
 
@@ -36,7 +36,7 @@ class CapacityCrdsMissing(ConfigError):
     pass
 
 
-def build(settings: CapacitySettings, client: KubeClient, recorder: EventRecorder | None = None, *,
+def build(settings: CapacityGroup, client: KubeClient, recorder: EventRecorder | None = None, *,
           clock: Clock = utc_now) -> CapacityReservations:
     """The controller, wired to nothing and started nowhere."""
     resources = resolve(client, (AC_KIND_KEY, ACR_KIND_KEY))
@@ -44,10 +44,10 @@ def build(settings: CapacitySettings, client: KubeClient, recorder: EventRecorde
     if missing:
         raise CapacityCrdsMissing(
             f"the capacity controller needs the {', '.join(missing)} CRD(s): install the chart's crds/ "
-            "or disable it (KUSTODIAN_CAPACITY=false)")
+            "or disable it (--no-capacity / KUSTODIAN_CAPACITY__ENABLED=false)")
     return CapacityReservations(
         client, resources, options=settings.plan_options(),
-        reservation_ttl=settings.capacity_reservation_ttl, gc_interval=settings.capacity_gc_interval,
+        reservation_ttl=settings.reservation_ttl, gc_interval=settings.gc_interval,
         recorder=recorder, clock=clock)
 
 

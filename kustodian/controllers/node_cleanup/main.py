@@ -17,13 +17,13 @@ from prometheus_client import CollectorRegistry
 
 from kustodian.clock import Clock, utc_now
 from kustodian.controllers.node_cleanup.controller import NodeCleanup
-from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
 from kustodian.kube.access import can_i
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
-from kustodian.runtime.manager import LeaderElection, Manager
+from kustodian.runtime.manager import Manager, leader_election
 from kustodian.runtime.workqueue import Controller
+from kustodian.settings import NodeCleanupSettings
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class NodeCleanupApp:
         if not self.manager.start():
             raise TimeoutError("caches did not sync; refusing to act on a partial view")
         log.info("node cleanup running for StorageClasses %s (PVC deletion delay %s)",
-                 ", ".join(sorted(self.cleanup.opted_in)) or "<none>", self.settings.pvc_deletion_delay)
+                 ", ".join(sorted(self.cleanup.opted_in)) or "<none>", self.settings.node_cleanup.delay)
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stop acting at once (loops, workers), then the caches; flush pending Events."""
@@ -83,18 +83,18 @@ class NodeCleanupApp:
 def build(settings: NodeCleanupSettings, client: KubeClient, clock: Clock = utc_now, *,
           registry: CollectorRegistry | None = None) -> NodeCleanupApp:
     """Everything wired, nothing started; metrics go to ``registry`` (a fresh one by default)."""
-    leader = LeaderElection(namespace=settings.namespace, lease=settings.leader_election_lease,
-                            identity=settings.pod_name) if settings.leader_election else None
-    manager = Manager(client, name=COMPONENT, registry=registry, leader_election=leader,
-                      health_address=settings.listen_address, metrics_path=settings.metrics_path,
-                      workers=settings.worker_threads, resync_period=settings.resync.total_seconds())
+    cleaning = settings.node_cleanup
+    manager = Manager(client, name=COMPONENT, registry=registry,
+                      leader_election=leader_election(settings.leader_election, settings.kube.namespace),
+                      health_address=settings.metrics.listen_address, metrics_path=settings.metrics.path,
+                      workers=cleaning.workers, resync_period=cleaning.resync.total_seconds())
     recorder = EventRecorder(client, EVENT_SOURCE)
-    cleanup = NodeCleanup(client, storage_classes=settings.storageclass_names,
-                          delay=settings.pvc_deletion_delay, detect_recreated=settings.detect_recreated_nodes,
-                          recorder=recorder, registry=manager.registry, clock=clock, caches=manager.cache,
+    cleanup = NodeCleanup(client, storage_classes=cleaning.storage_classes, delay=cleaning.delay,
+                          detect_recreated=cleaning.detect_recreated, recorder=recorder,
+                          registry=manager.registry, clock=clock, caches=manager.cache,
                           timer=timer_store(client))
     controller = manager.add(cleanup)
-    interval = settings.stale_pv_discovery_interval.total_seconds()
+    interval = cleaning.discovery_interval.total_seconds()
     manager.add_loop("node-cleanup-deleter", lambda stop: cleanup.run_deleter(interval, stop))
     return NodeCleanupApp(settings, cleanup, manager, controller, recorder)
 
@@ -106,12 +106,13 @@ def run(settings: NodeCleanupSettings, *, stop: threading.Event | None = None) -
     SIGTERM/SIGINT stop it; an embedding caller (a test) passes ``stop`` instead, and no
     signal handler is installed.
     """
-    if not settings.storageclass_names:
+    if not settings.node_cleanup.storage_classes:
         log.warning("no --storageclass-names given: nothing is opted in, so nothing will be cleaned")
-    client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint), user_agent=COMPONENT)
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint),
+                        user_agent=COMPONENT)
     app = build(settings, client)
     log.info("node cleanup for StorageClasses %s (PVC deletion delay %s)",
-             ", ".join(sorted(app.cleanup.opted_in)) or "<none>", settings.pvc_deletion_delay)
+             ", ".join(sorted(app.cleanup.opted_in)) or "<none>", settings.node_cleanup.delay)
     try:
         return app.manager.run(stop)
     finally:

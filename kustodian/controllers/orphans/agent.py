@@ -36,7 +36,6 @@ from typing import Any
 
 from kustodian.controllers.orphans.disks import CONDITION_READY, DiskRegistry
 from kustodian.controllers.orphans.scan import remove_replica_dir, scan_disk
-from kustodian.controllers.orphans.settings import DiskSpec, NodeAgentSettings
 from kustodian.controllers.orphans.tracker import LonghornReplicas, NoTracker, ReplicaTracker
 from kustodian.kube.cache import WatchCache, object_key
 from kustodian.kube.client import KubeClient, Obj
@@ -68,6 +67,7 @@ from kustodian.policy.orphans import (
     sync_orphans,
 )
 from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
+from kustodian.settings import DiskSpec, NodeAgentSettings
 
 log = logging.getLogger(__name__)
 
@@ -362,37 +362,40 @@ class NodeAgent:
 
 
 def make_tracker(settings: NodeAgentSettings, client: KubeClient) -> ReplicaTracker:
-    if settings.tracker == "none":
+    agent = settings.node_agent
+    if agent.tracker == "none":
         return NoTracker()
-    return LonghornReplicas(client, settings.longhorn_namespace,
-                            recheck_interval=max(settings.scan_interval.total_seconds(), 1.0))
+    return LonghornReplicas(client, agent.longhorn_namespace,
+                            recheck_interval=max(agent.scan_interval.total_seconds(), 1.0))
 
 
 def build(settings: NodeAgentSettings, client: KubeClient, *, recorder: EventRecorder | None = None,
           tracker: ReplicaTracker | None = None, clock: Callable[[], datetime] = utc_now,
           metrics: ControllerMetrics | None = None) -> NodeAgent:
     """The agent for ``settings``, nothing started."""
+    agent, namespace = settings.node_agent, settings.kube.namespace
     return NodeAgent(
-        client, node=settings.node_name, namespace=settings.namespace, disks=settings.disk_specs,
+        client, node=agent.node_name, namespace=namespace, disks=agent.disk_specs,
         tracker=tracker if tracker is not None else make_tracker(settings, client),
         recorder=recorder if recorder is not None else EventRecorder(
-            client, COMPONENT, default_namespace=settings.namespace),
-        scan_interval=settings.scan_interval.total_seconds(), auto_delete=settings.orphan_auto_delete,
-        grace=settings.orphan_grace_period, workers=settings.workers, clock=clock, metrics=metrics)
+            client, COMPONENT, default_namespace=namespace),
+        scan_interval=agent.scan_interval.total_seconds(), auto_delete=agent.auto_delete,
+        grace=agent.grace_period, workers=settings.controllers.workers, clock=clock, metrics=metrics)
 
 
 def run(settings: NodeAgentSettings) -> None:
     """Run the agent until SIGTERM/SIGINT."""
-    client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint))
-    recorder = EventRecorder(client, COMPONENT, default_namespace=settings.namespace)
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
+    recorder = EventRecorder(client, COMPONENT, default_namespace=settings.kube.namespace)
     agent = build(settings, client, recorder=recorder)
     if not agent.disks:
-        log.warning("no disk is configured (--disks / KUSTODIAN_DISKS): nothing will be scanned")
+        log.warning("no disk is configured (--node-agent-disks / KUSTODIAN_NODE_AGENT__DISKS): "
+                    "nothing will be scanned")
     done = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: done.set())
     try:
-        agent.start(settings.sync_timeout)
+        agent.start(settings.controllers.sync_timeout.total_seconds())
         done.wait()
     finally:
         agent.stop()

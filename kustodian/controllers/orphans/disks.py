@@ -22,10 +22,10 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from kustodian.controllers.orphans.settings import DiskSpec
 from kustodian.kube.client import KubeClient, Obj, retry_on_conflict
 from kustodian.kube.errors import AlreadyExists, NotFound
 from kustodian.kube.resources import CONFIG_MAPS
+from kustodian.settings import DiskSpec
 
 log = logging.getLogger(__name__)
 

@@ -17,12 +17,12 @@ import pytest
 
 from kustodian.controllers.capacity.controller import GC_KEY, PLAN_KEY, CapacityReservations
 from kustodian.controllers.capacity.main import build
-from kustodian.controllers.capacity.settings import CapacitySettings
 from kustodian.kube.errors import NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import EVENTS, PODS
 from kustodian.policy.capacity.model import GIB
 from kustodian.runtime.workqueue import Controller
+from kustodian.settings import CapacityGroup
 from tests.conftest import KubeApi
 from tests.support import wait_for
 
@@ -122,7 +122,7 @@ def capacity(kube_api: KubeApi, namespace: str, crds: None) -> Iterator[Factory]
     def make(*, run: bool = True, clock: Callable[[], datetime] | None = None,
              **settings: Any) -> tuple[Cluster, CapacityReservations, Controller | None]:
         recorder = EventRecorder(kube_api.client, "kustodian-test", min_interval=0, default_namespace=namespace)
-        conf = CapacitySettings(capacity_gc_interval=timedelta(hours=1), **settings)
+        conf = CapacityGroup(gc_interval=timedelta(hours=1), **settings)
         ctl = build(conf, kube_api.client, recorder, **({"clock": clock} if clock else {}))
         runtime = Controller("capacity", ctl.reconcile, workers=2, base_backoff=0.05) if run else None
         started.append((ctl, runtime, recorder))
@@ -212,7 +212,7 @@ def test_a_reservation_whose_pod_is_gone_is_collected(capacity: Factory, kube_ap
 
 def test_a_reservation_older_than_the_ttl_is_collected(capacity: Factory) -> None:
     clock = FakeClock()
-    cluster, ctl, runtime = capacity(clock=clock, capacity_reservation_ttl=timedelta(seconds=30))
+    cluster, ctl, runtime = capacity(clock=clock, reservation_ttl=timedelta(seconds=30))
     assert runtime is not None
     cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.pod("old"), cluster.pod("new"),
                   cluster.acr("old", ["n1"], [("data", "HDD", 10 * GIB)]))
@@ -255,7 +255,7 @@ def test_a_concurrent_edit_leads_to_a_re_plan_not_an_overwrite(capacity: Factory
 
 
 def test_sequential_lvg_mode_waits_for_the_holder_then_reserves(capacity: Factory, kube_api: KubeApi) -> None:
-    cluster, _, _ = capacity(capacity_sequential_lvg=True)
+    cluster, _, _ = capacity(sequential_lvg=True)
     cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.pod("first"), cluster.pod("second"),
                   cluster.acr("first", ["n1"], [("data", "HDDLVG", 10 * GIB)]))
     cluster.wait_status("first", "RESERVED")

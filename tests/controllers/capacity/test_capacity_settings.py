@@ -9,33 +9,32 @@ import pytest
 from pydantic import ValidationError
 
 from kustodian.controllers.capacity.controller import merge_patch
-from kustodian.controllers.capacity.settings import CapacitySettings
+from kustodian.settings import ControllersSettings
 
 
 def test_defaults() -> None:
-    s = CapacitySettings()
-    assert (s.capacity_sequential_lvg, s.capacity_lvg_wait_timeout, s.capacity_reservation_ttl,
-            s.capacity_gc_interval) == (False, timedelta(seconds=300), timedelta(hours=1), timedelta(seconds=60))
+    s = ControllersSettings().capacity
+    assert (s.sequential_lvg, s.lvg_wait_timeout, s.reservation_ttl,
+            s.gc_interval) == (False, timedelta(seconds=300), timedelta(hours=1), timedelta(seconds=60))
     assert s.plan_options().sequential_lvg is False
 
 
 def test_env_names_the_chart_sets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KUSTODIAN_CAPACITY_SEQUENTIAL_LVG", "true")
-    monkeypatch.setenv("KUSTODIAN_CAPACITY_LVG_WAIT_TIMEOUT", "2m")
-    monkeypatch.setenv("KUSTODIAN_CAPACITY_RESERVATION_TTL", "7200")
-    monkeypatch.setenv("KUSTODIAN_CAPACITY_GC_INTERVAL", "30s")
-    s = CapacitySettings()
+    monkeypatch.setenv("KUSTODIAN_CAPACITY__SEQUENTIAL_LVG", "true")
+    monkeypatch.setenv("KUSTODIAN_CAPACITY__LVG_WAIT_TIMEOUT", "2m")
+    monkeypatch.setenv("KUSTODIAN_CAPACITY__RESERVATION_TTL", "7200")
+    monkeypatch.setenv("KUSTODIAN_CAPACITY__GC_INTERVAL", "30s")
+    s = ControllersSettings().capacity
     options = s.plan_options()
     assert (options.sequential_lvg, options.sequential_lvg_timeout) == (True, timedelta(minutes=2))
-    assert (s.capacity_reservation_ttl, s.capacity_gc_interval) == (timedelta(hours=2), timedelta(seconds=30))
+    assert (s.reservation_ttl, s.gc_interval) == (timedelta(hours=2), timedelta(seconds=30))
 
 
-@pytest.mark.parametrize("field", ["capacity_lvg_wait_timeout", "capacity_reservation_ttl",
-                                   "capacity_gc_interval"])
+@pytest.mark.parametrize("field", ["lvg_wait_timeout", "reservation_ttl", "gc_interval"])
 @pytest.mark.parametrize("value", ["0", "-5s"], ids=["zero", "negative"])
 def test_unsafe_durations_are_refused(field: str, value: str) -> None:
     with pytest.raises(ValidationError, match="must be positive"):
-        CapacitySettings.model_validate({field: value})
+        ControllersSettings.model_validate({"capacity": {field: value}})
 
 
 @pytest.mark.parametrize(("old", "new", "patch"), [

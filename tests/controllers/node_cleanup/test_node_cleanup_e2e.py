@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 
 from kustodian.controllers.node_cleanup.main import NodeCleanupApp, build
-from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
 from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import EVENTS, NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from kustodian.policy.node_cleanup import parse_rfc3339
+from kustodian.settings import NodeCleanupSettings
 from tests.conftest import KubeApi
 from tests.support import Clock, wait_for
 
@@ -56,9 +56,10 @@ def world(kube_api: KubeApi, namespace: str) -> Iterator[dict[str, Any]]:
 
 def start(kube_api: KubeApi, world: dict[str, Any], clock: Callable[[], datetime], *, opted_in: bool = True,
           delay: str = "60s") -> NodeCleanupApp:
-    settings = NodeCleanupSettings(storageclass_names=[world["sc"]] if opted_in else ["other"],
-                                   pvc_deletion_delay=delay, stale_pv_discovery_interval="0.2s",
-                                   worker_threads=2, leader_election=False, listen_address="")
+    settings = NodeCleanupSettings(
+        node_cleanup={"storage_classes": [world["sc"]] if opted_in else ["other"], "delay": delay,
+                      "discovery_interval": "0.2s", "workers": 2},
+        leader_election={"enabled": False}, metrics={"listen_address": ""})
     app = build(settings, kube_api.client, clock)
     app.recorder.min_interval = 0
     app.start(sync_timeout=10)
@@ -185,7 +186,8 @@ def test_a_stale_cache_conflicts_and_the_stamp_is_written_from_a_fresh_read(
         kube_api: KubeApi, world: dict[str, Any]) -> None:
     """The PV changed behind the cache: the resourceVersion precondition fails, the retry re-reads."""
     client = kube_api.client
-    app = build(NodeCleanupSettings(storageclass_names=[world["sc"]], leader_election=False, listen_address=""),
+    app = build(NodeCleanupSettings(node_cleanup={"storage_classes": [world["sc"]]},
+                                    leader_election={"enabled": False}, metrics={"listen_address": ""}),
                 client, Clock())
     try:
         client.delete(NODES, world["node"])
@@ -206,8 +208,9 @@ def test_a_stale_cache_conflicts_and_the_stamp_is_written_from_a_fresh_read(
 def test_a_node_recreated_under_the_same_name_is_a_new_machine_when_detection_is_on(
         kube_api: KubeApi, world: dict[str, Any]) -> None:
     clock = Clock()
-    settings = NodeCleanupSettings(storageclass_names=[world["sc"]], detect_recreated_nodes=True,
-                                   stale_pv_discovery_interval="0.2s", leader_election=False, listen_address="")
+    settings = NodeCleanupSettings(
+        node_cleanup={"storage_classes": [world["sc"]], "detect_recreated": True, "discovery_interval": "0.2s"},
+        leader_election={"enabled": False}, metrics={"listen_address": ""})
     app = build(settings, kube_api.client, clock)
     app.start(sync_timeout=10)
     try:

@@ -8,9 +8,9 @@ import httpx
 import pytest
 
 from kustodian.controllers.node_cleanup.main import run
-from kustodian.controllers.node_cleanup.settings import NodeCleanupSettings
 from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import LEASES
+from kustodian.settings import NodeCleanupSettings
 from tests.conftest import KubeApi
 from tests.support import free_port, wait_for
 
@@ -20,9 +20,10 @@ pytestmark = pytest.mark.api
 def test_run_leads_serves_upstream_metrics_and_releases_the_lease_on_stop(
         kube_api: KubeApi, namespace: str) -> None:
     port = free_port()
-    settings = NodeCleanupSettings(kubeconfig=str(kube_api.kubeconfig), namespace=namespace,
-                                   storageclass_names=["local-test"], listen_address=f"127.0.0.1:{port}",
-                                   metrics_path="/custom-metrics", pod_name="replica-a", leader_election=True)
+    settings = NodeCleanupSettings(kube={"kubeconfig": str(kube_api.kubeconfig), "namespace": namespace},
+                                   node_cleanup={"storage_classes": ["local-test"]},
+                                   metrics={"listen_address": f"127.0.0.1:{port}", "path": "/custom-metrics"},
+                                   leader_election={"identity": "replica-a", "enabled": True})
     stop = threading.Event()
     runner = threading.Thread(target=run, args=(settings,), kwargs={"stop": stop}, daemon=True)
     runner.start()

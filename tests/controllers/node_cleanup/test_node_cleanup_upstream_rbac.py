@@ -78,7 +78,7 @@ def test_upstreams_deployment_and_rbac_clean_up_after_a_node_loss(
     log = tmp_path / "node-cleanup.log"
     with log.open("w") as out:
         proc = subprocess.Popen([sys.executable, "-m", "kustodian", "node-cleanup", *args], stdout=out,
-                                stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG_FORMAT": "text"})
+                                stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
     try:
         def until(cond: Any, what: str, timeout: float = 30) -> None:
             deadline = time.monotonic() + timeout

@@ -18,12 +18,12 @@ import pytest
 
 from kustodian.controllers.orphans.agent import ORPHANS, NodeAgent, build
 from kustodian.controllers.orphans.disks import STATUS_KEY, UUIDS_KEY, config_map_name
-from kustodian.controllers.orphans.settings import NodeAgentSettings
 from kustodian.controllers.orphans.tracker import REPLICAS
 from kustodian.kube.errors import NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import CONFIG_MAPS, EVENTS
 from kustodian.policy.orphans import ANNOTATION_KEEP_DATA, ORPHAN_FINALIZER, orphan_name
+from kustodian.settings import NodeAgentSettings
 from tests.conftest import KubeApi
 from tests.support import wait_for
 
@@ -91,9 +91,10 @@ class World:
         self.clock = Clock()
 
     def agent(self, *, disk: str | None = None, monitor: bool = False, **settings: Any) -> NodeAgent:
-        config = NodeAgentSettings(node_name=self.node, namespace=self.ns, longhorn_namespace=self.ns,
-                                   disks=[disk or f"disk1={self.disk}@{UUID}"], scan_interval=0.1,
-                                   **settings)
+        config = NodeAgentSettings(kube={"namespace": self.ns},
+                                   node_agent={"node_name": self.node, "longhorn_namespace": self.ns,
+                                               "disks": [disk or f"disk1={self.disk}@{UUID}"],
+                                               "scan_interval": 0.1, **settings})
         agent = build(config, self.client, recorder=self.recorder, clock=self.clock)
         agent.retry_interval = 0.2
         self.agents.append(agent)
@@ -236,7 +237,7 @@ def test_disk_whose_uuid_changed_is_skipped_and_nothing_is_removed(world: World)
 def test_auto_delete_after_the_grace_period(world: World) -> None:
     orphaned = make_replica_dir(world.disk, ORPHAN_DIR)
     kept = make_replica_dir(world.disk, TRACKED_DIR)
-    agent = world.agent(orphan_auto_delete=True, orphan_grace_period=60)
+    agent = world.agent(auto_delete=True, grace_period=60)
     agent.scan_once()
     wait_for(lambda: world.condition(world.orphan()).get("status") == "True", "a cleanable Orphan")
     keep = world.orphan(TRACKED_DIR)

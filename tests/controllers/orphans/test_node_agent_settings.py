@@ -1,4 +1,4 @@
-"""``NodeAgentSettings``: the chart's env vars, the flags, and refusals at start."""
+"""``NodeAgentSettings`` (its ``node_agent`` group): the chart's env vars, the flags, and refusals at start."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from kustodian.cli.settings_cli import add_settings_flags, settings_from_args
-from kustodian.controllers.orphans.settings import NodeAgentSettings, parse_disk
+from kustodian.settings import NodeAgentSettings, add_settings_flags, parse_disk, settings_from_args
 
 
 @pytest.mark.parametrize(("entry", "expected"), [
@@ -30,27 +29,28 @@ def test_parse_disk_refuses(entry: str) -> None:
 
 
 def test_chart_env_vars(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KUSTODIAN_NODE_NAME", "worker-1")
-    monkeypatch.setenv("KUSTODIAN_DISKS", '["/var/lib/longhorn", "ssd=/mnt/ssd"]')
-    monkeypatch.setenv("KUSTODIAN_ORPHAN_AUTO_DELETE", "true")
-    monkeypatch.setenv("KUSTODIAN_ORPHAN_GRACE_PERIOD", "1h")
-    monkeypatch.setenv("KUSTODIAN_LONGHORN_NAMESPACE", "lh")
-    s = NodeAgentSettings()  # node_name comes from the env
+    monkeypatch.setenv("KUSTODIAN_NODE_AGENT__NODE_NAME", "worker-1")
+    monkeypatch.setenv("KUSTODIAN_NODE_AGENT__DISKS", '["/var/lib/longhorn", "ssd=/mnt/ssd"]')
+    monkeypatch.setenv("KUSTODIAN_NODE_AGENT__AUTO_DELETE", "true")
+    monkeypatch.setenv("KUSTODIAN_NODE_AGENT__GRACE_PERIOD", "1h")
+    monkeypatch.setenv("KUSTODIAN_NODE_AGENT__LONGHORN_NAMESPACE", "lh")
+    s = NodeAgentSettings().node_agent  # node_name comes from the env
     assert s.node_name == "worker-1"
     assert [d.path for d in s.disk_specs] == ["/var/lib/longhorn", "/mnt/ssd"]
-    assert s.orphan_auto_delete is True
-    assert s.orphan_grace_period == timedelta(hours=1)
+    assert s.auto_delete is True
+    assert s.grace_period == timedelta(hours=1)
     assert s.longhorn_namespace == "lh"
     assert s.scan_interval == timedelta(seconds=30)
     assert s.tracker == "longhorn"
 
 
 def test_flags_override_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KUSTODIAN_NODE_NAME", "worker-1")
+    monkeypatch.setenv("KUSTODIAN_NODE_AGENT__NODE_NAME", "worker-1")
     parser = argparse.ArgumentParser()
     add_settings_flags(parser, NodeAgentSettings)
-    args = parser.parse_args(["--disks", "a=/d1@u1,b=/d2", "--scan-interval", "5s", "--tracker", "none"])
-    s = settings_from_args(NodeAgentSettings, args)
+    args = parser.parse_args(["--node-agent-disks", "a=/d1@u1,b=/d2", "--node-agent-scan-interval", "5s",
+                              "--node-agent-tracker", "none"])
+    s = settings_from_args(NodeAgentSettings, args).node_agent
     assert [(d.name, d.uuid) for d in s.disk_specs] == [("a", "u1"), ("b", "")]
     assert s.scan_interval == timedelta(seconds=5)
     assert s.tracker == "none"
@@ -58,6 +58,6 @@ def test_flags_override_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_every_bad_disk_is_reported_at_once() -> None:
     with pytest.raises(ValueError, match=r"disks\[0\].*absolute.*disks\[2\].*already used by disks\[1\]"):
-        NodeAgentSettings(node_name="n1", disks=["relative", "/a", "/a/"])
+        NodeAgentSettings(node_agent={"node_name": "n1", "disks": ["relative", "/a", "/a/"]})
     with pytest.raises(ValueError, match="scan_interval"):
-        NodeAgentSettings(node_name="n1", scan_interval=0)
+        NodeAgentSettings(node_agent={"node_name": "n1", "scan_interval": 0})

@@ -1,9 +1,4 @@
-"""``kustodian node-agent`` settings (env ``KUSTODIAN_*``, flags override).
-
-The names match what the Helm chart's node-agent DaemonSet sets: ``KUSTODIAN_NODE_NAME``
-(downward API), ``KUSTODIAN_DISKS`` (a JSON list, or a comma-separated string),
-``KUSTODIAN_ORPHAN_AUTO_DELETE``, ``KUSTODIAN_ORPHAN_GRACE_PERIOD`` (Go duration such as
-``1h`` or plain seconds) and ``KUSTODIAN_LONGHORN_NAMESPACE``.
+"""``kustodian node-agent``: which disks this node has and what to do with orphaned replicas.
 
 A disk is ``name=path@uuid``, ``name=path``, ``path@uuid`` or just ``path``.  Without a
 UUID the agent records the one it first finds on the disk (ConfigMap
@@ -13,17 +8,17 @@ is reported at start, each with its position, in one message.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import Annotated, Literal
+from typing import Literal
 
-from pydantic import BeforeValidator, Field, field_validator
-from pydantic_settings import NoDecode
+from pydantic import Field, field_validator
 
-from kustodian.kube.settings import GoDuration, KubeSettings
-from kustodian.policy.orphans import normalize_disk_path
+from kustodian.settings.common import Group
+from kustodian.settings.types import CommaList, NonNegativeDuration, PositiveDuration
+
+__all__ = ["DiskSpec", "NodeAgentGroup", "default_disk_name", "parse_disk"]
 
 _DISK_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?")
 _UUID_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -46,6 +41,8 @@ def default_disk_name(path: str) -> str:
 
 def parse_disk(entry: str) -> DiskSpec:
     """Parse ``[name=]path[@uuid]``; ``ValueError`` says what is wrong."""
+    from kustodian.policy.orphans import normalize_disk_path
+
     text = entry.strip()
     name = ""
     if "=" in text and not text.startswith("/"):
@@ -64,35 +61,21 @@ def parse_disk(entry: str) -> DiskSpec:
     return DiskSpec(name or default_disk_name(path), path, uuid)
 
 
-def _disk_list(value: object) -> object:
-    """A JSON list (what the chart sets), or ``"a=/x,b=/y"`` (a hand-written env var)."""
-    if isinstance(value, str):
-        text = value.strip()
-        if text.startswith("["):
-            return json.loads(text)
-        return [part.strip() for part in text.split(",") if part.strip()]
-    return value
-
-
-DiskList = Annotated[list[str], NoDecode, BeforeValidator(_disk_list)]
-
-
-class NodeAgentSettings(KubeSettings):
+class NodeAgentGroup(Group):
     node_name: str = Field(min_length=1, max_length=253,
                            description="This node's name (the DaemonSet sets it from spec.nodeName)")
-    disks: DiskList = Field(default_factory=list,
-                            description="Longhorn disks on this node: [name=]path[@diskUUID]")
-    scan_interval: GoDuration = Field(timedelta(seconds=30), description="How often the disks are scanned")
-    orphan_auto_delete: bool = Field(False, description="Delete Orphans whose data is cleanable once "
-                                     "--orphan-grace-period has passed since they were created")
-    orphan_grace_period: GoDuration = Field(timedelta(seconds=300),
-                                            description="Age an Orphan must reach before auto-deletion")
+    disks: CommaList = Field(default_factory=list,
+                             description="Longhorn disks on this node: [name=]path[@diskUUID]")
+    scan_interval: PositiveDuration = Field(timedelta(seconds=30),
+                                            description="How often the disks are scanned")
+    auto_delete: bool = Field(False, description="Delete Orphans whose data is cleanable once "
+                              "--node-agent-grace-period has passed since they were created")
+    grace_period: NonNegativeDuration = Field(timedelta(seconds=300),
+                                              description="Age an Orphan must reach before auto-deletion")
     tracker: Literal["longhorn", "none"] = Field(
         "longhorn", description="Where scheduled replicas come from: longhorn (Replica objects) or none "
                                 "(nothing is ever reported as orphaned)")
     longhorn_namespace: str = Field("longhorn-system", description="Namespace of Longhorn's Replica objects")
-    workers: int = Field(2, ge=1, le=16, description="Orphan reconcile workers")
-    sync_timeout: float = Field(120.0, gt=0, description="Seconds to wait for the caches before giving up")
 
     @field_validator("disks")
     @classmethod
@@ -112,20 +95,6 @@ class NodeAgentSettings(KubeSettings):
                 seen.setdefault(key, i)
         if errors:
             raise ValueError("; ".join(errors))
-        return value
-
-    @field_validator("scan_interval")
-    @classmethod
-    def _positive(cls, value: timedelta) -> timedelta:
-        if value <= timedelta(0):
-            raise ValueError("must be positive")
-        return value
-
-    @field_validator("orphan_grace_period")
-    @classmethod
-    def _not_negative(cls, value: timedelta) -> timedelta:
-        if value < timedelta(0):
-            raise ValueError("must not be negative")
         return value
 
     @property

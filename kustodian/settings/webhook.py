@@ -1,0 +1,55 @@
+"""Groups of ``kustodian webhook``: the HTTPS server, its certificate, the deletion guard."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+from kustodian.settings.common import Group
+from kustodian.settings.types import NonNegativeDuration, PositiveDuration
+
+__all__ = ["DeletionGuardGroup", "TlsGroup", "WebhookGroup"]
+
+
+class WebhookGroup(Group):
+    host: str = Field("0.0.0.0", description="Address to listen on")  # noqa: S104 - a pod serves all interfaces
+    port: int = Field(8443, ge=1, le=65535, description="HTTPS port")
+    insecure_http: bool = Field(False, description="Serve plain HTTP (local experiments only; the API "
+                                                   "server refuses non-TLS webhooks)")
+    cert_reload_interval: PositiveDuration = Field(timedelta(seconds=2),
+                                                   description="Interval of certificate checks (at most 5m)")
+    sync_timeout: PositiveDuration = Field(timedelta(seconds=120), description="How long to wait for caches "
+                                           "before serving anyway (not ready until they sync)")
+    graceful_timeout: NonNegativeDuration = Field(timedelta(seconds=10), description="Time to finish "
+                                                  "in-flight reviews on stop (at most 5m)")
+
+    @field_validator("cert_reload_interval", "graceful_timeout")
+    @classmethod
+    def _at_most_five_minutes(cls, value: timedelta) -> timedelta:
+        if value > timedelta(minutes=5):
+            raise ValueError("must be at most 5m")
+        return value
+
+
+class TlsGroup(Group):
+    """The serving certificate: files (cert-manager, your own Secret) or built in."""
+
+    mode: Literal["files", "builtin"] = Field(
+        "files", description="files: serve --tls-cert-file/--tls-key-file (cert-manager, your own "
+                             "Secret); builtin: issue, store (Secret), publish (caBundle) and renew "
+                             "certificates itself")
+    dir: str = Field("/tmp/kustodian-tls",  # noqa: S108 - an emptyDir in the pod
+                     description="builtin mode: where the serving pair is written")
+    secret_name: str = Field("kustodian-tls", description="builtin mode: Secret holding CA and serving pair")
+    service_name: str = Field("kustodian", description="builtin mode: the webhook Service (certificate SANs)")
+    webhook_configuration_name: str = Field("kustodian", description="builtin mode: Validating and Mutating "
+                                            "WebhookConfiguration whose caBundle is kept current")
+    cert_file: str | None = Field(None, description="Serving certificate (PEM); reloaded when it changes")
+    key_file: str | None = Field(None, description="Serving key (PEM)")
+
+
+class DeletionGuardGroup(Group):
+    enabled: bool = Field(True, description="Refuse deletes of storage that is still in use")
+    rules_file: str | None = Field(None, description="YAML/JSON list of extra deletion rules")
