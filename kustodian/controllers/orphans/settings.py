@@ -3,7 +3,9 @@
 The names match what the Helm chart's node-agent DaemonSet sets: ``KUSTODIAN_NODE_NAME``
 (downward API), ``KUSTODIAN_DISKS`` (a JSON list, or a comma-separated string),
 ``KUSTODIAN_ORPHAN_AUTO_DELETE``, ``KUSTODIAN_ORPHAN_GRACE_PERIOD`` (Go duration such as
-``1h`` or plain seconds) and ``KUSTODIAN_LONGHORN_NAMESPACE``.
+``1h`` or plain seconds) and ``KUSTODIAN_LONGHORN_NAMESPACE``.  Auto-deletion and its grace
+period follow Longhorn's Settings (``orphan-resource-auto-deletion`` listing
+``replica-data``, ``orphan-resource-auto-deletion-grace-period``) unless set here.
 
 A disk is ``name=path@uuid``, ``name=path``, ``path@uuid`` or just ``path``.  Without a
 UUID the agent records the one it first finds on the disk (ConfigMap
@@ -83,14 +85,24 @@ class NodeAgentSettings(KubeSettings):
     disks: DiskList = Field(default_factory=list,
                             description="Longhorn disks on this node: [name=]path[@diskUUID]")
     scan_interval: GoDuration = Field(timedelta(seconds=30), description="How often the disks are scanned")
-    orphan_auto_delete: bool = Field(False, description="Delete Orphans whose data is cleanable once "
-                                     "--orphan-grace-period has passed since they were created")
-    orphan_grace_period: GoDuration = Field(timedelta(seconds=300),
-                                            description="Age an Orphan must reach before auto-deletion")
+    orphan_auto_delete: bool | None = Field(
+        None, description="Delete Orphans whose data is cleanable once the grace period has passed since "
+                          "they were created; unset: as Longhorn's orphan-resource-auto-deletion setting "
+                          "says "
+                          "(replica-data), off without it")
+    orphan_grace_period: GoDuration | None = Field(
+        None, description="Age an Orphan must reach before auto-deletion; unset: Longhorn's "
+                          "orphan-resource-auto-deletion-grace-period, else 300s")
+    orphan_brake_share: float = Field(
+        0.5, gt=0, le=1, description="Mass-orphan brake: auto-deletion stops for a disk where more than this "
+                                     "share of the replica directories are orphans")
+    orphan_brake_min_orphans: int = Field(
+        3, ge=1, description="Mass-orphan brake: only with at least this many orphans on the disk")
     tracker: Literal["longhorn", "none"] = Field(
-        "longhorn", description="Where scheduled replicas come from: longhorn (Replica objects) or none "
-                                "(nothing is ever reported as orphaned)")
-    longhorn_namespace: str = Field("longhorn-system", description="Namespace of Longhorn's Replica objects")
+        "longhorn", description="Who owns replica data: longhorn (this node's Longhorn Node and the "
+                                "Replica objects) or none (nothing is ever reported as orphaned)")
+    longhorn_namespace: str = Field(
+        "longhorn-system", description="Namespace of Longhorn's Node, Replica and Setting objects")
     workers: int = Field(2, ge=1, le=16, description="Orphan reconcile workers")
     sync_timeout: float = Field(120.0, gt=0, description="Seconds to wait for the caches before giving up")
 
@@ -123,8 +135,8 @@ class NodeAgentSettings(KubeSettings):
 
     @field_validator("orphan_grace_period")
     @classmethod
-    def _not_negative(cls, value: timedelta) -> timedelta:
-        if value < timedelta(0):
+    def _not_negative(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value < timedelta(0):
             raise ValueError("must not be negative")
         return value
 
