@@ -284,7 +284,13 @@ class NodeAgent:
         return True
 
     def _brakes(self, scans: Sequence[DiskScan], owners: Ownership) -> dict[str, str]:
-        """The mass-orphan brake per disk: normalized path -> why auto-deletion is held."""
+        """The mass-orphan brake per disk: normalized path -> why auto-deletion is held.
+
+        Only while auto-deletion is on: with it off there is nothing to hold, and people
+        look at every Orphan anyway.
+        """
+        if not self.auto_deletion().enabled:
+            return {}
         found = find_orphans(self.node, scans, owners)
         held: dict[str, str] = {}
         for scan in scans:

@@ -238,7 +238,8 @@ def deferred_delete(deletion_timestamp: datetime | None, node: LonghornNode | No
     if node is not None and node.ready_since is not None and deletion_timestamp < node.ready_since:
         return (f"deletion was requested at {deletion_timestamp.isoformat()}, "
                 f"while Longhorn Node {node.name} was not Ready (Ready since {node.ready_since.isoformat()})")
-    if agent_since is not None and deletion_timestamp < agent_since:
+    # deletionTimestamp has whole seconds: a delete in the agent's first second counts as seen live
+    if agent_since is not None and deletion_timestamp < agent_since.replace(microsecond=0):
         return (f"deletion was requested at {deletion_timestamp.isoformat()}, before the node agent was "
                 f"running (since {agent_since.isoformat()})")
     return ""
