@@ -486,8 +486,8 @@ def test_mount_appearing_during_removal_is_not_crossed(tmp_path: Path, monkeypat
     live = make_replica(disk, TRACKED)
     (orphan_dir / "deep").mkdir()
     (orphan_dir / "deep" / "mnt").mkdir()
-    bind_mount(live, orphan_dir / "deep" / "mnt")
     monkeypatch.setattr(scan_module, "read_mountinfo", lambda: "")
+    bind_mount(live, orphan_dir / "deep" / "mnt")
     try:
         result = remove_replica_dir(str(disk), ORPHAN, UUID)
         assert (result.outcome, result.reason) == (RemovalOutcome.FAILED, "Unsafe")
@@ -521,8 +521,8 @@ def test_bind_mounted_file_inside_an_orphan_is_not_unlinked(tmp_path: Path, monk
     orphan_dir = make_replica(disk, ORPHAN)
     live = make_replica(disk, TRACKED)
     (orphan_dir / "zz-file").write_bytes(b"")
-    bind_mount(live / "volume.meta", orphan_dir / "zz-file")
     monkeypatch.setattr(scan_module, "read_mountinfo", lambda: "")  # only the walk can see it
+    bind_mount(live / "volume.meta", orphan_dir / "zz-file")
     try:
         result = remove_replica_dir(str(disk), ORPHAN, UUID)
         assert result.outcome == RemovalOutcome.FAILED
