@@ -29,7 +29,13 @@ import pytest
 from kustodian.controllers.orphans.agent import ORPHANS, NodeAgent, build
 from kustodian.controllers.orphans.disks import OWNERSHIP_KEY, STATUS_KEY, UUIDS_KEY, config_map_name
 from kustodian.controllers.orphans.settings import NodeAgentSettings
-from kustodian.controllers.orphans.tracker import LONGHORN_NODES, LONGHORN_SETTINGS, REPLICAS
+from kustodian.controllers.orphans.tracker import (
+    LONGHORN_NODES,
+    LONGHORN_SETTINGS,
+    REPLICAS,
+    Longhorn,
+    LonghornWatch,
+)
 from kustodian.kube.errors import NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import CONFIG_MAPS, EVENTS, NAMESPACES, Resource
@@ -393,6 +399,26 @@ def test_node_unknown_to_longhorn_reports_nothing_until_registered(world: World)
     assert world.config_map(OWNERSHIP_KEY)[0]["status"] == "True"
     assert [e["type"] for e in world.events("OwnershipKnown")] == ["Normal"]
     assert (orphaned / "volume.meta").exists()
+
+
+def test_longhorn_api_not_answering_reports_nothing(world: World) -> None:
+    """Longhorn's Node resource not served (CRDs missing, another version): unknown, never "unowned"."""
+    world.longhorn_node()
+    live = world.mkreplica(world.disk, ORPHAN_DIR)
+    tracker = Longhorn(world.client, world.ns, world.node, recheck_interval=3600)
+    tracker.nodes = LonghornWatch(world.client, Resource("longhorn.io", "v1beta9", "nodes", "Node", True), world.ns,
+                                  recheck_interval=3600)
+    config = NodeAgentSettings(node_name=world.node, namespace=world.ns, longhorn_namespace=world.ns,
+                               disks=[f"disk1={world.disk}@{UUID}"], orphan_auto_delete=True, orphan_grace_period=0)
+    agent = build(config, world.client, recorder=world.recorder, tracker=tracker, clock=world.clock)
+    world.agents.append(agent)
+    agent.start(15, monitor=False)
+    world.settle(agent)
+    assert world.orphans() == []
+    [cond] = world.config_map(OWNERSHIP_KEY)
+    assert (cond["status"], cond["reason"]) == ("False", "LonghornNodeMissing")
+    assert "Node.longhorn.io is not served" in cond["message"]
+    assert (live / "volume.meta").exists()
 
 
 def test_replicas_the_longhorn_node_lists_but_the_list_lacks_stop_everything(world: World) -> None:
