@@ -398,9 +398,13 @@ class NodeAgent:
             owners = self.tracker.ownership()
         now = self.clock()
         policy = self.auto_deletion()
+        held = self._held
+        if not self.scans_done:
+            # the brake is computed by the monitor's scan: until the first one, hold every disk
+            held = {normalize_disk_path(d.path) or d.path: "no full scan yet" for d in self.disks}
         decision = cleanup_decision(obj, scans, owners, node=self.node, auto_delete=policy.enabled,
                                     grace=policy.grace, now=now, agent_since=self.agent_since,
-                                    held_disks=self._held)
+                                    held_disks=held)
         if not deleting:
             self._write_condition(obj, decision.condition)
         action = decision.action
