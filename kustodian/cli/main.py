@@ -125,8 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_component("kustodian.controllers.node_cleanup.main:run", NodeCleanupSettings))
 
     p = sub.add_parser("node-agent", help="run the per-node orphan detection agent (DaemonSet)",
-                       description="Report replica directories no Longhorn Replica owns as Orphan objects, "
-                                   "and remove a directory when its Orphan is deleted.")
+                       description="Report replica directories no Longhorn Replica owns as "
+                                   "OrphanedReplicaDir objects, and remove a directory when its object "
+                                   "is deleted.")
     add_settings_flags(p, NodeAgentSettings)
     p.set_defaults(func=_component("kustodian.controllers.orphans.agent:run", NodeAgentSettings))
 

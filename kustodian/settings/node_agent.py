@@ -1,5 +1,8 @@
 """``kustodian node-agent``: which disks this node has and what to do with orphaned replicas.
 
+Auto-deletion and its grace period follow Longhorn's Settings (``orphan-resource-auto-deletion``
+listing ``replica-data``, ``orphan-resource-auto-deletion-grace-period``) unless set here.
+
 A disk is ``name=path@uuid``, ``name=path``, ``path@uuid`` or just ``path``.  Without a
 UUID the agent records the one it first finds on the disk (ConfigMap
 ``kustodian-disks-<node>``) and trusts only that one afterwards.  Every malformed entry
@@ -68,14 +71,23 @@ class NodeAgentGroup(Group):
                              description="Longhorn disks on this node: [name=]path[@diskUUID]")
     scan_interval: PositiveDuration = Field(timedelta(seconds=30),
                                             description="How often the disks are scanned")
-    auto_delete: bool = Field(False, description="Delete Orphans whose data is cleanable once "
-                              "--node-agent-grace-period has passed since they were created")
-    grace_period: NonNegativeDuration = Field(timedelta(seconds=300),
-                                              description="Age an Orphan must reach before auto-deletion")
+    auto_delete: bool | None = Field(
+        None, description="Delete orphaned replica dirs whose data is cleanable once the grace period "
+                          "has passed since they were reported; unset: as Longhorn's "
+                          "orphan-resource-auto-deletion setting says (replica-data), off without it")
+    grace_period: NonNegativeDuration | None = Field(
+        None, description="Age an orphan must reach before auto-deletion; unset: Longhorn's "
+                          "orphan-resource-auto-deletion-grace-period, else 300s")
+    brake_share: float = Field(
+        0.5, gt=0, le=1, description="Mass-orphan brake: auto-deletion stops for a disk where more than this "
+                                     "share of the replica directories are orphans")
+    brake_min_orphans: int = Field(
+        3, ge=1, description="Mass-orphan brake: only with at least this many orphans on the disk")
     tracker: Literal["longhorn", "none"] = Field(
-        "longhorn", description="Where scheduled replicas come from: longhorn (Replica objects) or none "
-                                "(nothing is ever reported as orphaned)")
-    longhorn_namespace: str = Field("longhorn-system", description="Namespace of Longhorn's Replica objects")
+        "longhorn", description="Who owns replica data: longhorn (this node's Longhorn Node and the "
+                                "Replica objects) or none (nothing is ever reported as orphaned)")
+    longhorn_namespace: str = Field(
+        "longhorn-system", description="Namespace of Longhorn's Node, Replica and Setting objects")
 
     @field_validator("disks")
     @classmethod

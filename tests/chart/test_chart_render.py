@@ -143,7 +143,11 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
                           if d["metadata"]["name"].startswith(f"{FULLNAME}-node-agent")))
     assert agent
     assert not {x for x in agent if x[1] == "persistentvolumes"}
-    assert ("kustodian.io", "orphans", "create") in agent and ("longhorn.io", "replicas", "watch") in agent
+    assert ("kustodian.io", "orphanedreplicadirs", "create") in agent
+    assert ("kustodian.io", "orphans", "create") not in agent  # Longhorn's name, never Kustodian's
+    assert {("longhorn.io", "replicas", "watch"), ("longhorn.io", "nodes", "watch"),
+            ("longhorn.io", "settings", "watch")} <= agent
+    assert not {x for x in agent if x[0] == "longhorn.io" and x[2] not in ("get", "list", "watch")}
 
     controllers = _grants(_rules_of(docs, "ClusterRole", f"{FULLNAME}-controllers"))
     assert ("", "persistentvolumes", "delete") in controllers  # node-loss cleanup
@@ -331,7 +335,7 @@ def valid_acr() -> Doc:
 
 
 def valid_orphan() -> Doc:
-    return {"apiVersion": "kustodian.io/v1alpha1", "kind": "Orphan", "metadata": {"name": "o", "namespace": "k"},
+    return {"apiVersion": "kustodian.io/v1alpha1", "kind": "OrphanedReplicaDir", "metadata": {"name": "o", "namespace": "k"},
             "spec": {"nodeID": "node-a", "type": "replica",
                      "parameters": {"DataName": "pvc-1-abcdef12", "DiskName": "d", "DiskUUID": "u",
                                     "DiskPath": "/var/lib/longhorn"}},
@@ -361,7 +365,7 @@ INVALID = [
     ("availablecapacityreservations.kustodian.io", valid_acr(),
      "spec.reservationRequests.0.capacityRequest.size", -5),
     ("availablecapacityreservations.kustodian.io", valid_acr(), "spec.reservationRequests", []),
-    ("orphans.kustodian.io", valid_orphan(), "spec.type", "engine"),
+    ("orphanedreplicadirs.kustodian.io", valid_orphan(), "spec.type", "engine"),
 ]
 
 
@@ -369,7 +373,7 @@ def test_kustodian_objects_are_valid_against_the_crd_schemas(rendered: dict[str,
     docs = rendered["default"]
     for crd, obj in [("availablecapacities.kustodian.io", valid_ac()),
                      ("availablecapacityreservations.kustodian.io", valid_acr()),
-                     ("orphans.kustodian.io", valid_orphan())]:
+                     ("orphanedreplicadirs.kustodian.io", valid_orphan())]:
         jsonschema.validate(obj, _crd_schema(docs, crd))
     # the CRD schema and Kustodian's own validation agree on the valid objects
     assert validate_available_capacity(valid_ac()) == []
@@ -392,13 +396,13 @@ def test_invalid_kustodian_objects_are_refused_by_the_crd_schema(
 def test_crds_are_in_the_crds_directory_with_printer_columns(tmp_path: Path) -> None:
     files = sorted(p.name for p in (CHART / "crds").iterdir())
     assert files == ["availablecapacities.kustodian.io.yaml", "availablecapacityreservations.kustodian.io.yaml",
-                     "orphans.kustodian.io.yaml"]
+                     "orphanedreplicadirs.kustodian.io.yaml"]
     docs = render(None, tmp_path)
     short = {d["metadata"]["name"]: (d["spec"]["scope"], d["spec"]["names"]["shortNames"])
              for d in find(docs, "CustomResourceDefinition")}
     assert short == {"availablecapacities.kustodian.io": ("Cluster", ["ac"]),
                      "availablecapacityreservations.kustodian.io": ("Cluster", ["acr"]),
-                     "orphans.kustodian.io": ("Namespaced", ["orphan"])}
+                     "orphanedreplicadirs.kustodian.io": ("Namespaced", ["ordir"])}
     for d in find(docs, "CustomResourceDefinition"):
         assert d["spec"]["versions"][0]["additionalPrinterColumns"]
     assert not find(render(None, tmp_path, include_crds=False), "CustomResourceDefinition")
@@ -447,3 +451,22 @@ def test_rules_in_values_derive_their_admission_rules_and_read_access(extra: dic
     # without rules, nothing beyond the built-ins
     bare = render({}, tmp_path / "bare")
     assert ("storage.k8s.io", "storageclasses") not in _deletable(bare)
+
+
+def test_the_node_agent_follows_longhorns_auto_deletion_unless_the_chart_overrides(
+        rendered: dict[str, list[Doc]], tmp_path: Path) -> None:
+    def env_of(docs: list[Doc]) -> dict[str, str]:
+        (container,) = one(docs, "DaemonSet")["spec"]["template"]["spec"]["containers"]
+        return {e["name"]: e.get("value") for e in container["env"]}
+
+    # all-on sets autoDelete: true and leaves gracePeriod to Longhorn
+    env = env_of(rendered["all-on"])
+    assert env["KUSTODIAN_NODE_AGENT__AUTO_DELETE"] == "true"
+    assert "KUSTODIAN_NODE_AGENT__GRACE_PERIOD" not in env
+    assert (env["KUSTODIAN_NODE_AGENT__BRAKE_SHARE"], env["KUSTODIAN_NODE_AGENT__BRAKE_MIN_ORPHANS"]) == ("0.5", "3")
+    # the defaults set neither: Longhorn's orphan-resource-auto-deletion settings decide
+    env = env_of(render({"orphans": {"enabled": True, "disks": ["/var/lib/longhorn"]}}, tmp_path))
+    assert "KUSTODIAN_NODE_AGENT__AUTO_DELETE" not in env and "KUSTODIAN_NODE_AGENT__GRACE_PERIOD" not in env
+    env = env_of(render({"orphans": {"enabled": True, "disks": ["/d"], "autoDelete": False,
+                                     "gracePeriod": "1h"}}, tmp_path))
+    assert (env["KUSTODIAN_NODE_AGENT__AUTO_DELETE"], env["KUSTODIAN_NODE_AGENT__GRACE_PERIOD"]) == ("false", "1h")

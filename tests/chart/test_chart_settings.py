@@ -103,10 +103,13 @@ def _controllers_values(v: dict[str, Any]) -> Values:
 
 def _node_agent_values(v: dict[str, Any]) -> Values:
     orphans = v["orphans"]
-    return {"kube": {"namespace": NAMESPACE}, "log": {"format": "json", "level": "info"},
-            "node_agent": {"node_name": NODE, "disks": orphans["disks"], "auto_delete": orphans["autoDelete"],
-                           "grace_period": orphans.get("gracePeriod", "300s"),
-                           "longhorn_namespace": "longhorn-system"}}
+    agent: dict[str, Any] = {"node_name": NODE, "disks": orphans["disks"], "auto_delete": orphans["autoDelete"],
+                             "longhorn_namespace": "longhorn-system",
+                             "brake_share": orphans.get("brakeShare", 0.5),
+                             "brake_min_orphans": orphans.get("brakeMinOrphans", 3)}
+    if orphans.get("gracePeriod") is not None:  # unset: Longhorn's own grace period setting decides
+        agent["grace_period"] = orphans["gracePeriod"]
+    return {"kube": {"namespace": NAMESPACE}, "log": {"format": "json", "level": "info"}, "node_agent": agent}
 
 
 def _assert_same(chart: Settings, routes: dict[str, Settings]) -> None:

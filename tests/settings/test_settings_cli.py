@@ -72,7 +72,7 @@ def test_every_problem_is_its_own_line() -> None:
     ("webhook", ["--webhook-sync-timeout SYNC_TIMEOUT", "(default: 2m0s;", "--webhook-port PORT",
                  "(default: 8443;", "--capacity, --no-capacity", "(default: true; env KUSTODIAN_CAPACITY__ENABLED)"]),
     ("node-agent", ["--node-agent-node-name NODE_NAME", "(required; env KUSTODIAN_NODE_AGENT__NODE_NAME)",
-                    "--node-agent-grace-period GRACE_PERIOD", "(default: 5m0s;", "(default: 30s;"]),
+                    "--node-agent-grace-period GRACE_PERIOD", "(default: unset;", "(default: 30s;"]),
 ], ids=["controllers", "node-cleanup", "webhook", "node-agent"])
 def test_help_shows_the_real_defaults(command: str, shown: list[str]) -> None:
     proc = run(command, "--help", env={"COLUMNS": "400"})

@@ -3,11 +3,14 @@
 One agent per node (a DaemonSet), two loops that never wait for each other:
 
 * the **monitor** (a thread) scans the configured disks every ``scan_interval``
-  (:func:`controllers.orphans.scan.scan_disk` reuses what did not change), checks each
-  disk's identity, reports untrusted disks (``Ready`` condition in ConfigMap
-  ``kustodian-disks-<node>`` + a Warning event) and, only when the scans, the
-  tracked replicas or this node's Orphans changed, asks
-  :func:`policy.orphans.sync_orphans` which Orphans to create and which to prune;
+  (:func:`controllers.orphans.scan.scan_disk` reuses what did not change), asks
+  Longhorn who owns what (:mod:`controllers.orphans.tracker`: this node's Longhorn Node,
+  the Replicas; an unknown answer is reported, never read as "nothing is owned"),
+  checks each disk's identity and Longhorn's view of it, reports what it cannot trust
+  (``Ownership`` and per-disk ``Ready`` / ``AutoDeleteHeld`` conditions in ConfigMap
+  ``kustodian-disks-<node>`` + Warning events) and, only when the scans, the ownership
+  or this node's Orphans changed, asks :func:`policy.orphans.sync_orphans` which Orphans
+  to create and which to prune;
 * the **orphan controller** (:class:`controllers.runtime.Controller` workers)
   reconciles each Orphan of this node: it keeps the ``DataCleanable`` condition
   current, auto-deletes after the grace period when enabled, and, once the object
@@ -34,9 +37,9 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kustodian.controllers.orphans.disks import CONDITION_READY, DiskRegistry
+from kustodian.controllers.orphans.disks import CONDITION_READY, OWNERSHIP_KEY, DiskRegistry
 from kustodian.controllers.orphans.scan import remove_replica_dir, scan_disk
-from kustodian.controllers.orphans.tracker import LonghornReplicas, NoTracker, ReplicaTracker
+from kustodian.controllers.orphans.tracker import Longhorn, NoTracker, ReplicaTracker
 from kustodian.kube.cache import WatchCache, object_key
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.config import load_config
@@ -50,20 +53,29 @@ from kustodian.policy.orphans import (
     INDEXERS,
     ORPHAN_BY_NODE,
     ORPHAN_FINALIZER,
+    ORPHAN_KIND,
     ORPHAN_KIND_KEY,
+    AutoDeletion,
     DeleteOrphan,
     DiskCondition,
     DiskScan,
     DropFinalizer,
     NoAction,
     OrphanedReplicaDir,
+    Ownership,
     PruneOrphan,
+    Reason,
     RemoveDir,
-    TrackedReplica,
     Wait,
+    auto_deletion,
     cleanup_decision,
     disk_condition,
+    disk_verdict,
+    find_orphans,
+    mass_orphan_brake,
+    normalize_disk_path,
     orphan_object,
+    replica_dir_count,
     sync_orphans,
 )
 from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
@@ -72,7 +84,9 @@ from kustodian.settings import DiskSpec, NodeAgentSettings
 log = logging.getLogger(__name__)
 
 COMPONENT = "kustodian-node-agent"
-ORPHANS = Resource("kustodian.io", "v1alpha1", "orphans", "Orphan", True)
+ORPHANS = Resource("kustodian.io", "v1alpha1", "orphanedreplicadirs", ORPHAN_KIND, True)
+CONDITION_OWNERSHIP = "OwnershipKnown"
+CONDITION_AUTO_DELETE_HELD = "AutoDeleteHeld"
 
 
 def utc_now() -> datetime:
@@ -94,9 +108,10 @@ class NodeAgent:
 
     def __init__(self, client: KubeClient, *, node: str, namespace: str, disks: Sequence[DiskSpec],
                  tracker: ReplicaTracker, recorder: EventRecorder, scan_interval: float,
-                 auto_delete: bool, grace: timedelta, workers: int = 2,
+                 auto_delete: bool | None, grace: timedelta | None, workers: int = 2,
                  clock: Callable[[], datetime] = utc_now, retry_interval: float = 10.0,
-                 metrics: ControllerMetrics | None = None) -> None:
+                 metrics: ControllerMetrics | None = None, brake_share: float = 0.5,
+                 brake_min_orphans: int = 3) -> None:
         self.client = client
         self.node = node
         self.namespace = namespace
@@ -104,8 +119,14 @@ class NodeAgent:
         self.tracker = tracker
         self.recorder = recorder
         self.scan_interval = scan_interval
-        self.auto_delete = auto_delete
-        self.grace = grace
+        self.auto_delete = auto_delete  # None: follow Longhorn's settings
+        self.grace = grace  # None: follow Longhorn's settings
+        self.brake_share = brake_share
+        self.brake_min_orphans = brake_min_orphans
+        self.agent_since: datetime | None = None  # deletes requested before this are deferred ones
+        self._owners: Ownership = Ownership(False, Reason.TRACKING_UNKNOWN, "not looked at yet")
+        self._owners_reported: Ownership | None = None
+        self._held: Mapping[str, str] = {}  # normalized disk path -> mass-orphan brake message
         self.clock = clock
         self.retry_interval = retry_interval
         self.registry = DiskRegistry(client, namespace=namespace, node=node)
@@ -129,6 +150,8 @@ class NodeAgent:
     def start(self, sync_timeout: float = 120.0, *, monitor: bool = True) -> NodeAgent:
         """Load the disk record, start and sync the caches, then the workers and the monitor."""
         self.registry.load()
+        self.agent_since = self.clock()
+        self.tracker.add_listener(self._on_longhorn_node)
         self.tracker.start()
         self.orphans.start()
         if not (self.orphans.wait_synced(sync_timeout) and self.tracker.wait_synced(sync_timeout)):
@@ -137,8 +160,10 @@ class NodeAgent:
         if monitor:
             self._thread = threading.Thread(target=self._monitor, name="orphan-monitor", daemon=True)
             self._thread.start()
-        log.info("node agent running on %s: %d disk(s), scan every %.0fs, auto-delete %s",
-                 self.node, len(self.disks), self.scan_interval, "on" if self.auto_delete else "off")
+        policy = self.auto_deletion()
+        log.info("node agent running on %s: %d disk(s), scan every %.0fs, auto-delete %s after %s (%s)",
+                 self.node, len(self.disks), self.scan_interval, "on" if policy.enabled else "off",
+                 policy.grace, policy.source)
         return self
 
     def stop(self) -> None:
@@ -158,6 +183,16 @@ class NodeAgent:
         """Reconcile every Orphan of this node (after a scan, or when a timer may have passed)."""
         for obj in self.orphans.by_index(ORPHAN_BY_NODE, self.node):
             self.controller.enqueue(object_key(obj))
+
+    def _on_longhorn_node(self) -> None:
+        """Longhorn's Node changed (Ready, eviction, disks): scan again and re-decide every Orphan."""
+        self.wake()
+        self.resync()
+
+    def auto_deletion(self) -> AutoDeletion:
+        """Auto-deletion as configured here, else as Longhorn's Settings say, else off."""
+        return auto_deletion(self.tracker.longhorn_settings(), override_enabled=self.auto_delete,
+                             override_grace=self.grace)
 
     def _on_orphan(self, etype: str, new: Obj | None, old: Obj | None) -> None:
         obj = new or old or {}
@@ -201,14 +236,17 @@ class NodeAgent:
             scans = self.scan_disks(record=True)
             self._scans = {s.disk_path: s for s in scans}
             self.scans_done += 1
-            self._report_disks(scans)
-            tracked = self.tracker.tracked()
+            owners = self.tracker.ownership()
+            self._owners = owners
+            self._report_ownership(owners)
+            self._held = self._brakes(scans, owners)
+            self._report_disks(scans, owners)
             generation = self._orphan_generation
-            fingerprint = (tuple(_scan_fingerprint(s) for s in scans), tracked, generation)
+            fingerprint = (tuple(_scan_fingerprint(s) for s in scans), owners, generation)
             if fingerprint == self._last_sync:
                 return False
             existing = self.orphans.by_index(ORPHAN_BY_NODE, self.node)
-            plan = sync_orphans(self.node, scans, tracked, existing)
+            plan = sync_orphans(self.node, scans, owners, existing)
             ok = all([self._create(o) for o in plan.create] + [self._prune(p) for p in plan.prune])
             if ok:
                 self._last_sync = fingerprint
@@ -245,22 +283,84 @@ class NodeAgent:
                  prune.reason)
         return True
 
-    def _report_disks(self, scans: Sequence[DiskScan]) -> None:
+    def _brakes(self, scans: Sequence[DiskScan], owners: Ownership) -> dict[str, str]:
+        """The mass-orphan brake per disk: normalized path -> why auto-deletion is held.
+
+        Only while auto-deletion is on: with it off there is nothing to hold, and people
+        look at every Orphan anyway.
+        """
+        if not self.auto_deletion().enabled:
+            return {}
+        found = find_orphans(self.node, scans, owners)
+        held: dict[str, str] = {}
+        for scan in scans:
+            path = normalize_disk_path(scan.disk_path) or scan.disk_path
+            brake = mass_orphan_brake(sum(1 for o in found if o.disk_path == path), replica_dir_count(scan),
+                                      max_share=self.brake_share, min_orphans=self.brake_min_orphans)
+            before = self._held.get(path)
+            if brake.engaged:
+                held[path] = brake.message
+                if before is None:
+                    where = f"disk {scan.disk_name} at {scan.disk_path} on node {self.node}"
+                    message = f"{where}: {brake.message}"
+                    log.warning(message)
+                    self.recorder.record(self.registry.config_map, "Warning", str(Reason.MASS_ORPHAN_BRAKE),
+                                         message)
+            elif before is not None and owners.known:
+                message = (f"disk {scan.disk_name} at {scan.disk_path} on node {self.node}: "
+                           f"{brake.orphans} of {brake.directories} replica directories are orphans now; "
+                           "auto-deletion resumes")
+                log.info(message)
+                self.recorder.record(self.registry.config_map, "Normal", "MassOrphanBrakeReleased", message)
+            elif before is not None:
+                held[path] = before  # ownership unknown: no fresh count, keep holding
+        return held
+
+    def _report_ownership(self, owners: Ownership) -> None:
+        before = self._owners_reported
+        if before is not None and (before.known, before.reason, before.message) == (
+                owners.known, owners.reason, owners.message):
+            return
+        self._owners_reported = owners
+        cond = {"type": CONDITION_OWNERSHIP, "status": "True" if owners.known else "False",
+                "reason": str(owners.reason), "message": owners.message,
+                "lastTransitionTime": _format_time(self.clock())}
+        try:
+            self.registry.publish(OWNERSHIP_KEY, [cond])
+        except KubeError as exc:
+            log.warning("cannot publish ownership in %s/%s: %s", self.namespace, self.registry.name, exc)
+        if not owners.known:
+            message = f"node {self.node}: ownership of replica data unknown: {owners.message}"
+            log.warning("%s (%s)", message, owners.reason)
+            self.recorder.record(self.registry.config_map, "Warning", str(owners.reason), message)
+        elif before is not None and not before.known:
+            message = f"node {self.node}: ownership known again ({owners.message})"
+            log.info(message)
+            self.recorder.record(self.registry.config_map, "Normal", str(owners.reason), message)
+
+    def _report_disks(self, scans: Sequence[DiskScan], owners: Ownership) -> None:
         now = _format_time(self.clock())
         status = []
         for scan in scans:
             cond = disk_condition(scan, scans)
+            if cond.ok and owners.known:
+                cond = disk_verdict(scan, scans, owners)
             before = self._disk_conditions.get(scan.disk_path)
             if before != cond:
                 self._disk_conditions[scan.disk_path] = cond
                 if before is None or before.ok != cond.ok:
                     self._since[scan.disk_path] = now
                 self._announce(scan, cond, before)
+            conditions = [{"type": CONDITION_READY, "status": "True" if cond.ok else "False",
+                           "reason": str(cond.reason), "message": cond.message,
+                           "lastTransitionTime": self._since[scan.disk_path]}]
+            held = self._held.get(normalize_disk_path(scan.disk_path) or scan.disk_path)
+            if held:
+                conditions.append({"type": CONDITION_AUTO_DELETE_HELD, "status": "True",
+                                   "reason": str(Reason.MASS_ORPHAN_BRAKE), "message": held})
             status.append({
                 "name": scan.disk_name, "path": scan.disk_path, "diskUUID": scan.expected_uuid,
-                "conditions": [{"type": CONDITION_READY, "status": "True" if cond.ok else "False",
-                                "reason": str(cond.reason), "message": cond.message,
-                                "lastTransitionTime": self._since[scan.disk_path]}],
+                "conditions": conditions,
             })
         try:
             self.registry.publish_status(status)
@@ -286,20 +386,25 @@ class NodeAgent:
         if obj is None or str_field(obj, "spec", "nodeID") != self.node:
             return None
         scans: Sequence[DiskScan]
-        tracked: frozenset[TrackedReplica] | None
         deleting = is_deleting(obj)
         if deleting:
             if ORPHAN_FINALIZER not in list_field(obj, "metadata", "finalizers"):
                 return None
             # about to remove data: look again, at the disks and at the API server
             scans = self.scan_disks(record=False)
-            tracked = self.tracker.tracked(fresh=True)
+            owners = self.tracker.ownership(fresh=True)
         else:
             scans = list(self._scans.values()) or self.scan_disks(record=False)
-            tracked = self.tracker.tracked()
+            owners = self.tracker.ownership()
         now = self.clock()
-        decision = cleanup_decision(obj, scans, tracked, node=self.node, auto_delete=self.auto_delete,
-                                    grace=self.grace, now=now)
+        policy = self.auto_deletion()
+        held = self._held
+        if not self.scans_done:
+            # the brake is computed by the monitor's scan: until the first one, hold every disk
+            held = {normalize_disk_path(d.path) or d.path: "no full scan yet" for d in self.disks}
+        decision = cleanup_decision(obj, scans, owners, node=self.node, auto_delete=policy.enabled,
+                                    grace=policy.grace, now=now, agent_since=self.agent_since,
+                                    held_disks=held)
         if not deleting:
             self._write_condition(obj, decision.condition)
         action = decision.action
@@ -315,7 +420,8 @@ class NodeAgent:
             except NotFound:
                 return None
             self._event(obj, "Normal", str(action.reason),
-                        f"deleted after the grace period of {self.grace}: its data is cleanable")
+                        f"deleted after the grace period of {policy.grace} ({policy.source}): "
+                        "its data is cleanable")
         elif isinstance(action, Wait):
             return Result(requeue_after=max(0.0, (action.requeue_at - now).total_seconds()) + 0.05)
         elif isinstance(action, NoAction):
@@ -365,8 +471,8 @@ def make_tracker(settings: NodeAgentSettings, client: KubeClient) -> ReplicaTrac
     agent = settings.node_agent
     if agent.tracker == "none":
         return NoTracker()
-    return LonghornReplicas(client, agent.longhorn_namespace,
-                            recheck_interval=max(agent.scan_interval.total_seconds(), 1.0))
+    return Longhorn(client, agent.longhorn_namespace, agent.node_name,
+                    recheck_interval=max(agent.scan_interval.total_seconds(), 1.0))
 
 
 def build(settings: NodeAgentSettings, client: KubeClient, *, recorder: EventRecorder | None = None,
@@ -380,7 +486,8 @@ def build(settings: NodeAgentSettings, client: KubeClient, *, recorder: EventRec
         recorder=recorder if recorder is not None else EventRecorder(
             client, COMPONENT, default_namespace=namespace),
         scan_interval=agent.scan_interval.total_seconds(), auto_delete=agent.auto_delete,
-        grace=agent.grace_period, workers=settings.controllers.workers, clock=clock, metrics=metrics)
+        grace=agent.grace_period, workers=settings.controllers.workers, clock=clock, metrics=metrics,
+        brake_share=agent.brake_share, brake_min_orphans=agent.brake_min_orphans)
 
 
 def run(settings: NodeAgentSettings) -> None:

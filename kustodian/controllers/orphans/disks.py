@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 CONFIG_MAP_PREFIX = "kustodian-disks-"
 UUIDS_KEY = "uuids.json"
 STATUS_KEY = "status.json"
+OWNERSHIP_KEY = "ownership.json"
 CONDITION_READY = "Ready"
 
 
@@ -120,7 +121,13 @@ class DiskRegistry:
         with self._lock:
             if text == self._status:
                 return
-        cm = self.client.patch(CONFIG_MAPS, self.name, {"data": {STATUS_KEY: text}}, self.namespace)
+        self.publish(STATUS_KEY, list(disks))
         with self._lock:
             self._status = text
+
+    def publish(self, key: str, doc: Any) -> None:
+        """Write ``doc`` as JSON under ``key`` of the ConfigMap (only this key is touched)."""
+        text = json.dumps(doc, sort_keys=True)
+        cm = self.client.patch(CONFIG_MAPS, self.name, {"data": {key: text}}, self.namespace)
+        with self._lock:
             self.config_map = cm

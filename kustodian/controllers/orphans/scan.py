@@ -24,8 +24,10 @@ means is in :mod:`policy.orphans`.  Two rules shape this module:
 Removal re-verifies everything just before acting (disk UUID in
 ``longhorn-disk.cfg``, a real directory with a valid name, on the disk's own
 filesystem), works only through file descriptors so that nothing can be swapped
-under it between check and delete, never crosses into another filesystem or
-through a symlink, and unlinks ``volume.meta`` last so that an interrupted removal
+under it between check and delete, never crosses into another filesystem, another
+mount of the same filesystem (a bind mount: same ``st_dev``, other mount ID, see
+:mod:`controllers.orphans.mounts`) or through a symlink, refuses a directory below
+which a mount point is listed, and unlinks ``volume.meta`` last so that an interrupted removal
 leaves a directory the next scan still recognises as the same orphan.
 """
 
@@ -40,6 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
+from kustodian.controllers.orphans.mounts import mount_id_at, mount_id_of_fd, mounts_below, read_mountinfo
 from kustodian.policy.orphans import (
     DISK_CONFIG_FILE,
     MAX_VOLUME_META_BYTES,
@@ -138,6 +141,25 @@ def _list_entries(replicas_fd: int, previous: Mapping[str, ReplicaDirEntry]) -> 
     return entries
 
 
+def _recheck_unproven(
+    replicas_fd: int, entries: Mapping[str, ReplicaDirEntry]
+) -> Mapping[str, ReplicaDirEntry]:
+    """Read ``volume.meta`` again where it was missing or invalid last time.
+
+    Writing ``volume.meta`` inside a replica directory does not touch ``replicas/``, so an
+    unchanged listing says nothing about it: a directory scanned a moment before Longhorn
+    (or a restore) wrote its ``volume.meta`` must not stay "not a replica" for good.
+    Those are few; the mapping is returned as is (same object) when none changed.
+    """
+    changed: dict[str, ReplicaDirEntry] = {}
+    for name, entry in entries.items():
+        if entry.is_dir and not entry.is_symlink and not entry.has_valid_meta and is_replica_dir_name(name):
+            again = _read_entry(replicas_fd, name)
+            if again != entry:
+                changed[name] = again
+    return {**entries, **changed} if changed else entries
+
+
 def scan_disk(
     disk_path: str,
     disk_name: str,
@@ -198,14 +220,14 @@ def _scan_open_disk(
         )
         before = previous.entries if same_disk and previous is not None else {}
         if same_disk and previous is not None and previous.listing_token == token:
-            entries: Mapping[str, ReplicaDirEntry] = previous.entries
+            entries: Mapping[str, ReplicaDirEntry] = _recheck_unproven(replicas_fd, previous.entries)
         elif (
             same_disk
             and previous is not None
             and previous.replicas_mtime_ns == st.st_mtime_ns
             and before.keys() == set(os.listdir(replicas_fd))
         ):
-            entries = previous.entries
+            entries = _recheck_unproven(replicas_fd, previous.entries)
         else:
             entries = _list_entries(replicas_fd, before)
     except OSError as exc:
@@ -251,19 +273,28 @@ class _UnsafeToRemoveError(Exception):
     pass
 
 
-def _remove_tree(parent_fd: int, name: str, dev: int, depth: int) -> None:
-    """Remove directory ``name`` under ``parent_fd``: no symlink followed, no filesystem crossed."""
+def _same_mount(parent_fd: int, name: str, mnt: int) -> None:
+    found = mount_id_at(parent_fd, name)
+    if found is None:
+        raise _UnsafeToRemoveError(f"{name}: its mount cannot be told (no statx mount ID, no fdinfo)")
+    if found != mnt:
+        raise _UnsafeToRemoveError(f"{name}: a mount point (mount {found}, not {mnt})")
+
+
+def _remove_tree(parent_fd: int, name: str, dev: int, mnt: int, depth: int) -> None:
+    """Remove directory ``name`` under ``parent_fd``: no symlink followed, no mount or filesystem crossed."""
     st = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
     if not stat.S_ISDIR(st.st_mode):
         raise _UnsafeToRemoveError(f"{name}: not a directory")
     if st.st_dev != dev:
         raise _UnsafeToRemoveError(f"{name}: on another filesystem")
+    _same_mount(parent_fd, name, mnt)
     if depth > _MAX_REMOVE_DEPTH:
         raise _UnsafeToRemoveError(f"{name}: nested deeper than {_MAX_REMOVE_DEPTH}")
     fd = os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent_fd)
     try:
         opened = os.fstat(fd)
-        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino) or mount_id_of_fd(fd) != mnt:
             raise _UnsafeToRemoveError(f"{name}: replaced while being removed")
         with os.scandir(fd) as it:
             children = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
@@ -271,8 +302,11 @@ def _remove_tree(parent_fd: int, name: str, dev: int, depth: int) -> None:
         children.sort(key=lambda c: depth == 0 and c[0] == VOLUME_META_FILE)
         for child, is_dir in children:
             if is_dir:
-                _remove_tree(fd, child, dev, depth + 1)
+                _remove_tree(fd, child, dev, mnt, depth + 1)
             else:
+                # a file bind-mounted from elsewhere: unlinking it would detach the mount
+                # in another namespace, and it is not replica data anyway
+                _same_mount(fd, child, mnt)
                 os.unlink(child, dir_fd=fd)
     finally:
         os.close(fd)
@@ -325,8 +359,22 @@ def _remove_verified(disk_fd: int, target: str, dir_name: str, expected_uuid: st
             )
         if st.st_dev != disk_dev:
             return RemovalResult(refused, target, "OtherFilesystem", "a mount point, not a replica directory")
+        replicas_mnt = mount_id_of_fd(replicas_fd)
+        target_mnt = mount_id_at(replicas_fd, dir_name)
+        if replicas_mnt is None or target_mnt is None:
+            return RemovalResult(refused, target, "MountUnknown",
+                                 "mount IDs cannot be read (no statx STATX_MNT_ID, no /proc/self/fdinfo)")
+        if target_mnt != replicas_mnt:
+            return RemovalResult(refused, target, "MountPoint", "a mount point, not a replica directory")
+        mountinfo = read_mountinfo()
+        if mountinfo is None:
+            return RemovalResult(refused, target, "MountUnknown", "/proc/self/mountinfo cannot be read")
+        inside = mounts_below(os.path.realpath(target), mountinfo)
+        if inside:
+            return RemovalResult(refused, target, "MountInside",
+                                 f"mount point(s) inside: {', '.join(inside[:5])}; unmount them first")
         try:
-            _remove_tree(replicas_fd, dir_name, disk_dev, 0)
+            _remove_tree(replicas_fd, dir_name, disk_dev, target_mnt, 0)
         except _UnsafeToRemoveError as exc:
             return RemovalResult(failed, target, "Unsafe", str(exc))
         return RemovalResult(RemovalOutcome.REMOVED, target, "Removed")

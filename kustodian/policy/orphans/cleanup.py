@@ -4,6 +4,13 @@ Deleting an Orphan object is a request, not an order.  The node agent removes th
 directory only when, judged on a scan and a Replica list taken just now:
 
 * the Orphan belongs to this node,
+* ownership is known (a Longhorn Node for this node, a complete Replica list) and
+  Longhorn considers node and disk usable (not down, not evicted, disk Ready with the
+  same name, path and UUID: Longhorn's ``NodeUnavailable``, ``NodeEvicted``,
+  ``DiskInvalid``, ``DiskChanged``, ``DiskEvicted``),
+* the delete was requested while the node was up and this agent running (a request
+  made while it was down was judged on a stale ``DataCleanable``: the finalizer is
+  dropped, the data kept, and the next scan reports the directory afresh),
 * its disk is trusted (:func:`policy.orphans.detect.disk_condition`) and still has the
   UUID recorded on the Orphan (a different disk mounted at the same path is never
   cleaned),
@@ -15,7 +22,8 @@ In every other case the finalizer is dropped and the data stays: dropping a
 finalizer can at worst leak a directory, which the next scan finds again.
 
 Automatic deletion (Longhorn's ``orphan-auto-deletion``) only deletes an Orphan
-whose data is cleanable right now and that has existed for ``grace``: Longhorn
+whose data is cleanable right now, that has existed for ``grace``, and whose disk
+is not held by the mass-orphan brake (:func:`policy.orphans.ownership.mass_orphan_brake`): Longhorn
 deleted replica data of volumes that were merely being rebuilt or whose node was
 briefly away (longhorn#7795); a grace period plus a fresh cleanability check closes
 that gap.  The ``DataCleanable`` condition tells people in advance what a delete
@@ -24,7 +32,7 @@ would do.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -45,12 +53,14 @@ from kustodian.policy.orphans.detect import (
     same_disk_path,
     tracked_dir_names,
 )
-from kustodian.policy.orphans.model import DiskScan, TrackedReplica
+from kustodian.policy.orphans.model import DiskScan
 from kustodian.policy.orphans.names import normalize_disk_path, safe_target
+from kustodian.policy.orphans.ownership import Ownership, deferred_delete, longhorn_disk_verdict
 from kustodian.policy.orphans.reasons import Reason
 from kustodian.policy.orphans.resource import (
     CONDITION_DATA_CLEANABLE,
     PARAM_DATA_NAME,
+    PARAM_DISK_NAME,
     PARAM_DISK_PATH,
     PARAM_DISK_UUID,
     has_finalizer,
@@ -130,7 +140,7 @@ def _not(reason: Reason, message: str) -> Cleanability:
 def data_cleanability(
     orphan: RawObject,
     scans_now: Sequence[DiskScan],
-    tracked_now: Collection[TrackedReplica] | None,
+    owners_now: Ownership,
     *,
     node: str,
 ) -> Cleanability:
@@ -153,9 +163,22 @@ def data_cleanability(
     path = safe_target(disk_path, data_name)
     if path is None:
         return _not(Reason.DATA_NAME_INVALID, f"{disk_path!r}/{data_name!r} is not a replica directory path")
+    if not owners_now.known or owners_now.node is None or owners_now.tracked is None:
+        no_node = owners_now.reason == Reason.LONGHORN_NODE_MISSING
+        return _not(Reason.NODE_UNAVAILABLE if no_node else owners_now.reason, owners_now.message)
     scan = next((s for s in scans_now if same_disk_path(s.disk_path, disk_path)), None)
     if scan is None:
         return _not(Reason.DISK_INVALID, f"disk {disk_path} is not configured on node {node}")
+    verdict = longhorn_disk_verdict(owners_now.node, scan)
+    if not verdict.ok:
+        return _not(verdict.reason, verdict.message)
+    lh_disk = owners_now.node.disk_at(disk_path)
+    disk_name = orphan_param(orphan, PARAM_DISK_NAME)
+    if lh_disk is None or lh_disk.uuid != disk_uuid or (disk_name and lh_disk.name != disk_name):
+        now_there = f"{lh_disk.name} ({lh_disk.uuid})" if lh_disk else "no disk"
+        return _not(Reason.DISK_CHANGED,
+                    f"the orphan was found on disk {disk_name or '?'} ({disk_uuid}) at {disk_path}; "
+                    f"Longhorn now has {now_there} there")
     if scan.expected_uuid != disk_uuid or (scan.found_uuid is not None and scan.found_uuid != disk_uuid):
         return _not(
             Reason.DISK_CHANGED,
@@ -170,9 +193,7 @@ def data_cleanability(
         return _not(Reason.DATA_MISSING, f"{path} is no longer a directory")
     if not is_orphan_candidate(entry):
         return _not(Reason.DATA_INVALID, f"{path} has no valid volume.meta: {entry.error or 'unreadable'}")
-    if tracked_now is None:
-        return _not(Reason.TRACKING_UNKNOWN, "the Replica objects could not be listed")
-    if data_name in tracked_dir_names(tracked_now):
+    if data_name in tracked_dir_names(owners_now.tracked):
         return _not(Reason.DATA_TRACKED, f"a Replica uses {data_name} again")
     disk = normalize_disk_path(disk_path) or disk_path
     return Cleanability(
@@ -213,15 +234,22 @@ def data_cleanable_condition(
 def cleanup_decision(
     orphan_obj: RawObject,
     scans_now: Sequence[DiskScan],
-    tracked_now: Collection[TrackedReplica] | None,
+    owners_now: Ownership,
     *,
     node: str,
     auto_delete: bool,
     grace: timedelta,
     now: datetime,
+    agent_since: datetime | None = None,
+    held_disks: Mapping[str, str] | None = None,
 ) -> OrphanDecision:
-    """The node agent's step for one Orphan, from a fresh scan and a fresh Replica list."""
-    cleanability = data_cleanability(orphan_obj, scans_now, tracked_now, node=node)
+    """The node agent's step for one Orphan, from a fresh scan and a fresh ownership verdict.
+
+    ``agent_since`` is when this agent started watching (deletes requested before are
+    deferred ones); ``held_disks`` maps a normalized disk path to the mass-orphan brake's
+    message for disks whose auto-deletion is held.
+    """
+    cleanability = data_cleanability(orphan_obj, scans_now, owners_now, node=node)
     condition = data_cleanable_condition(
         cleanability, now=now, previous=list_field(orphan_obj, "status", "conditions")
     )
@@ -231,6 +259,13 @@ def cleanup_decision(
             return OrphanDecision(NoAction(Reason.NO_FINALIZER), condition)
         if keep_data(orphan_obj):
             return OrphanDecision(DropFinalizer(Reason.KEEP_DATA, "kustodian.io/keep-data is set"), condition)
+        deferred = deferred_delete(
+            _parse_time(str_field(orphan_obj, "metadata", "deletionTimestamp")),
+            owners_now.node if owners_now.known else None,
+            agent_since,
+        )
+        if deferred:
+            return OrphanDecision(DropFinalizer(Reason.DEFERRED_DELETE, deferred), condition)
         if cleanability.target is not None:
             return OrphanDecision(cleanability.target, condition)
         return OrphanDecision(DropFinalizer(cleanability.reason, cleanability.message), condition)
@@ -248,6 +283,9 @@ def cleanup_decision(
         return OrphanDecision(Wait(created + grace), condition)
     if not cleanability.cleanable:
         return OrphanDecision(NoAction(cleanability.reason, cleanability.message), condition)
+    held = (held_disks or {}).get(normalize_disk_path(orphan_param(orphan_obj, PARAM_DISK_PATH)) or "")
+    if held:
+        return OrphanDecision(NoAction(Reason.MASS_ORPHAN_BRAKE, held), condition)
     if not uid(orphan_obj):
         return OrphanDecision(NoAction(Reason.MISSING_UID, "metadata.uid: absent"), condition)
     return OrphanDecision(DeleteOrphan(namespace(orphan_obj), name(orphan_obj), uid(orphan_obj)), condition)

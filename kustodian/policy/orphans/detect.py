@@ -7,7 +7,14 @@ Longhorn checks a disk before looking inside it (stat, filesystem id, the UUID i
   the reason (another disk mounted at the same path, the mount missing so that the
   path now shows the root filesystem, the file unreadable);
 * two configured disk paths on the same filesystem (a bind mount, a path under
-  another disk) would each see the other's replicas as untracked: both are skipped.
+  another disk) would each see the other's replicas as untracked: as Longhorn does
+  (``findNotReadyAndReadyDiskMaps``), the first healthy disk of the group stays in
+  use and only the later ones are skipped.
+
+Longhorn's view comes on top (:mod:`policy.orphans.ownership`): nothing is judged at all
+without a Longhorn Node for this node and a complete Replica list, and a disk Longhorn
+does not consider usable (node down or evicted, disk not Ready, changed or evicted) is
+not looked into either.
 
 A directory is an orphan only when every one of these holds: valid replica name,
 real directory (not a symlink), a ``volume.meta`` that parses, and no Replica
@@ -15,17 +22,18 @@ object anywhere names it as its data directory.  That last test is stricter than
 Longhorn's "not scheduled on this node and disk": the 8 random characters make a
 legitimate name collision across nodes practically impossible, while a Replica whose
 node or disk field changed (re-added disk, moved node) must not make its data look
-orphaned.  When the Replica objects could not be read, nothing is an orphan.
+orphaned.  When ownership is unknown, nothing is an orphan.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from kustodian.policy.objects import RawObject, is_deleting, name, namespace, uid
 from kustodian.policy.orphans.model import DiskScan, OrphanedReplicaDir, ReplicaDirEntry, TrackedReplica
 from kustodian.policy.orphans.names import is_replica_dir_name, normalize_disk_path, orphan_name
+from kustodian.policy.orphans.ownership import Ownership, longhorn_disk_name, longhorn_disk_verdict
 from kustodian.policy.orphans.reasons import Reason
 from kustodian.policy.orphans.resource import (
     PARAM_DATA_NAME,
@@ -70,14 +78,34 @@ def disk_condition(scan: DiskScan, other_scans: Iterable[DiskScan]) -> DiskCondi
         )
     if scan.fsid is None:
         return DiskCondition(False, Reason.DISK_FILESYSTEM_UNKNOWN, "filesystem id unknown")
+    # Only a disk listed *before* this one, and itself healthy, pushes it out: the first
+    # disk of a shared filesystem keeps working, as in Longhorn.
     for other in other_scans:
-        if other.fsid == scan.fsid and not same_disk_path(other.disk_path, scan.disk_path):
+        if same_disk_path(other.disk_path, scan.disk_path):
+            break
+        if other.fsid == scan.fsid and _identity_ok(other):
             return DiskCondition(
                 False,
                 Reason.DISK_FILESYSTEM_SHARED,
-                f"disk {scan.disk_path} shares filesystem {scan.fsid} with disk {other.disk_path}",
+                f"disk {scan.disk_path} shares filesystem {scan.fsid} with disk {other.disk_path}, "
+                "which comes first",
             )
     return DiskCondition(True, Reason.DISK_OK)
+
+
+def _identity_ok(scan: DiskScan) -> bool:
+    return (scan.readable and normalize_disk_path(scan.disk_path) is not None and bool(scan.expected_uuid)
+            and scan.found_uuid == scan.expected_uuid and scan.fsid is not None)
+
+
+def disk_verdict(scan: DiskScan, scans: Sequence[DiskScan], owners: Ownership) -> DiskCondition:
+    """Whether ``scan`` may be judged at all: ownership known, Longhorn's view, then the disk itself."""
+    if not owners.known or owners.node is None:
+        return DiskCondition(False, owners.reason, owners.message)
+    verdict = longhorn_disk_verdict(owners.node, scan)
+    if not verdict.ok:
+        return DiskCondition(False, verdict.reason, verdict.message)
+    return disk_condition(scan, scans)
 
 
 def tracked_dir_names(tracked: Iterable[TrackedReplica]) -> frozenset[str]:
@@ -89,29 +117,31 @@ def is_orphan_candidate(entry: ReplicaDirEntry) -> bool:
     return entry.is_dir and not entry.is_symlink and entry.has_valid_meta and is_replica_dir_name(entry.name)
 
 
-def find_orphans(
-    node: str, scans: Sequence[DiskScan], tracked: Collection[TrackedReplica] | None
-) -> list[OrphanedReplicaDir]:
+def find_orphans(node: str, scans: Sequence[DiskScan], owners: Ownership) -> list[OrphanedReplicaDir]:
     """Orphaned replica directories on ``node``'s trusted disks, in a stable order.
 
-    ``tracked`` is ``None`` when the Replica objects could not be listed: then no
+    Without known ownership (no Longhorn Node, Replicas not listed or incomplete) no
     directory can be shown to be untracked and the answer is empty.
     """
-    if tracked is None:
+    if not owners.known or owners.tracked is None:
         return []
-    claimed = tracked_dir_names(tracked)
+    claimed = tracked_dir_names(owners.tracked)
     found: list[OrphanedReplicaDir] = []
     for scan in scans:
-        if not disk_condition(scan, scans).ok:
+        if not disk_verdict(scan, scans, owners).ok:
             continue
         disk_path = normalize_disk_path(scan.disk_path) or scan.disk_path
+        disk_name = longhorn_disk_name(owners.node, scan)
         for entry in scan.entries.values():
             if entry.name not in claimed and is_orphan_candidate(entry):
-                found.append(
-                    OrphanedReplicaDir(node, scan.disk_name, scan.expected_uuid, disk_path, entry.name)
-                )
+                found.append(OrphanedReplicaDir(node, disk_name, scan.expected_uuid, disk_path, entry.name))
     found.sort(key=lambda o: (o.disk_path, o.dir_name))
     return found
+
+
+def replica_dir_count(scan: DiskScan) -> int:
+    """How many real replica directories (valid name and ``volume.meta``) the disk holds."""
+    return sum(1 for entry in scan.entries.values() if is_orphan_candidate(entry))
 
 
 @dataclass(frozen=True)
@@ -137,19 +167,21 @@ class OrphanSync:
 def sync_orphans(
     node: str,
     scans: Sequence[DiskScan],
-    tracked: Collection[TrackedReplica] | None,
+    owners: Ownership,
     existing: Iterable[RawObject],
 ) -> OrphanSync:
     """Orphans to create for new directories, and Orphans to prune on ``node``.
 
     An Orphan is only pruned on positive evidence from a trusted disk that still has
     the same UUID: its directory is gone, or a Replica names it again.  A disk that
-    cannot be read, or changed, leaves its Orphans alone (their ``DataCleanable``
-    condition says why).
+    cannot be read, changed, or that Longhorn does not consider usable, leaves its
+    Orphans alone (their ``DataCleanable`` condition says why); unknown ownership
+    leaves everything alone.
     """
-    found = find_orphans(node, scans, tracked)
+    found = find_orphans(node, scans, owners)
     have: set[str] = set()
     prune: list[PruneOrphan] = []
+    tracked = owners.tracked if owners.known else None
     claimed = tracked_dir_names(tracked) if tracked is not None else None
     for obj in existing:
         if orphan_node(obj) != node:
@@ -161,7 +193,7 @@ def sync_orphans(
         scan = next(
             (s for s in scans if same_disk_path(s.disk_path, orphan_param(obj, PARAM_DISK_PATH))), None
         )
-        if scan is None or not disk_condition(scan, scans).ok:
+        if scan is None or not disk_verdict(scan, scans, owners).ok:
             continue
         if scan.expected_uuid != orphan_param(obj, PARAM_DISK_UUID):
             continue

@@ -68,6 +68,7 @@ class TrackedReplica:
     disk_uuid: str
     disk_path: str
     data_dir_name: str
+    name: str = ""  # the Replica object's name (Longhorn Node lists scheduled replicas by it)
 
 
 def tracked_replica(replica: RawObject) -> TrackedReplica | None:
@@ -86,6 +87,7 @@ def tracked_replica(replica: RawObject) -> TrackedReplica | None:
         disk_uuid=str_field(replica, "spec", "diskID"),
         disk_path=str_field(replica, "spec", "diskPath"),
         data_dir_name=data_dir,
+        name=str_field(replica, "metadata", "name"),
     )
 
 

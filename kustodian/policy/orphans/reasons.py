@@ -18,6 +18,14 @@ class Reason(StrEnum):
     DISK_UUID_MISMATCH = "DiskUUIDMismatch"
     DISK_FILESYSTEM_UNKNOWN = "DiskFilesystemUnknown"
     DISK_FILESYSTEM_SHARED = "DiskFilesystemShared"
+    # ownership (policy.orphans.ownership)
+    OWNERSHIP_KNOWN = "OwnershipKnown"
+    LONGHORN_NODE_MISSING = "LonghornNodeMissing"
+    REPLICAS_INCONSISTENT = "ReplicasInconsistent"
+    NODE_EVICTED = "NodeEvicted"
+    DISK_EVICTED = "DiskEvicted"
+    MASS_ORPHAN_BRAKE = "MassOrphanBrake"
+    DEFERRED_DELETE = "DeferredDelete"
     # DataCleanable condition
     CLEANABLE = "Cleanable"
     NODE_UNAVAILABLE = "NodeUnavailable"

@@ -22,8 +22,11 @@ from kustodian.policy.orphans.names import orphan_name
 from kustodian.policy.store import Indexers
 
 ORPHAN_API_VERSION = "kustodian.io/v1alpha1"
-ORPHAN_KIND = "Orphan"
-ORPHAN_KIND_KEY = "Orphan.kustodian.io"
+# Not "Orphan"/"orphans": Longhorn's orphans.longhorn.io owns those names, and
+# ``kubectl get orphans`` must keep listing Longhorn's when both CRDs are installed.
+ORPHAN_KIND = "OrphanedReplicaDir"
+ORPHAN_KIND_KEY = "OrphanedReplicaDir.kustodian.io"
+ORPHAN_PLURAL = "orphanedreplicadirs"
 ORPHAN_FINALIZER = "kustodian.io/orphan-data"
 ORPHAN_TYPE_REPLICA = "replica"
 ANNOTATION_KEEP_DATA = "kustodian.io/keep-data"

@@ -61,3 +61,19 @@ def test_every_bad_disk_is_reported_at_once() -> None:
         NodeAgentSettings(node_agent={"node_name": "n1", "disks": ["relative", "/a", "/a/"]})
     with pytest.raises(ValueError, match="scan_interval"):
         NodeAgentSettings(node_agent={"node_name": "n1", "scan_interval": 0})
+
+
+def test_auto_deletion_is_left_to_longhorn_unless_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("KUSTODIAN_NODE_AGENT__AUTO_DELETE", "KUSTODIAN_NODE_AGENT__GRACE_PERIOD"):
+        monkeypatch.delenv(name, raising=False)
+    s = NodeAgentSettings(node_agent={"node_name": "n1"}).node_agent
+    assert (s.auto_delete, s.grace_period) == (None, None)  # Longhorn's settings decide
+    assert (s.brake_share, s.brake_min_orphans) == (0.5, 3)
+
+
+@pytest.mark.parametrize(("field", "value"), [("brake_share", 0), ("brake_share", 1.5),
+                                              ("brake_min_orphans", 0), ("grace_period", -1)],
+                         ids=["share-zero", "share-above-one", "min-zero", "negative-grace"])
+def test_unsafe_brake_and_grace_values_are_refused(field: str, value: object) -> None:
+    with pytest.raises(ValueError, match=field):
+        NodeAgentSettings(node_agent={"node_name": "n1", field: value})

@@ -19,6 +19,7 @@ from kustodian.controllers.orphans.scan import RemovalOutcome, remove_replica_di
 from kustodian.policy.orphans import (
     DiskScan,
     DropFinalizer,
+    Ownership,
     Reason,
     RemoveDir,
     TrackedReplica,
@@ -27,6 +28,7 @@ from kustodian.policy.orphans import (
     find_orphans,
     orphan_object,
 )
+from tests.longhorn import Disk, owned_by
 
 NODE = "node-a"
 UUID = "disk-uuid-1"
@@ -72,8 +74,13 @@ def scan(disk: Path, uuid: str = UUID, previous: DiskScan | None = None, **kw: A
     return scan_disk(str(disk), disk.name, uuid, previous, **kw)
 
 
+def own(*scans: DiskScan, tracked: frozenset[TrackedReplica] = frozenset()) -> Ownership:
+    """Longhorn's view: a Ready Longhorn Node whose Ready disks are the scanned ones."""
+    return owned_by(NODE, [Disk(s.disk_name, s.disk_path, s.expected_uuid) for s in scans], tracked)
+
+
 def orphans(*scans: DiskScan, tracked: frozenset[TrackedReplica] = frozenset()) -> list[str]:
-    return [o.dir_name for o in find_orphans(NODE, list(scans), tracked)]
+    return [o.dir_name for o in find_orphans(NODE, list(scans), own(*scans, tracked=tracked))]
 
 
 # -- scanning -------------------------------------------------------------------------
@@ -213,16 +220,17 @@ def test_symlinks_in_replicas_are_never_orphans(tmp_path: Path) -> None:
     assert (disk / "replicas" / "pvc-3333-cccccccc").is_symlink()
 
 
-def test_two_disk_paths_on_one_filesystem_are_both_skipped(tmp_path: Path) -> None:
+def test_two_disk_paths_on_one_filesystem_only_the_later_is_skipped(tmp_path: Path) -> None:
     disk = make_disk(tmp_path)
     make_replica(disk, ORPHAN)
     alias = tmp_path / "alias"  # what a bind mount of the same disk looks like to us
     alias.symlink_to(disk)
     first, second = scan(disk), scan(alias)
     assert first.fsid == second.fsid
-    assert disk_condition(first, [first, second]).reason == Reason.DISK_FILESYSTEM_SHARED
-    assert orphans(first, second) == []
-    assert orphans(first) == [ORPHAN]
+    assert disk_condition(first, [first, second]).ok
+    assert disk_condition(second, [first, second]).reason == Reason.DISK_FILESYSTEM_SHARED
+    found = find_orphans(NODE, [first, second], own(first, second))
+    assert [(o.disk_path, o.dir_name) for o in found] == [(str(disk), ORPHAN)]
 
 
 # -- rescans --------------------------------------------------------------------------
@@ -270,7 +278,7 @@ def test_disk_swapped_under_same_path_is_rescanned_and_never_cleaned(tmp_path: P
     disk = make_disk(tmp_path)
     make_replica(disk, ORPHAN)
     first = scan(disk, clock_ns=settled_clock)
-    orphan = orphan_object(find_orphans(NODE, [first], frozenset())[0], namespace="kustodian")
+    orphan = orphan_object(find_orphans(NODE, [first], own(first))[0], namespace="kustodian")
     orphan["metadata"]["deletionTimestamp"] = "2024-05-01T12:00:00Z"
     # Another disk is mounted at the same path, carrying a same-named directory.
     os.rename(disk, tmp_path / "old-disk")
@@ -280,7 +288,7 @@ def test_disk_swapped_under_same_path_is_rescanned_and_never_cleaned(tmp_path: P
     assert now.entries is not first.entries
     assert disk_condition(now, [now]).reason == Reason.DISK_UUID_MISMATCH
     decision = cleanup_decision(
-        orphan, [now], frozenset(), node=NODE, auto_delete=False, grace=timedelta(0), now=NOW
+        orphan, [now], own(first), node=NODE, auto_delete=False, grace=timedelta(0), now=NOW
     )
     assert isinstance(decision.action, DropFinalizer)
     assert decision.action.reason == Reason.DISK_CHANGED
@@ -294,7 +302,7 @@ def test_disk_swapped_under_same_path_is_rescanned_and_never_cleaned(tmp_path: P
 
 
 def deleting_orphan(disk_scan: DiskScan, dir_name: str) -> dict[str, Any]:
-    found = [o for o in find_orphans(NODE, [disk_scan], frozenset()) if o.dir_name == dir_name]
+    found = [o for o in find_orphans(NODE, [disk_scan], own(disk_scan)) if o.dir_name == dir_name]
     obj = orphan_object(found[0], namespace="kustodian")
     obj["metadata"].update(uid="u1", deletionTimestamp="2024-05-01T12:00:00Z")
     return obj
@@ -323,7 +331,7 @@ def test_orphan_removed_and_everything_else_survives(tmp_path: Path) -> None:
     decision = cleanup_decision(
         deleting_orphan(scanned, ORPHAN),
         [scan(disk)],
-        tracked,
+        own(scanned, tracked=tracked),
         node=NODE,
         auto_delete=False,
         grace=timedelta(0),
@@ -348,8 +356,9 @@ def test_dir_tracked_between_scan_and_delete_is_kept(tmp_path: Path) -> None:
     obj = deleting_orphan(scan(disk), ORPHAN)
     # A Replica object claims the directory after the Orphan was reported.
     tracked_now = frozenset({TrackedReplica(NODE, UUID, str(disk), ORPHAN)})
+    now = scan(disk)
     decision = cleanup_decision(
-        obj, [scan(disk)], tracked_now, node=NODE, auto_delete=False, grace=timedelta(0), now=NOW
+        obj, [now], own(now, tracked=tracked_now), node=NODE, auto_delete=False, grace=timedelta(0), now=NOW
     )
     assert isinstance(decision.action, DropFinalizer)
     assert decision.action.reason == Reason.DATA_TRACKED
@@ -405,3 +414,119 @@ def test_interrupted_removal_keeps_volume_meta_for_the_next_try(
     assert (replica / "volume.meta").exists()
     assert orphans(scan(disk)) == [ORPHAN]
     assert remove_replica_dir(str(disk), ORPHAN, UUID).outcome == RemovalOutcome.REMOVED
+
+
+def test_volume_meta_written_after_a_settled_scan_is_read_again(tmp_path: Path) -> None:
+    # Writing volume.meta inside the directory leaves replicas/ untouched, so the cheap
+    # "listing unchanged" path must still look at directories that had no valid meta.
+    disk = make_disk(tmp_path)
+    pending = make_replica(disk, ORPHAN, meta=b"")
+    first = scan(disk, clock_ns=settled_clock)
+    assert first.listing_token is not None
+    assert not first.entries[ORPHAN].has_valid_meta
+    assert orphans(first) == []
+    (pending / "volume.meta").write_bytes(META)
+    again = scan(disk, previous=first, clock_ns=settled_clock)
+    assert again.listing_token == first.listing_token  # the listing really was unchanged
+    assert again.entries[ORPHAN].has_valid_meta
+    assert orphans(again) == [ORPHAN]
+    # and nothing is re-read once every entry is proven: the mapping is reused as is
+    assert scan(disk, previous=again, clock_ns=settled_clock).entries is again.entries
+
+
+# -- mounts inside an orphan ----------------------------------------------------------
+
+
+def bind_mount(source: Path, target: Path) -> None:
+    """``mount --bind``; needs CAP_SYS_ADMIN (the node agent's tests run as root in CI)."""
+    import subprocess
+
+    proc = subprocess.run(["mount", "--bind", str(source), str(target)], capture_output=True, text=True,
+                          check=False)
+    if proc.returncode != 0:
+        if os.geteuid() != 0:
+            pytest.skip(f"mount --bind needs root (euid {os.geteuid()}): {proc.stderr.strip()}")
+        pytest.fail(f"mount --bind {source} {target} failed as root: {proc.stderr.strip()}")
+
+
+def unmount(target: Path) -> None:
+    import subprocess
+
+    subprocess.run(["umount", "-l", str(target)], capture_output=True, check=False)
+
+
+def test_bind_mount_from_the_same_disk_inside_an_orphan_survives_removal(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    orphan_dir = make_replica(disk, ORPHAN)
+    live = make_replica(disk, TRACKED)  # a live replica of the same filesystem
+    (orphan_dir / "mnt").mkdir()
+    bind_mount(live, orphan_dir / "mnt")
+    try:
+        assert os.stat(orphan_dir / "mnt").st_dev == os.stat(orphan_dir).st_dev  # st_dev cannot tell
+        result = remove_replica_dir(str(disk), ORPHAN, UUID)
+        assert (result.outcome, result.reason) == (RemovalOutcome.REFUSED, "MountInside")
+        assert str(orphan_dir / "mnt") in result.message
+        assert (live / "volume.meta").read_bytes() == META
+        assert (live / "volume-head-000.img").exists()
+        assert (orphan_dir / "volume.meta").exists()  # nothing was touched
+    finally:
+        unmount(orphan_dir / "mnt")
+    assert (live / "volume.meta").read_bytes() == META
+    assert remove_replica_dir(str(disk), ORPHAN, UUID).outcome == RemovalOutcome.REMOVED
+    assert (live / "volume.meta").read_bytes() == META
+
+
+def test_mount_appearing_during_removal_is_not_crossed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The mountinfo pre-check passed (the mount came a moment later): the walk itself
+    # compares mount IDs and stops at the mount point.
+    from kustodian.controllers.orphans import scan as scan_module
+
+    disk = make_disk(tmp_path)
+    orphan_dir = make_replica(disk, ORPHAN)
+    live = make_replica(disk, TRACKED)
+    (orphan_dir / "deep").mkdir()
+    (orphan_dir / "deep" / "mnt").mkdir()
+    monkeypatch.setattr(scan_module, "read_mountinfo", lambda: "")
+    bind_mount(live, orphan_dir / "deep" / "mnt")
+    try:
+        result = remove_replica_dir(str(disk), ORPHAN, UUID)
+        assert (result.outcome, result.reason) == (RemovalOutcome.FAILED, "Unsafe")
+        assert "a mount point" in result.message
+        assert (live / "volume.meta").read_bytes() == META
+        assert (live / "volume-head-000.img").exists()
+        assert (orphan_dir / "volume.meta").exists()  # removed last: still recognisable
+    finally:
+        unmount(orphan_dir / "deep" / "mnt")
+
+
+def test_bind_mount_on_the_orphan_dir_itself_is_refused(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    make_replica(disk, ORPHAN)
+    live = make_replica(disk, TRACKED)
+    target = disk / "replicas" / ORPHAN
+    bind_mount(live, target)
+    try:
+        result = remove_replica_dir(str(disk), ORPHAN, UUID)
+        assert result.outcome == RemovalOutcome.REFUSED
+        assert result.reason in ("MountPoint", "MountInside")
+        assert (live / "volume.meta").read_bytes() == META
+    finally:
+        unmount(target)
+
+
+def test_bind_mounted_file_inside_an_orphan_is_not_unlinked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from kustodian.controllers.orphans import scan as scan_module
+
+    disk = make_disk(tmp_path)
+    orphan_dir = make_replica(disk, ORPHAN)
+    live = make_replica(disk, TRACKED)
+    (orphan_dir / "zz-file").write_bytes(b"")
+    monkeypatch.setattr(scan_module, "read_mountinfo", lambda: "")  # only the walk can see it
+    bind_mount(live / "volume.meta", orphan_dir / "zz-file")
+    try:
+        result = remove_replica_dir(str(disk), ORPHAN, UUID)
+        assert result.outcome == RemovalOutcome.FAILED
+        assert "zz-file: a mount point" in result.message
+        assert (live / "volume.meta").read_bytes() == META
+    finally:
+        unmount(orphan_dir / "zz-file")

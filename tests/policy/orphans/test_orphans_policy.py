@@ -19,6 +19,7 @@ from kustodian.policy.orphans import (
     DropFinalizer,
     NoAction,
     OrphanedReplicaDir,
+    Ownership,
     Reason,
     RemoveDir,
     ReplicaDirEntry,
@@ -31,6 +32,7 @@ from kustodian.policy.orphans import (
     find_orphans,
     orphan_name,
     orphan_object,
+    ownership,
     parse_replica_dir_name,
     parse_volume_meta,
     safe_target,
@@ -233,6 +235,43 @@ def test_disk_condition(the_scan: DiskScan, others: list[DiskScan], reason: Reas
 # -- finding orphans ------------------------------------------------------------------
 
 TRACKED = frozenset({TrackedReplica(NODE, UUID, DISK, TRACKED_DIR)})
+# the disks Longhorn's Node lists for NODE in these tests: (name, path, UUID)
+LH_DISKS = [("disk-1", DISK, UUID), ("disk-2", "/mnt/disk2", UUID), ("bind", "/mnt/bind", UUID),
+            ("disk-3", "/mnt/disk3", "u3")]
+
+
+def lh_condition(ready: bool, reason: str = "", since: str = "2024-05-01T00:00:00Z") -> dict[str, str]:
+    return {"type": "Ready", "status": "True" if ready else "False", "reason": reason,
+            "lastTransitionTime": since}
+
+
+def lh_node(*, ready: bool = True, evict: bool = False, disks: list[tuple[str, str, str]] = LH_DISKS,
+            not_ready_disks: tuple[str, ...] = (), evicted_disks: tuple[str, ...] = (),
+            scheduled: dict[str, list[str]] | None = None, ready_since: str = "2024-05-01T00:00:00Z",
+            block_disks: tuple[str, ...] = ()) -> dict[str, Any]:
+    """A ``nodes.longhorn.io`` object shaped as longhorn-manager writes it."""
+    return {
+        "apiVersion": "longhorn.io/v1beta2", "kind": "Node", "metadata": {"name": NODE},
+        "spec": {"allowScheduling": True, "evictionRequested": evict, "disks": {
+            name: {"path": path, "allowScheduling": True, "evictionRequested": name in evicted_disks,
+                   "diskType": "block" if name in block_disks else "filesystem", "storageReserved": 0,
+                   "tags": []}
+            for name, path, _ in disks}},
+        "status": {"conditions": [lh_condition(ready, "" if ready else "ManagerPodDown", ready_since)],
+                   "diskStatus": {
+                       name: {"diskUUID": disk_uuid, "diskPath": path, "diskType": "filesystem",
+                              "conditions": [lh_condition(name not in not_ready_disks,
+                                                          "" if name not in not_ready_disks else "DiskNotReady")],
+                              "scheduledReplica": {r: 1 for r in (scheduled or {}).get(name, [])}}
+                       for name, path, disk_uuid in disks}},
+    }
+
+
+def owned(tracked: frozenset[TrackedReplica] | None = TRACKED, node_obj: dict[str, Any] | None = None) -> Ownership:
+    return ownership(NODE, "longhorn-system", node_obj if node_obj is not None else lh_node(), tracked)
+
+
+UNKNOWN = owned(None)
 
 
 def test_find_orphans_only_valid_real_untracked_dirs() -> None:
@@ -244,7 +283,7 @@ def test_find_orphans_only_valid_real_untracked_dirs() -> None:
         entry("pvc-8-bbbbbbbb", is_dir=False, is_symlink=True),
         entry("pvc-7-cccccccc", valid=False),
     )
-    assert find_orphans(NODE, [the_scan], TRACKED) == [
+    assert find_orphans(NODE, [the_scan], owned()) == [
         OrphanedReplicaDir(NODE, "disk-1", UUID, DISK, ORPHAN_DIR)
     ]
 
@@ -252,22 +291,28 @@ def test_find_orphans_only_valid_real_untracked_dirs() -> None:
 def test_find_orphans_tracked_anywhere_is_not_an_orphan() -> None:
     # A Replica on another node/disk claiming the same data directory still protects it.
     elsewhere = frozenset({TrackedReplica("node-b", "disk-uuid-7", "/other", ORPHAN_DIR)})
-    assert find_orphans(NODE, [scan(entry(ORPHAN_DIR))], elsewhere) == []
+    assert find_orphans(NODE, [scan(entry(ORPHAN_DIR))], owned(elsewhere)) == []
 
 
 def test_find_orphans_nothing_when_replicas_unknown() -> None:
-    assert find_orphans(NODE, [scan(entry(ORPHAN_DIR))], None) == []
+    assert find_orphans(NODE, [scan(entry(ORPHAN_DIR))], UNKNOWN) == []
 
 
-def test_find_orphans_skips_both_disks_sharing_a_filesystem() -> None:
+def test_find_orphans_skips_only_the_later_disk_sharing_a_filesystem() -> None:
+    # longhorn-tests test_orphaned_dirs_in_duplicated_disks: the first disk's orphans are reported
     a = scan(entry(ORPHAN_DIR))
-    b = scan(entry(ORPHAN_DIR), path="/mnt/bind")
+    b = scan(entry("dup-abcdefgh"), path="/mnt/bind")
     c = scan(entry("other-abcdefgh"), path="/mnt/disk3", fsid="fsid:3", expected="u3", found="u3")
-    assert [o.disk_path for o in find_orphans(NODE, [a, b, c], frozenset())] == ["/mnt/disk3"]
+    assert [o.disk_path for o in find_orphans(NODE, [a, b, c], owned(frozenset()))] == ["/mnt/disk3", DISK]
+    # order decides, not the path: listed first, the bind mount is the one that stays
+    assert [o.disk_path for o in find_orphans(NODE, [b, a], owned(frozenset()))] == ["/mnt/bind"]
+    # a broken first disk does not push the second out
+    broken = scan(entry(ORPHAN_DIR), found=None)
+    assert [o.disk_path for o in find_orphans(NODE, [broken, b], owned(frozenset()))] == ["/mnt/bind"]
 
 
 def test_find_orphans_skips_swapped_disk() -> None:
-    assert find_orphans(NODE, [scan(entry(ORPHAN_DIR), found="disk-uuid-9")], frozenset()) == []
+    assert find_orphans(NODE, [scan(entry(ORPHAN_DIR), found="disk-uuid-9")], owned(frozenset())) == []
 
 
 def test_tracked_replica_from_longhorn_objects() -> None:
@@ -326,81 +371,102 @@ def test_orphan_object_shape() -> None:
     assert view.by_index(ORPHAN_KIND_KEY, ORPHAN_BY_NODE, NODE) == [obj]
 
 
-DELETE_CASES: list[tuple[str, RawObject, list[DiskScan], frozenset[TrackedReplica] | None, object]] = [
-    ("cleanable-removes-dir", orphan(deleting=True), HEALTHY, TRACKED, REMOVE),
-    ("keep-data-annotation", orphan(deleting=True, keep=True), HEALTHY, TRACKED, Reason.KEEP_DATA),
-    ("other-node", orphan(deleting=True, node="node-b"), HEALTHY, TRACKED, Reason.NODE_UNAVAILABLE),
+DELETE_CASES: list[tuple[str, RawObject, list[DiskScan], Ownership, object]] = [
+    ("cleanable-removes-dir", orphan(deleting=True), HEALTHY, owned(), REMOVE),
+    ("keep-data-annotation", orphan(deleting=True, keep=True), HEALTHY, owned(), Reason.KEEP_DATA),
+    ("other-node", orphan(deleting=True, node="node-b"), HEALTHY, owned(), Reason.NODE_UNAVAILABLE),
     (
         "disk-not-configured",
         orphan(deleting=True, disk_path="/mnt/gone"),
         HEALTHY,
-        TRACKED,
+        owned(),
         Reason.DISK_INVALID,
     ),
     (
         "disk-unreadable",
         orphan(deleting=True),
         [scan(entry(ORPHAN_DIR), readable=False)],
-        TRACKED,
+        owned(),
         Reason.DISK_INVALID,
     ),
     (
         "disk-swapped-under-same-path",
         orphan(deleting=True),
         [scan(entry(ORPHAN_DIR), found="disk-uuid-9")],
-        TRACKED,
+        owned(),
         Reason.DISK_CHANGED,
     ),
     (
         "disk-reconfigured-with-new-uuid",
         orphan(deleting=True),
         [scan(entry(ORPHAN_DIR), expected="disk-uuid-9", found="disk-uuid-9")],
-        TRACKED,
+        owned(),
         Reason.DISK_CHANGED,
     ),
     (
-        "disk-shares-filesystem",
+        "disk-shares-filesystem-with-an-earlier-disk",
         orphan(deleting=True),
-        [*HEALTHY, scan(path="/mnt/bind")],
-        TRACKED,
+        [scan(path="/mnt/bind"), *HEALTHY],
+        owned(),
         Reason.DISK_INVALID,
     ),
-    ("dir-gone", orphan(deleting=True), [scan()], TRACKED, Reason.DATA_MISSING),
+    ("first-disk-of-a-shared-filesystem", orphan(deleting=True), [*HEALTHY, scan(path="/mnt/bind")], owned(),
+     REMOVE),
+    ("dir-gone", orphan(deleting=True), [scan()], owned(), Reason.DATA_MISSING),
     (
         "dir-became-symlink",
         orphan(deleting=True),
         [scan(entry(ORPHAN_DIR, is_dir=False, is_symlink=True))],
-        TRACKED,
+        owned(),
         Reason.DATA_MISSING,
     ),
     (
         "meta-now-invalid",
         orphan(deleting=True),
         [scan(entry(ORPHAN_DIR, valid=False))],
-        TRACKED,
+        owned(),
         Reason.DATA_INVALID,
     ),
-    ("dir-tracked-again", orphan(deleting=True, dir_name=TRACKED_DIR), HEALTHY, TRACKED, Reason.DATA_TRACKED),
-    ("replicas-unknown", orphan(deleting=True), HEALTHY, None, Reason.TRACKING_UNKNOWN),
-    ("dotdot-name", orphan(deleting=True, dir_name=".."), HEALTHY, TRACKED, Reason.DATA_NAME_INVALID),
+    ("dir-tracked-again", orphan(deleting=True, dir_name=TRACKED_DIR), HEALTHY, owned(), Reason.DATA_TRACKED),
+    ("replicas-unknown", orphan(deleting=True), HEALTHY, UNKNOWN, Reason.TRACKING_UNKNOWN),
+    # Longhorn's view of node and disk (OrphanController.updateDataCleanableCondition)
+    ("no-longhorn-node", orphan(deleting=True), HEALTHY,
+     ownership(NODE, "wrong-ns", None, TRACKED), Reason.NODE_UNAVAILABLE),
+    ("longhorn-node-down", orphan(deleting=True), HEALTHY, owned(node_obj=lh_node(ready=False)),
+     Reason.NODE_UNAVAILABLE),
+    ("longhorn-node-evicted", orphan(deleting=True), HEALTHY, owned(node_obj=lh_node(evict=True)),
+     Reason.NODE_EVICTED),
+    ("longhorn-disk-not-ready", orphan(deleting=True), HEALTHY,
+     owned(node_obj=lh_node(not_ready_disks=("disk-1",))), Reason.DISK_INVALID),
+    ("longhorn-disk-unknown", orphan(deleting=True), HEALTHY,
+     owned(node_obj=lh_node(disks=LH_DISKS[1:])), Reason.DISK_INVALID),
+    ("longhorn-block-disk", orphan(deleting=True), HEALTHY,
+     owned(node_obj=lh_node(block_disks=("disk-1",))), Reason.DISK_INVALID),
+    ("longhorn-disk-evicted", orphan(deleting=True), HEALTHY,
+     owned(node_obj=lh_node(evicted_disks=("disk-1",))), Reason.DISK_EVICTED),
+    ("longhorn-disk-has-other-uuid", orphan(deleting=True), HEALTHY,
+     owned(node_obj=lh_node(disks=[("disk-1", DISK, "disk-uuid-9")])), Reason.DISK_CHANGED),
+    ("longhorn-disk-renamed", orphan(deleting=True), HEALTHY,
+     owned(node_obj=lh_node(disks=[("disk-renamed", DISK, UUID)])), Reason.DISK_CHANGED),
+    ("longhorn-replicas-inconsistent", orphan(deleting=True), HEALTHY,
+     owned(node_obj=lh_node(scheduled={"disk-1": ["pvc-1234-r-0001"]})), Reason.REPLICAS_INCONSISTENT),
+    ("dotdot-name", orphan(deleting=True, dir_name=".."), HEALTHY, owned(), Reason.DATA_NAME_INVALID),
     (
         "nested-name",
         orphan(deleting=True, dir_name="a/b-abcdefgh"),
         HEALTHY,
-        TRACKED,
+        owned(),
         Reason.DATA_NAME_INVALID,
     ),
-    ("missing-parameters", orphan(deleting=True, disk_uuid=""), HEALTHY, TRACKED, Reason.PARAMETERS_INVALID),
+    ("missing-parameters", orphan(deleting=True, disk_uuid=""), HEALTHY, owned(), Reason.PARAMETERS_INVALID),
 ]
 
 
 @pytest.mark.parametrize(
-    ("obj", "scans", "tracked", "expected"), [c[1:] for c in DELETE_CASES], ids=[c[0] for c in DELETE_CASES]
+    ("obj", "scans", "owners", "expected"), [c[1:] for c in DELETE_CASES], ids=[c[0] for c in DELETE_CASES]
 )
-def test_cleanup_of_deleting_orphan(
-    obj: RawObject, scans: list[DiskScan], tracked: frozenset[TrackedReplica] | None, expected: object
-) -> None:
-    decision = cleanup_decision(obj, scans, tracked, node=NODE, auto_delete=False, grace=GRACE, now=NOW)
+def test_cleanup_of_deleting_orphan(obj: RawObject, scans: list[DiskScan], owners: Ownership, expected: object) -> None:
+    decision = cleanup_decision(obj, scans, owners, node=NODE, auto_delete=False, grace=GRACE, now=NOW)
     if isinstance(expected, RemoveDir):
         assert decision.action == expected
         assert decision.condition["status"] == "True"
@@ -416,7 +482,7 @@ def test_deleting_orphan_without_our_finalizer_is_left_alone() -> None:
     decision = cleanup_decision(
         orphan(deleting=True, finalizer=False),
         HEALTHY,
-        TRACKED,
+        owned(),
         node=NODE,
         auto_delete=False,
         grace=GRACE,
@@ -456,7 +522,7 @@ AUTO_CASES: list[tuple[str, RawObject, list[DiskScan], bool, object]] = [
     ("obj", "scans", "auto", "expected"), [c[1:] for c in AUTO_CASES], ids=[c[0] for c in AUTO_CASES]
 )
 def test_auto_deletion(obj: RawObject, scans: list[DiskScan], auto: bool, expected: object) -> None:
-    decision = cleanup_decision(obj, scans, TRACKED, node=NODE, auto_delete=auto, grace=GRACE, now=NOW)
+    decision = cleanup_decision(obj, scans, owned(), node=NODE, auto_delete=auto, grace=GRACE, now=NOW)
     if isinstance(expected, Reason):
         assert isinstance(decision.action, NoAction)
         assert decision.action.reason == expected
@@ -465,7 +531,7 @@ def test_auto_deletion(obj: RawObject, scans: list[DiskScan], auto: bool, expect
 
 
 def test_condition_keeps_transition_time_until_status_flips() -> None:
-    cleanable = data_cleanability(orphan(), HEALTHY, TRACKED, node=NODE)
+    cleanable = data_cleanability(orphan(), HEALTHY, owned(), node=NODE)
     first = data_cleanable_condition(cleanable, now=NOW)
     assert first == {
         "type": "DataCleanable",
@@ -478,7 +544,7 @@ def test_condition_keeps_transition_time_until_status_flips() -> None:
     assert data_cleanable_condition(cleanable, now=later, previous=[first])["lastTransitionTime"] == (
         "2024-05-01T12:00:00Z"
     )
-    blocked = data_cleanability(orphan(), [scan()], TRACKED, node=NODE)
+    blocked = data_cleanability(orphan(), [scan()], owned(), node=NODE)
     flipped = data_cleanable_condition(blocked, now=later, previous=[first])
     assert (flipped["status"], flipped["reason"], flipped["lastTransitionTime"]) == (
         "False",
@@ -494,7 +560,7 @@ def test_decision_reports_condition_from_status() -> None:
             {"type": "DataCleanable", "status": "True", "lastTransitionTime": "2024-01-01T00:00:00Z"}
         ]
     }
-    decision = cleanup_decision(obj, HEALTHY, TRACKED, node=NODE, auto_delete=False, grace=GRACE, now=NOW)
+    decision = cleanup_decision(obj, HEALTHY, owned(), node=NODE, auto_delete=False, grace=GRACE, now=NOW)
     assert decision.condition["lastTransitionTime"] == "2024-01-01T00:00:00Z"
 
 
@@ -511,7 +577,7 @@ def test_sync_creates_new_and_prunes_resolved_orphans() -> None:
         orphan(dir_name="pvc-del-cccccccc", deleting=True),  # already going away: untouched
         orphan(node="node-b", dir_name="pvc-other-dddddddd"),  # another node's business
     ]
-    got = sync_orphans(NODE, [the_scan], TRACKED, existing)
+    got = sync_orphans(NODE, [the_scan], owned(), existing)
     assert [o.dir_name for o in got.create] == [new_dir]
     assert {(p.name, p.reason) for p in got.prune} == {
         (orphan_name(NODE, UUID, TRACKED_DIR), Reason.DATA_TRACKED),
@@ -530,10 +596,173 @@ def test_sync_creates_new_and_prunes_resolved_orphans() -> None:
     ids=["disk-unreadable", "disk-swapped", "disk-reconfigured", "disk-not-scanned"],
 )
 def test_sync_never_prunes_without_a_trusted_disk(scans: list[DiskScan]) -> None:
-    got = sync_orphans(NODE, scans, TRACKED, [orphan(dir_name="pvc-gone-bbbbbbbb")])
+    got = sync_orphans(NODE, scans, owned(), [orphan(dir_name="pvc-gone-bbbbbbbb")])
     assert got.prune == ()
 
 
 def test_sync_never_prunes_when_replicas_unknown() -> None:
-    got = sync_orphans(NODE, [scan()], None, [orphan()])
+    got = sync_orphans(NODE, [scan()], UNKNOWN, [orphan()])
     assert (got.create, got.prune) == ((), ())
+
+
+# -- ownership from Longhorn -----------------------------------------------------------
+
+OWNERSHIP_CASES: list[tuple[str, Ownership, bool, Reason]] = [
+    ("node-and-replicas", owned(), True, Reason.OWNERSHIP_KNOWN),
+    ("no-replicas-at-all-but-a-node", owned(frozenset()), True, Reason.OWNERSHIP_KNOWN),
+    ("no-longhorn-node-wrong-namespace", ownership(NODE, "default", None, frozenset()), False,
+     Reason.LONGHORN_NODE_MISSING),
+    ("node-unreadable", ownership(NODE, "longhorn-system", None, TRACKED, node_error="403 Forbidden"), False,
+     Reason.LONGHORN_NODE_MISSING),
+    ("replicas-unreadable", owned(None), False, Reason.TRACKING_UNKNOWN),
+    ("node-lists-replicas-the-list-lacks", owned(frozenset(), lh_node(scheduled={"disk-1": ["r-1", "r-2"]})),
+     False, Reason.REPLICAS_INCONSISTENT),
+    ("node-lists-replicas-the-list-has",
+     owned(frozenset({TrackedReplica(NODE, UUID, DISK, TRACKED_DIR, "r-1")}), lh_node(scheduled={"disk-1": ["r-1"]})),
+     True, Reason.OWNERSHIP_KNOWN),
+]
+
+
+@pytest.mark.parametrize(("got", "known", "reason"), [c[1:] for c in OWNERSHIP_CASES],
+                         ids=[c[0] for c in OWNERSHIP_CASES])
+def test_ownership_verdict(got: Ownership, known: bool, reason: Reason) -> None:
+    assert (got.known, got.reason) == (known, reason)
+    assert got.message  # always says why
+    if not known:
+        assert "nothing is reported or removed" in got.message
+        # an empty or unreadable ownership source never means "nothing is owned"
+        assert find_orphans(NODE, HEALTHY, got) == []
+        assert sync_orphans(NODE, [scan()], got, [orphan(dir_name="pvc-gone-bbbbbbbb")]).prune == ()
+        assert not data_cleanability(orphan(), HEALTHY, got, node=NODE).cleanable
+
+
+def test_wrong_namespace_message_names_the_namespace() -> None:
+    got = ownership(NODE, "default", None, frozenset())
+    assert "no Longhorn Node 'node-a' in namespace 'default'" in got.message
+
+
+def test_longhorn_node_is_read_as_longhorn_writes_it() -> None:
+    from kustodian.policy.orphans import longhorn_node
+
+    node = longhorn_node(lh_node(evicted_disks=("disk-2",), scheduled={"disk-1": ["r-1"]}))
+    assert (node.name, node.ready, node.eviction_requested) == (NODE, True, False)
+    assert node.ready_since == datetime(2024, 5, 1, tzinfo=UTC)
+    disk = node.disk_at(DISK + "/")
+    assert disk is not None and (disk.name, disk.uuid, disk.ready, disk.scheduled_replicas) == (
+        "disk-1", UUID, True, frozenset({"r-1"}))
+    other = node.disk_at("/mnt/disk2")
+    assert other is not None and other.eviction_requested
+    empty = longhorn_node({"metadata": {"name": NODE}})  # nothing written yet: not ready, no disks
+    assert (empty.ready, empty.disks) == (False, ())
+
+
+FOUND_CASES: list[tuple[str, dict[str, Any], list[str]]] = [
+    ("ready", lh_node(), [ORPHAN_DIR]),
+    ("node-down", lh_node(ready=False), []),
+    ("node-evicted", lh_node(evict=True), []),
+    ("disk-not-ready", lh_node(not_ready_disks=("disk-1",)), []),
+    ("disk-evicted", lh_node(evicted_disks=("disk-1",)), []),
+    ("other-disk-evicted", lh_node(evicted_disks=("disk-2",)), [ORPHAN_DIR]),
+]
+
+
+@pytest.mark.parametrize(("node_obj", "found"), [c[1:] for c in FOUND_CASES], ids=[c[0] for c in FOUND_CASES])
+def test_nothing_new_is_reported_where_longhorn_would_not(node_obj: dict[str, Any], found: list[str]) -> None:
+    # longhorn-tests test_disk_evicted / test_node_evicted: no orphan for an evicted disk or node
+    assert [o.dir_name for o in find_orphans(NODE, HEALTHY, owned(node_obj=node_obj))] == found
+
+
+def test_orphans_carry_longhorns_disk_name() -> None:
+    got = find_orphans(NODE, HEALTHY, owned(node_obj=lh_node(disks=[("default-disk-83514486", DISK, UUID)])))
+    assert [o.disk_name for o in got] == ["default-disk-83514486"]
+
+
+DEFERRED_CASES: list[tuple[str, RawObject, Ownership, datetime | None, object]] = [
+    ("requested-while-up", orphan(deleting=True), owned(), NOW - timedelta(hours=1), REMOVE),
+    ("requested-while-longhorn-node-down", orphan(deleting=True),
+     owned(node_obj=lh_node(ready_since="2024-05-01T12:30:00Z")), NOW - timedelta(hours=1), Reason.DEFERRED_DELETE),
+    ("requested-before-the-agent-ran", orphan(deleting=True), owned(), NOW + timedelta(minutes=1),
+     Reason.DEFERRED_DELETE),
+]
+
+
+@pytest.mark.parametrize(("obj", "owners", "since", "expected"), [c[1:] for c in DEFERRED_CASES],
+                         ids=[c[0] for c in DEFERRED_CASES])
+def test_a_delete_requested_while_the_node_was_away_keeps_the_data(
+        obj: RawObject, owners: Ownership, since: datetime | None, expected: object) -> None:
+    decision = cleanup_decision(obj, HEALTHY, owners, node=NODE, auto_delete=False, grace=GRACE, now=NOW,
+                                agent_since=since)
+    if isinstance(expected, RemoveDir):
+        assert decision.action == expected
+    else:
+        assert isinstance(decision.action, DropFinalizer) and decision.action.reason == expected
+        assert "requested at 2024-05-01T12:00:00+00:00" in decision.action.message
+
+
+BRAKE_CASES = [
+    ("half-is-not-more-than-half", 5, 10, False),
+    ("more-than-half", 6, 10, True),
+    ("all-but-below-minimum", 2, 2, False),
+    ("all-at-minimum", 3, 3, True),
+    ("nothing", 0, 0, False),
+]
+
+
+@pytest.mark.parametrize(("orphans", "dirs", "engaged"), [c[1:] for c in BRAKE_CASES], ids=[c[0] for c in BRAKE_CASES])
+def test_mass_orphan_brake(orphans: int, dirs: int, engaged: bool) -> None:
+    from kustodian.policy.orphans import mass_orphan_brake
+
+    brake = mass_orphan_brake(orphans, dirs, max_share=0.5, min_orphans=3)
+    assert brake.engaged == engaged
+    assert bool(brake.message) == engaged
+
+
+def test_brake_holds_auto_deletion_but_not_a_persons_delete() -> None:
+    held = {DISK: "6 of 10 replica directories are orphans"}
+    auto = cleanup_decision(orphan(), HEALTHY, owned(), node=NODE, auto_delete=True, grace=GRACE, now=NOW,
+                            held_disks=held)
+    assert auto.action == NoAction(Reason.MASS_ORPHAN_BRAKE, held[DISK])
+    other = cleanup_decision(orphan(), HEALTHY, owned(), node=NODE, auto_delete=True, grace=GRACE, now=NOW,
+                             held_disks={"/mnt/disk2": "x"})
+    assert isinstance(other.action, DeleteOrphan)
+    manual = cleanup_decision(orphan(deleting=True), HEALTHY, owned(), node=NODE, auto_delete=True, grace=GRACE,
+                              now=NOW, held_disks=held)
+    assert manual.action == REMOVE
+
+
+AUTO_SETTING_CASES: list[tuple[str, dict[str, str] | None, bool | None, timedelta | None, bool, timedelta]] = [
+    ("nothing-anywhere", None, None, None, False, timedelta(seconds=300)),
+    ("longhorn-replica-data", {"orphan-resource-auto-deletion": "replica-data",
+                               "orphan-resource-auto-deletion-grace-period": "60"}, None, None, True,
+     timedelta(seconds=60)),
+    ("longhorn-both-types", {"orphan-resource-auto-deletion": "instance; replica-data"}, None, None, True,
+     timedelta(seconds=300)),
+    ("longhorn-instance-only", {"orphan-resource-auto-deletion": "instance"}, None, None, False,
+     timedelta(seconds=300)),
+    ("longhorn-empty", {"orphan-resource-auto-deletion": ""}, None, None, False, timedelta(seconds=300)),
+    ("longhorn-invalid-type", {"orphan-resource-auto-deletion": "replica-data;bogus"}, None, None, False,
+     timedelta(seconds=300)),
+    ("longhorn-invalid-grace", {"orphan-resource-auto-deletion": "replica-data",
+                                "orphan-resource-auto-deletion-grace-period": "-1"}, None, None, False,
+     timedelta(seconds=300)),
+    ("longhorn-legacy-setting", {"orphan-auto-deletion": "true"}, None, None, True, timedelta(seconds=300)),
+    ("chart-overrides-longhorn-on", {"orphan-resource-auto-deletion": "replica-data"}, False, None, False,
+     timedelta(seconds=300)),
+    ("chart-overrides-longhorn-off", {"orphan-resource-auto-deletion": ""}, True, timedelta(hours=1), True,
+     timedelta(hours=1)),
+    ("chart-grace-longhorn-switch", {"orphan-resource-auto-deletion": "replica-data",
+                                     "orphan-resource-auto-deletion-grace-period": "60"}, None,
+     timedelta(seconds=5), True, timedelta(seconds=5)),
+]
+
+
+@pytest.mark.parametrize(("settings", "enabled", "grace", "want_on", "want_grace"),
+                         [c[1:] for c in AUTO_SETTING_CASES], ids=[c[0] for c in AUTO_SETTING_CASES])
+def test_auto_deletion_follows_longhorn_unless_overridden(
+        settings: dict[str, str] | None, enabled: bool | None, grace: timedelta | None, want_on: bool,
+        want_grace: timedelta) -> None:
+    from kustodian.policy.orphans import auto_deletion
+
+    got = auto_deletion(settings, override_enabled=enabled, override_grace=grace)
+    assert (got.enabled, got.grace) == (want_on, want_grace)
+    assert got.source
