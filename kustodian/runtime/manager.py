@@ -158,8 +158,8 @@ class Manager:
     def add(self, reconciler: Reconciler, *, workers: int | None = None,
             resync: float | None = None) -> Controller:
         """Run ``reconciler`` under this manager: a work queue, its workers, its periodic resync."""
-        ctl = Controller(reconciler.name, reconciler.reconcile, workers=workers or self.workers,
-                         metrics=self.controller_metrics)
+        ctl = Controller(reconciler.name, reconciler.reconcile, metrics=self.controller_metrics,
+                         workers=self.workers if workers is None else workers)
         # a reconciler that built caches of its own (not through ``cache``) still has them
         # started, synced and stopped here
         known = {id(c) for c in self._caches.values()}

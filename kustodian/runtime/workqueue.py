@@ -76,8 +76,10 @@ class Controller:
                  metrics: ControllerMetrics | None = None, base_backoff: float = 0.05,
                  max_backoff: float = 60.0, give_up_after: int = 5,
                  clock: Callable[[], float] = time.monotonic) -> None:
-        if workers < 1:
-            raise ValueError("a controller needs at least one worker")
+        if workers < 0:
+            raise ValueError("a controller cannot have a negative number of workers")
+        if workers == 0:  # upstream's --worker-threads=0: the queue fills and nothing reconciles
+            log.warning("%s: 0 workers: no key will be reconciled", name)
         self.name = name
         self._reconcile = reconcile
         self._workers = workers

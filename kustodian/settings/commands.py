@@ -12,7 +12,7 @@ keeps the command's default listen address.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field, model_validator
@@ -34,6 +34,7 @@ from kustodian.settings.common import (
 from kustodian.settings.node_agent import NodeAgentGroup
 from kustodian.settings.node_cleanup import NodeCleanupGroup
 from kustodian.settings.reclaim import ReclaimGroup
+from kustodian.settings.types import go_flag_duration, go_flag_uint
 from kustodian.settings.webhook import DeletionGuardGroup, TlsGroup, WebhookGroup
 
 __all__ = [
@@ -68,6 +69,8 @@ class Settings(BaseSettings):
 
     defaults: ClassVar[Mapping[str, Mapping[str, Any]]] = {}
     flag_aliases: ClassVar[Mapping[str, str | None]] = {}
+    # per-field argparse types, for a command whose flags must parse exactly as upstream's do
+    flag_types: ClassVar[Mapping[str, Callable[[str], Any]]] = {}
 
     kube: KubeGroup = Field(default_factory=KubeGroup, description="Cluster access")
     log: LogGroup = Field(default_factory=LogGroup, description="Logging")
@@ -169,6 +172,13 @@ class NodeCleanupSettings(Settings):
         "leader_election.enabled": "--leader-election",
         "leader_election.lease_name": "--leader-election-lease",
         "leader_election.identity": "--pod-name",
+    }
+    # upstream's grammar (Go's flag/pflag): durations need a unit, --worker-threads is a uint
+    flag_types: ClassVar[Mapping[str, Callable[[str], Any]]] = {
+        "node_cleanup.delay": go_flag_duration,
+        "node_cleanup.discovery_interval": go_flag_duration,
+        "node_cleanup.resync": go_flag_duration,
+        "node_cleanup.workers": go_flag_uint,
     }
 
     leader_election: LeaderElectionGroup = Field(default_factory=LeaderElectionGroup,

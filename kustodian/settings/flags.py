@@ -176,7 +176,7 @@ def add_settings_flags(parser: argparse.ArgumentParser, model: type[Settings]) -
                                metavar=f.field.upper(), help=_help(f))
         else:
             group.add_argument(f.flag, dest=f.dest, default=argparse.SUPPRESS, metavar=f.field.upper(),
-                               help=_help(f))
+                               type=model.flag_types.get(f"{f.group}.{f.field}", str), help=_help(f))
 
 
 def _given(model: type[Settings], args: argparse.Namespace) -> dict[str, dict[str, Any]]:

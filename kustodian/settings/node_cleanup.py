@@ -1,6 +1,10 @@
 """Node-loss cleanup: ONE group for ``kustodian controllers`` (``--node-cleanup-*``) and
 ``kustodian node-cleanup`` (upstream's flag names, mapped onto these fields by that command's
-alias table), so both refuse exactly the same values."""
+alias table), so both refuse exactly the same values.
+
+The ranges are upstream's (``--resync=0``, ``--stale-pv-discovery-interval=0``,
+``--worker-threads`` 0 or above 100 are accepted), with one deliberate difference: a negative
+delay, which Go's flag package takes and which would delete PVCs at once, is refused."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from datetime import timedelta
 from pydantic import Field
 
 from kustodian.settings.common import Group
-from kustodian.settings.types import CommaList, NonNegativeDuration, PositiveDuration
+from kustodian.settings.types import CommaList, NonNegativeDuration
 
 __all__ = ["NodeCleanupGroup"]
 
@@ -21,10 +25,11 @@ class NodeCleanupGroup(Group):
                                           "empty: nothing is cleaned)")
     delay: NonNegativeDuration = Field(timedelta(seconds=60), description="Wait after Node deletion before "
                                        "the PVC is deleted (e.g. 60s, 15m)")
-    discovery_interval: PositiveDuration = Field(timedelta(seconds=10),
-                                                 description="Interval of the stale PV deleter")
-    resync: PositiveDuration = Field(timedelta(minutes=10),
-                                     description="Re-examine every opted-in PV this often")
-    workers: int = Field(10, ge=1, le=100, description="Reconcile workers")
+    discovery_interval: NonNegativeDuration = Field(
+        timedelta(seconds=10), description="Interval of the stale PV deleter (0: back to back, as upstream; "
+                                           "Kustodian waits at least 0.1s)")
+    resync: NonNegativeDuration = Field(timedelta(minutes=10),
+                                        description="Re-examine every opted-in PV this often (0: never)")
+    workers: int = Field(10, ge=0, description="Reconcile workers (0: no PVC is cleaned, as upstream)")
     detect_recreated: bool = Field(False, description="Treat a Node recreated under the same name (new UID) "
                                    "as a new machine whose local disks are empty")

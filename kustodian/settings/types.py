@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from datetime import timedelta
 from typing import Annotated
@@ -31,6 +32,8 @@ __all__ = [
     "NonNegativeDuration",
     "PositiveDuration",
     "format_go_duration",
+    "go_flag_duration",
+    "go_flag_uint",
     "parse_duration",
 ]
 
@@ -55,6 +58,35 @@ def parse_duration(value: object) -> timedelta:
         except DurationError as exc:
             raise ValueError(f"{value!r} is not a duration like 60s, 1m30s or 10m ({exc.reason})") from None
     raise ValueError(f"{value!r} is not a duration like 60s, 1m30s or 10m")
+
+
+def go_flag_duration(text: str) -> str:
+    """A value for a Go ``flag.Duration``/``pflag.Duration`` flag: units required (``60s``; ``60`` is
+    refused as Go refuses it, ``0`` is the one bare number Go takes).  Returns the text, which the
+    settings model then parses; argparse reports a ``ValueError`` as the flag's error."""
+    from kustodian.policy.reclaim.duration import DurationError, parse_go_duration
+
+    try:
+        parse_go_duration(text)
+    except DurationError as exc:
+        raise argparse.ArgumentTypeError(f"invalid argument {text!r}: time: {exc.reason}") from None
+    return text
+
+
+def go_flag_uint(text: str) -> int:
+    """A value for a Go ``flag.Uint``: a non-negative integer (``strconv.ParseUint(s, 0, 64)``:
+    ``0x10`` and ``0o17`` too)."""
+    try:
+        if text[:1] in ("-", "+"):  # ParseUint permits no sign
+            raise ValueError(text)
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid argument {text!r}: strconv.ParseUint: parsing "
+                                         f"{text!r}: invalid syntax") from None
+    if not 0 <= value < 1 << 64:
+        raise argparse.ArgumentTypeError(f"invalid argument {text!r}: strconv.ParseUint: parsing {text!r}: "
+                                         "value out of range")
+    return value
 
 
 def _frac(amount: int, unit: int) -> str:

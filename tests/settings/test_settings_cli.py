@@ -30,14 +30,14 @@ def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedPr
      "--node-cleanup-delay / KUSTODIAN_NODE_CLEANUP__DELAY: must not be negative"),
     (["node-cleanup", "--pvc-deletion-delay=-60s"], {},
      "--pvc-deletion-delay / KUSTODIAN_NODE_CLEANUP__DELAY: must not be negative"),
-    (["controllers", "--node-cleanup-resync=0s"], {}, "--node-cleanup-resync / KUSTODIAN_NODE_CLEANUP__RESYNC: "
-                                                      "must be positive"),
+    (["controllers", "--node-cleanup-resync=-1s"], {}, "--node-cleanup-resync / KUSTODIAN_NODE_CLEANUP__RESYNC: "
+                                                       "must not be negative"),
     (["controllers"], {"KUSTODIAN_NODE_CLEANUP_DELAY": "10m"},
      "KUSTODIAN_NODE_CLEANUP_DELAY: not a setting (did you mean KUSTODIAN_NODE_CLEANUP__DELAY?)"),
     (["node-agent"], {}, "--node-agent-node-name / KUSTODIAN_NODE_AGENT__NODE_NAME: Field required"),
     (["webhook", "--webhook-port=0", "--webhook-insecure-http"], {},
      "--webhook-port / KUSTODIAN_WEBHOOK__PORT: Input should be greater than or equal to 1"),
-], ids=["sidecar-flag", "sidecar-env", "node-cleanup-upstream-flag", "zero-resync", "old-env-name",
+], ids=["sidecar-flag", "sidecar-env", "node-cleanup-upstream-flag", "negative-resync", "old-env-name",
         "agent-without-node", "webhook-port"])
 def test_a_bad_setting_is_one_line_naming_the_flag_and_exit_2(args: list[str], env: dict[str, str],
                                                               names: str) -> None:
@@ -49,7 +49,7 @@ def test_a_bad_setting_is_one_line_naming_the_flag_and_exit_2(args: list[str], e
 
 
 def test_every_problem_is_its_own_line() -> None:
-    proc = run("controllers", "--node-cleanup-delay=-1s", "--node-cleanup-resync=0", "--controllers-workers=0")
+    proc = run("controllers", "--node-cleanup-delay=-1s", "--node-cleanup-resync=-1s", "--controllers-workers=0")
     assert proc.returncode == 2
     assert [line.split(": ")[2] for line in proc.stderr.splitlines()] == [
         "--controllers-workers / KUSTODIAN_CONTROLLERS__WORKERS",

@@ -74,11 +74,11 @@ def test_comma_list(given: Any, names: list[str]) -> None:
 
 @pytest.mark.parametrize(("field", "value", "message"), [
     ("delay", "-60s", "must not be negative"),
-    ("resync", "0s", "must be positive"),
-    ("discovery_interval", "0", "must be positive"),
-    ("workers", 0, "greater than or equal to 1"),
+    ("resync", "-1s", "must not be negative"),  # 0 is upstream's "never" (issue 19): accepted
+    ("discovery_interval", "-5s", "must not be negative"),
+    ("workers", -1, "greater than or equal to 0"),  # 0 is accepted, as upstream's --worker-threads=0
     ("storage_classes", "[broken", "neither a JSON list"),
-], ids=["negative-delay", "zero-resync", "zero-discovery", "no-workers", "bad-json-list"])
+], ids=["negative-delay", "negative-resync", "negative-discovery", "negative-workers", "bad-json-list"])
 def test_the_sidecar_and_node_cleanup_refuse_the_same_values(field: str, value: Any, message: str) -> None:
     """The drift this tree removes: ``ControllersSettings(node_cleanup_delay='-60s')`` was accepted."""
     seen = []

@@ -60,6 +60,7 @@ log = logging.getLogger(__name__)
 
 _PREFIX = "local_volume_node_cleanup"
 
+_MIN_DELETER_INTERVAL = 0.1  # seconds: upstream's 0 means "back to back"; ours never spins
 _CACHE_LAG_RECHECK = 1.0  # seconds: the watch catches up with a Node event quickly
 _ABSENCE_TTL = 1.0  # seconds a fresh "this Node is gone" answer is reused for its other PVs
 
@@ -364,7 +365,14 @@ class NodeCleanup:
         return deleted
 
     def run_deleter(self, interval: float, stop: threading.Event) -> None:
-        """Upstream's Deleter: every ``interval`` seconds until ``stop`` is set."""
+        """Upstream's Deleter: every ``interval`` seconds until ``stop`` is set.
+
+        Upstream takes ``--stale-pv-discovery-interval=0`` and then lists back to back; here a
+        pass waits at least ``_MIN_DELETER_INTERVAL``, so the flag is accepted without a busy loop.
+        """
+        if interval < _MIN_DELETER_INTERVAL:
+            log.info("stale PV deleter: interval %.3fs raised to %.1fs", interval, _MIN_DELETER_INTERVAL)
+            interval = _MIN_DELETER_INTERVAL
         while not stop.wait(interval):
             try:
                 self.delete_stale_pvs()
