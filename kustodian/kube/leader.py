@@ -42,6 +42,7 @@ class LeaderElector:
         self._observed: tuple[str, str] | None = None  # (holder, renewTime) last seen
         self._observed_at = 0.0
         self.is_leader = threading.Event()
+        self._last_warning = ""
         self._stop = threading.Event()
 
     def stop(self) -> None:
@@ -82,7 +83,8 @@ class LeaderElector:
         except NotFound:
             return self._create(now_s)
         except KubeError as exc:
-            log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
+            self._warn_once(f"cannot read lease {self.namespace}/{self.name}: {exc}; "
+                            "not leading until it can")
             return False
         spec: dict[str, Any] = lease.get("spec") or {}
         holder = str(spec.get("holderIdentity") or "")
@@ -130,9 +132,18 @@ class LeaderElector:
         }
         try:
             self._remember(self.client.create(LEASES, body))
-        except (AlreadyExists, KubeError):
+        except AlreadyExists:
+            return False
+        except KubeError as exc:  # no such namespace, no RBAC for leases: say so, once per cause
+            self._warn_once(f"cannot create lease {self.namespace}/{self.name}: {exc}; not leading until "
+                            "it can (check the namespace exists and that leases may be created there)")
             return False
         return True
+
+    def _warn_once(self, message: str) -> None:
+        if message != self._last_warning:
+            self._last_warning = message
+            log.warning("%s", message)
 
     def _remember(self, lease: Obj) -> None:
         spec = lease.get("spec") or {}

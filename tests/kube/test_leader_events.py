@@ -108,3 +108,17 @@ def test_log_lines_about_objects_never_clobber_logrecord_fields(caplog: pytest.L
         logger.info("deleted", extra={"kind": "PersistentVolumeClaim", "namespace": "ns", "object": "data-0"})
     line = JsonFormatter().format(caplog.records[-1])
     assert '"kind":"PersistentVolumeClaim"' in line and '"object":"data-0"' in line
+
+
+def test_a_lease_that_cannot_be_created_is_said_once_not_waited_on_in_silence(
+        kube_api: KubeApi, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 19: leader election in a namespace that does not exist used to wait forever, silently."""
+    from kustodian.kube.leader import LeaderElector
+
+    elector = LeaderElector(kube_api.client, namespace="no-such-namespace-xyz", name="lease", identity="me",
+                            lease_duration=3, renew_deadline=2, retry_period=0.5)
+    with caplog.at_level("WARNING"):
+        for _ in range(3):
+            assert not elector.try_acquire_or_renew()
+    lines = [r.getMessage() for r in caplog.records if "cannot create lease no-such-namespace-xyz/lease" in r.getMessage()]
+    assert len(lines) == 1 and "namespace" in lines[0]
