@@ -124,6 +124,8 @@ class Manager:
         self._loops: list[tuple[str, Callable[[threading.Event], None]]] = []
         self._threads: list[threading.Thread] = []
         self._acting = threading.Event()  # set while controllers run (for tests and readiness)
+        self._failed = ""  # why a runnable gave up (run() then returns 1)
+        self._done: threading.Event | None = None
         self._stop = threading.Event()  # stops the leader's work (lease lost or process stopping)
         self._lock = threading.Lock()
         self.readiness.add("caches-synced", self._caches_ready)
@@ -168,6 +170,13 @@ class Manager:
                 self._caches[(own.kind_key, f"#{id(own)}", None, None)] = own
         self._entries.append(_Entry(reconciler, ctl, self.resync_period if resync is None else resync))
         return ctl
+
+    def fail(self, reason: str) -> None:
+        """A runnable cannot go on (its caches never synced): stop the process, exit code 1."""
+        log.error("%s: %s; exiting", self.name, reason)
+        self._failed = reason
+        if self._done is not None:
+            self._done.set()
 
     def add_loop(self, name: str, loop: Callable[[threading.Event], None]) -> None:
         """A plain loop started with the controllers (under the Lease); it returns when the event is set."""
@@ -262,6 +271,7 @@ class Manager:
         signal handler is installed.
         """
         done = stop if stop is not None else threading.Event()
+        self._done = done
         if stop is None:
             for sig in (signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, lambda *_: done.set())
@@ -273,7 +283,7 @@ class Manager:
                 if not self.start():
                     return 1
                 done.wait()
-                return 0
+                return 1 if self._failed else 0
             return self._run_elected(done)
         finally:
             self.stop_acting()

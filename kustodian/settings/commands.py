@@ -192,8 +192,10 @@ class NodeAgentSettings(Settings):
 
     defaults: ClassVar[Mapping[str, Mapping[str, Any]]] = {
         "controllers": {"workers": 2, "sync_timeout": 120},
+        "metrics": {"listen_address": ":8082"},
     }
 
     node_agent: NodeAgentGroup = Field(description="This node and its disks")
+    metrics: MetricsGroup = Field(default_factory=MetricsGroup, description="Probes and metrics endpoint")
     controllers: ControllersGroup = Field(default_factory=ControllersGroup,
                                              description="Orphan reconcile workers and cache sync")

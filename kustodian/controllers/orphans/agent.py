@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import signal
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
@@ -78,6 +77,7 @@ from kustodian.policy.orphans import (
     replica_dir_count,
     sync_orphans,
 )
+from kustodian.runtime.manager import Manager
 from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
 from kustodian.settings import DiskSpec, NodeAgentSettings
 
@@ -490,20 +490,34 @@ def build(settings: NodeAgentSettings, client: KubeClient, *, recorder: EventRec
         brake_share=agent.brake_share, brake_min_orphans=agent.brake_min_orphans)
 
 
-def run(settings: NodeAgentSettings) -> None:
-    """Run the agent until SIGTERM/SIGINT."""
-    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
+def run(settings: NodeAgentSettings) -> int:
+    """Run the agent on a Manager (signals, /healthz, /readyz, metrics) until SIGTERM/SIGINT; the exit
+    code (1: the caches never synced)."""
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint),
+                        user_agent=COMPONENT)
     recorder = EventRecorder(client, COMPONENT, default_namespace=settings.kube.namespace)
-    agent = build(settings, client, recorder=recorder)
+    manager = Manager(client, name=COMPONENT, health_address=settings.metrics.listen_address,
+                      metrics_path=settings.metrics.path)
+    agent = build(settings, client, recorder=recorder, metrics=manager.controller_metrics)
     if not agent.disks:
         log.warning("no disk is configured (--node-agent-disks / KUSTODIAN_NODE_AGENT__DISKS): "
                     "nothing will be scanned")
-    done = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda *_: done.set())
+    running = threading.Event()
+    manager.readiness.add("node-agent", lambda: None if running.is_set() else "caches not synced yet")
+    sync_timeout = settings.controllers.sync_timeout.total_seconds()
+
+    def run_agent(stop: threading.Event) -> None:
+        try:
+            agent.start(sync_timeout)
+        except TimeoutError as exc:
+            manager.fail(str(exc))
+            return
+        running.set()
+        stop.wait()
+
+    manager.add_loop("node-agent", run_agent)
     try:
-        agent.start(settings.controllers.sync_timeout.total_seconds())
-        done.wait()
+        return manager.run()
     finally:
         agent.stop()
         recorder.close()
