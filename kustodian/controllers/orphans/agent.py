@@ -36,6 +36,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from kustodian.clock import utc_now
 from kustodian.controllers.orphans.disks import CONDITION_READY, OWNERSHIP_KEY, DiskRegistry
 from kustodian.controllers.orphans.scan import remove_replica_dir, scan_disk
 from kustodian.controllers.orphans.tracker import Longhorn, NoTracker, ReplicaTracker
@@ -87,10 +88,6 @@ COMPONENT = "kustodian-node-agent"
 ORPHANS = Resource("kustodian.io", "v1alpha1", "orphanedreplicadirs", ORPHAN_KIND, True)
 CONDITION_OWNERSHIP = "OwnershipKnown"
 CONDITION_AUTO_DELETE_HELD = "AutoDeleteHeld"
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 def _format_time(when: datetime) -> str:

@@ -96,21 +96,3 @@ def parse_go_duration(text: str) -> timedelta:
     micros = abs(ns) // 1000
     return timedelta(microseconds=-micros if ns < 0 else micros)
 
-
-def format_duration(value: timedelta) -> str:
-    """A Go-style rendering for messages: ``timedelta(seconds=5400)`` -> ``"1h30m0s"``."""
-    total_us = (value.days * 86_400 + value.seconds) * 1_000_000 + value.microseconds
-    sign = "-" if total_us < 0 else ""
-    total_us = abs(total_us)
-    if total_us == 0:
-        return "0s"
-    hours, rest = divmod(total_us, 3_600_000_000)
-    minutes, rest = divmod(rest, 60_000_000)
-    seconds, micros = divmod(rest, 1_000_000)
-    out = sign
-    if hours:
-        out += f"{hours}h"
-    if hours or minutes:
-        out += f"{minutes}m"
-    out += f"{seconds}.{micros:06d}".rstrip("0").rstrip(".") + "s"
-    return out

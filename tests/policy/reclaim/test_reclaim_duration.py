@@ -8,7 +8,6 @@ import pytest
 
 from kustodian.policy.reclaim.duration import (
     DurationError,
-    format_duration,
     parse_go_duration,
     parse_go_duration_ns,
 )
@@ -70,13 +69,3 @@ def test_invalid(text: str, reason: str) -> None:
 def test_as_timedelta(text: str, expected: timedelta) -> None:
     assert parse_go_duration(text) == expected
 
-
-@pytest.mark.parametrize(
-    ("value", "expected"),
-    [(timedelta(0), "0s"), (timedelta(hours=1, minutes=30), "1h30m0s"), (timedelta(seconds=1.5), "1.5s"),
-     (timedelta(minutes=-2), "-2m0s")],
-    ids=["zero", "hours", "fraction", "negative"],
-)
-def test_format_duration(value: timedelta, expected: str) -> None:
-    assert format_duration(value) == expected
-    assert parse_go_duration(expected) == value
