@@ -17,6 +17,8 @@ from typing import Any
 
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
+from kustodian.runtime.metrics import with_process_metrics
+
 log = logging.getLogger(__name__)
 
 # a check returns None when fine, or a short reason when not
@@ -54,7 +56,7 @@ class HealthServer:
     def __init__(self, address: str, registry: CollectorRegistry, readiness: Checks, *,
                  metrics_path: str = "/metrics", liveness: Checks | None = None) -> None:
         host, _, port = address.rpartition(":")
-        self.registry = registry
+        self.registry = with_process_metrics(registry)
         self.readiness = readiness
         self.liveness = liveness or Checks()
         self.metrics_path = metrics_path

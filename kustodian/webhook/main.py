@@ -19,6 +19,7 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
 from kustodian.policy.store import Indexer
+from kustodian.runtime.health import Checks, HealthServer
 from kustodian.webhook.app import Readiness, create_app
 from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kinds
 from kustodian.webhook.metrics import WebhookMetrics
@@ -107,7 +108,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
 
     readiness = Readiness()
     readiness.add("caches-synced", view.synced)
-    metrics = WebhookMetrics(lambda: view.caches)
+    metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls_cert_file)
     app = create_app(registry, readiness=readiness, metrics=metrics)
     return Webhook(app, registry, caches, view, recorder, readiness)
 
@@ -134,17 +135,32 @@ def run(settings: WebhookSettings) -> None:
     if reloader is not None:
         hook.readiness.add("certificates-loaded", reloader.loaded.is_set)
     threading.Thread(target=_report_sync, args=(hook, settings.sync_timeout), daemon=True).start()
+    health = _serve_metrics(hook, settings.metrics_address)
     log.info("serving admission reviews on %s:%d (%s)", settings.host, settings.port,
              "TLS" if tls else "plain HTTP")
     try:
         server.run()
     finally:
+        if health is not None:
+            health.stop()
         if manager is not None:
             manager.stop()
         if reloader is not None:
             reloader.stop()
         hook.stop()
         client.close()
+
+
+def _serve_metrics(hook: Webhook, address: str) -> HealthServer | None:
+    """The runtime's plain-HTTP server for metrics and probes, apart from the TLS admission port."""
+    if not address:
+        return None
+    checks = Checks()
+    checks.add("webhook", lambda: ", ".join(hook.readiness.failing()) or None)
+    metrics: WebhookMetrics = hook.app.state.metrics
+    server = HealthServer(address, metrics.registry, checks).start()
+    log.info("serving metrics, /healthz and /readyz on %s (plain HTTP)", address)
+    return server
 
 
 def _report_sync(hook: Webhook, timeout: float) -> None:

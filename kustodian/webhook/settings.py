@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from kustodian.kube.settings import KubeSettings
 
@@ -12,6 +12,8 @@ from kustodian.kube.settings import KubeSettings
 class WebhookSettings(KubeSettings):
     host: str = Field("0.0.0.0", description="Address to listen on")  # noqa: S104 - a pod serves all interfaces
     port: int = Field(8443, ge=1, le=65535, description="HTTPS port")
+    metrics_address: str = Field(":8080", description="Plain-HTTP /metrics, /healthz and /readyz "
+                                 "(host:port; empty: off), apart from the admission port")
     tls_mode: Literal["files", "builtin"] = Field(
         "files", description="files: serve --tls-cert-file/--tls-key-file (cert-manager, your own "
                              "Secret); builtin: issue, store (Secret), publish (caBundle) and renew "
@@ -37,6 +39,21 @@ class WebhookSettings(KubeSettings):
                                      "reclaim-space ConfigMap (in --namespace)")
     capacity: bool = Field(True, description="Validate AvailableCapacity / Reservation objects")
     graceful_timeout: int = Field(10, ge=0, le=300, description="Seconds to finish in-flight reviews on stop")
+
+    @field_validator("metrics_address")
+    @classmethod
+    def _host_port(cls, value: str) -> str:
+        if value:
+            _, sep, port = value.rpartition(":")
+            if not sep or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ValueError(f"{value!r} is not host:port (e.g. :8080); empty disables metrics")
+        return value
+
+    @model_validator(mode="after")
+    def _metrics_apart_from_admission(self) -> WebhookSettings:
+        if self.metrics_address and int(self.metrics_address.rpartition(":")[2]) == self.port:
+            raise ValueError(f"metrics_address {self.metrics_address!r} uses the admission port {self.port}")
+        return self
 
     @model_validator(mode="after")
     def _tls_is_consistent(self) -> WebhookSettings:
