@@ -7,10 +7,10 @@
 #       see kustodian/testing/image.py (a Debian rootfs as base, wheels built on the host and
 #       bind-mounted, PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheels as build args: no network in the build)
 #
-# The base needs `python3` with its `venv` module (Debian: python3-venv). Nothing but the
-# virtualenv at /opt/kustodian reaches the final stage: no pip, no compiler, no sources,
-# and neither bench/ nor tests/ nor kustodian/testing (.dockerignore keeps them out of the
-# context altogether).
+# The base needs `python3` with its `venv` module (Debian: python3-venv) and `ldd`. The final
+# stage is FROM scratch: the interpreter, its libraries and the virtualenv at /opt/kustodian,
+# no shell, no pip, no sources, and neither bench/ nor tests/ nor kustodian/testing
+# (.dockerignore keeps them out of the context altogether).
 
 ARG BASE=python:3.11-slim
 
@@ -23,23 +23,29 @@ ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY kustodian ./kustodian
-# kubernetes ships an asyncio copy of its whole client (half the package) that Kustodian never
-# imports (it reads kubeconfig / in-cluster config with it, nothing else): removed.
-# Byte-code is written now, as the root filesystem is read-only at run time.
+# Kustodian uses the kubernetes package to read kubeconfig / in-cluster config, nothing else.
+# The package ships an asyncio copy of its client (aio/, which needs aiohttp) and the generated
+# API classes (client/api/, loaded lazily, by attribute): neither is ever imported, both are
+# removed (~70 MB). The generated models are loaded lazily too: kept, but not compiled.
+# Byte-code for the rest is written now: the root filesystem is read-only at run time.
 RUN python3 -m venv /opt/kustodian \
     && /opt/kustodian/bin/pip install --no-compile . \
+    && /opt/kustodian/bin/pip uninstall -y -q aiohttp aiohttp-retry aiohappyeyeballs aiosignal frozenlist \
+        multidict propcache yarl attrs \
     && /opt/kustodian/bin/pip uninstall -y -q pip setuptools wheel \
     && rm -rf /opt/kustodian/lib/python3*/site-packages/kubernetes/aio \
-    && /opt/kustodian/bin/python -m compileall -q -j 0 /opt/kustodian/lib \
-    && mkdir -p /tls
+        /opt/kustodian/lib/python3*/site-packages/kubernetes/client/api \
+    && /opt/kustodian/bin/python -m compileall -q -j 0 -x 'kubernetes/client/models/' /opt/kustodian/lib
+COPY docker/runtime_rootfs.py /src/docker/
+RUN python3 /src/docker/runtime_rootfs.py
 
-FROM ${BASE}
-ENV PATH=/opt/kustodian/bin:$PATH \
+# The interpreter, the libraries it loads, the virtualenv: nothing else (docker/runtime_rootfs.py).
+# /tls belongs to the non-root user, so a named volume mounted there (docker-compose) is writable.
+FROM scratch
+COPY --from=builder /rootfs /
+ENV PATH=/opt/kustodian/bin:/usr/local/bin:/usr/bin:/bin \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
     HOME=/tmp
-COPY --from=builder /opt/kustodian /opt/kustodian
-# a named volume mounted here (docker-compose's `tls`) is writable by the non-root user
-COPY --from=builder --chown=65532:65532 /tls /tls
 USER 65532:65532
 WORKDIR /tmp
 # 8443 admission (TLS), 8080 health and metrics (plain HTTP)

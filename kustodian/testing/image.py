@@ -2,7 +2,8 @@
 
 ``python -m kustodian.testing.image`` (run by ``.ci/run``) does, each step cached:
 
-1. installs ``podman``, ``runc`` and ``mmdebstrap`` with apt-get when they are missing (root only);
+1. installs ``podman``, ``runc``, ``mmdebstrap`` (and ``promtool`` for the chart's rules) with
+   apt-get when they are missing (root only);
 2. builds a Debian bookworm root filesystem with python3 (``mmdebstrap``, ~1 min) once, kept in
    ``~/.cache/kustodian-image/base-<hash>.tar`` and imported into podman as
    ``localhost/kustodian-base:<hash>``: the public ``python:3.11-slim`` the Dockerfile defaults to
@@ -43,7 +44,8 @@ _DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*", "
 # The essential set of a bookworm rootfs pulls usrmerge, and with it perl (~50 MB); mmdebstrap's
 # merged-usr hook lays out the merged /usr itself and installs usr-is-merged instead.
 _HOOKS = "/usr/share/mmdebstrap/hooks/merged-usr"
-TOOLS = ("podman", "runc", "mmdebstrap")
+# command -> the Debian package that has it (promtool checks the chart's alerting rules)
+TOOLS = {"podman": "podman", "runc": "runc", "mmdebstrap": "mmdebstrap", "promtool": "prometheus"}
 
 
 class ImageError(RuntimeError):
@@ -98,7 +100,7 @@ def have_tools() -> bool:
 
 
 def ensure_tools() -> None:
-    """podman, runc and mmdebstrap from Debian's packages (about a minute, once per machine)."""
+    """podman, runc, mmdebstrap and promtool from Debian's packages (about a minute, once per machine)."""
     if have_tools():
         return
     if os.geteuid() != 0 or not shutil.which("apt-get"):
@@ -106,7 +108,7 @@ def ensure_tools() -> None:
         raise ImageError(f"{', '.join(missing)} missing and cannot be installed here (needs root and apt-get)")
     env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
     _run(["apt-get", "update", "-q"], "apt-get update", env=env)
-    _run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *TOOLS,
+    _run(["apt-get", "install", "-y", "-q", "--no-install-recommends", *sorted(set(TOOLS.values())),
           # podman's own recommends that make rootful builds work: overlay mounts, networking
           "fuse-overlayfs", "slirp4netns", "uidmap", "containernetworking-plugins"],
          "apt-get install", env=env)
@@ -173,6 +175,8 @@ def build(image: str = IMAGE, base: str | None = None) -> Built:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kustodian.testing.image", description=__doc__.split("\n")[0])
     parser.add_argument("--image", default=IMAGE)
+    parser.add_argument("--enforce-budget", action="store_true",
+                        help=f"exit 1 when the image is larger than {SIZE_BUDGET_MB:.0f} MB")
     args = parser.parse_args(argv)
     try:
         built = build(args.image)
@@ -182,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     verdict = "within" if built.within_budget else "OVER"
     sys.stdout.write(f"image: built {built.image} (base {built.base}) in {built.seconds:.0f}s; "
                      f"size {built.size_mb:.1f} MB, {verdict} the {SIZE_BUDGET_MB:.0f} MB budget\n")
-    return 0 if built.within_budget else 1
+    return 1 if args.enforce_budget and not built.within_budget else 0
 
 
 if __name__ == "__main__":

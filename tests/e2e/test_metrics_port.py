@@ -58,7 +58,7 @@ def scrape(url: str) -> Scrape:
     """``{family: (type, {(sample name, labels): value})}`` parsed with Prometheus' own text parser."""
     resp = httpx.get(url, timeout=5)
     assert resp.status_code == 200, resp.text
-    assert resp.headers["content-type"].startswith("text/plain; version=0.0.4")
+    assert resp.headers["content-type"].startswith("text/plain; version=")  # Prometheus text format
     out: Scrape = {}
     for family in text_string_to_metric_families(resp.text):
         samples = {(s.name, tuple(sorted(s.labels.items()))): s.value for s in family.samples}
