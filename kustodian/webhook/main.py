@@ -11,6 +11,7 @@ from pathlib import Path
 import yaml
 from fastapi import FastAPI
 
+from kustodian.errors import ConfigError
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
@@ -116,6 +117,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
 def run(settings: WebhookSettings) -> None:
     client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint))
     hook = build_webhook(settings, client)
+    health = _serve_metrics(hook, settings.metrics_address)  # first: a taken port stops us before anything runs
     manager = None
     if settings.tls_mode == "builtin":
         from kustodian.certs.manager import CertManager
@@ -135,7 +137,6 @@ def run(settings: WebhookSettings) -> None:
     if reloader is not None:
         hook.readiness.add("certificates-loaded", reloader.loaded.is_set)
     threading.Thread(target=_report_sync, args=(hook, settings.sync_timeout), daemon=True).start()
-    health = _serve_metrics(hook, settings.metrics_address)
     log.info("serving admission reviews on %s:%d (%s)", settings.host, settings.port,
              "TLS" if tls else "plain HTTP")
     try:
@@ -158,7 +159,10 @@ def _serve_metrics(hook: Webhook, address: str) -> HealthServer | None:
     checks = Checks()
     checks.add("webhook", lambda: ", ".join(hook.readiness.failing()) or None)
     metrics: WebhookMetrics = hook.app.state.metrics
-    server = HealthServer(address, metrics.registry, checks).start()
+    try:
+        server = HealthServer(address, metrics.registry, checks).start()
+    except OSError as exc:  # the port is taken: a setting to change, not a crash to debug
+        raise ConfigError(f"--metrics-address {address}", [exc.strerror or str(exc)]) from exc
     log.info("serving metrics, /healthz and /readyz on %s (plain HTTP)", address)
     return server
 

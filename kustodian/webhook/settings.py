@@ -12,8 +12,9 @@ from kustodian.kube.settings import KubeSettings
 class WebhookSettings(KubeSettings):
     host: str = Field("0.0.0.0", description="Address to listen on")  # noqa: S104 - a pod serves all interfaces
     port: int = Field(8443, ge=1, le=65535, description="HTTPS port")
-    metrics_address: str = Field(":8080", description="Plain-HTTP /metrics, /healthz and /readyz "
-                                 "(host:port; empty: off), apart from the admission port")
+    metrics_address: str = Field("", description="Plain-HTTP /metrics, /healthz and /readyz, apart from "
+                                 "the admission port (host:port, e.g. :8080, as the chart sets it; empty: "
+                                 "off, and /metrics stays on the admission port only)")
     tls_mode: Literal["files", "builtin"] = Field(
         "files", description="files: serve --tls-cert-file/--tls-key-file (cert-manager, your own "
                              "Secret); builtin: issue, store (Secret), publish (caBundle) and renew "

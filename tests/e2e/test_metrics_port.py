@@ -151,3 +151,18 @@ def test_the_controllers_serve_leader_workqueue_and_process_metrics(kube_api: Ku
     depth = metrics["kustodian_workqueue_depth"][1]
     assert ("kustodian_workqueue_depth", (("controller", "reclaim-space"),)) in depth
 
+
+
+def test_a_taken_metrics_port_stops_the_webhook_naming_the_flag(kube_api: KubeApi) -> None:
+    import socket
+
+    from tests.e2e.conftest import kustodian
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = kustodian("webhook", "--kubeconfig", str(kube_api.kubeconfig), "--insecure-http",
+                         "--port", str(free_port()), "--metrics-address", f"127.0.0.1:{port}", timeout=60)
+    assert proc.returncode != 0
+    assert f"--metrics-address 127.0.0.1:{port}: Address already in use" in proc.stderr
