@@ -117,7 +117,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
 def run(settings: WebhookSettings) -> None:
     client = KubeClient(load_config(settings.kubeconfig, settings.kube_api_endpoint))
     hook = build_webhook(settings, client)
-    health = _serve_metrics(hook, settings.metrics_address)  # first: a taken port stops us before anything runs
+    health = _serve_metrics(hook, settings.metrics_address)  # first: a taken port stops the start
     manager = None
     if settings.tls_mode == "builtin":
         from kustodian.certs.manager import CertManager
