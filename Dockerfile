@@ -1,23 +1,54 @@
 # syntax=docker/dockerfile:1
 # One image for every component: `kustodian webhook`, `kustodian controllers`,
 # `kustodian node-agent`, `kustodian certs ...`.
+#
+#   docker build -t kustodian .                        # python:3.11-slim, wheels from the index
+#   podman build --build-arg BASE=localhost/kustodian-base:bookworm ...   # what CI does:
+#       see kustodian/testing/image.py (a Debian rootfs as base, wheels built on the host and
+#       bind-mounted, PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheels as build args: no network in the build)
+#
+# The base needs `python3` with its `venv` module (Debian: python3-venv) and `ldd`. The final
+# stage is FROM scratch: the interpreter, its libraries and the virtualenv at /opt/kustodian,
+# no shell, no pip, no sources, and neither bench/ nor tests/ nor kustodian/testing
+# (.dockerignore keeps them out of the context altogether).
 
-FROM python:3.11-slim AS builder
+ARG BASE=python:3.11-slim
+
+FROM ${BASE} AS builder
+# PIP_NO_INDEX / PIP_FIND_LINKS: empty for a normal build; set to install from a local wheel
+# directory (an offline build). pip reads them from the environment.
+ARG PIP_NO_INDEX=
+ARG PIP_FIND_LINKS=
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
 COPY pyproject.toml README.md ./
 COPY kustodian ./kustodian
-# wheels for the project and every dependency; nothing of this stage reaches the final image
-RUN pip wheel --wheel-dir /wheels .
+# Kustodian uses the kubernetes package to read kubeconfig / in-cluster config, nothing else.
+# The package ships an asyncio copy of its client (aio/, which needs aiohttp) and the generated
+# API classes (client/api/, loaded lazily, by attribute): neither is ever imported, both are
+# removed (~70 MB). The generated models are loaded lazily too: kept, but not compiled.
+# Byte-code for the rest is written now: the root filesystem is read-only at run time.
+RUN python3 -m venv /opt/kustodian \
+    && /opt/kustodian/bin/pip install --no-compile . \
+    && /opt/kustodian/bin/pip uninstall -y -q aiohttp aiohttp-retry aiohappyeyeballs aiosignal frozenlist \
+        multidict propcache yarl attrs \
+    && /opt/kustodian/bin/pip uninstall -y -q pip setuptools wheel \
+    && rm -rf /opt/kustodian/lib/python3*/site-packages/kubernetes/aio \
+        /opt/kustodian/lib/python3*/site-packages/kubernetes/client/api \
+    && /opt/kustodian/bin/python -m compileall -q -j 0 -x 'kubernetes/client/models/' /opt/kustodian/lib
+COPY docker/runtime_rootfs.py /src/docker/
+RUN python3 /src/docker/runtime_rootfs.py
 
-FROM python:3.11-slim
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
-RUN --mount=type=bind,from=builder,source=/wheels,target=/wheels \
-    pip install --no-index --find-links=/wheels kustodian \
-    && (pip uninstall -y pip setuptools wheel || true) \
-    && mkdir -p /tls && chown 65532:65532 /tls
+# The interpreter, the libraries it loads, the virtualenv: nothing else (docker/runtime_rootfs.py).
+# /tls belongs to the non-root user, so a named volume mounted there (docker-compose) is writable.
+FROM scratch
+COPY --from=builder /rootfs /
+ENV PATH=/opt/kustodian/bin:/usr/local/bin:/usr/bin:/bin \
+    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
+    HOME=/tmp
 USER 65532:65532
 WORKDIR /tmp
-EXPOSE 8443
+# 8443 admission (TLS), 8080 health and metrics (plain HTTP)
+EXPOSE 8443 8080
 ENTRYPOINT ["kustodian"]
 CMD ["--help"]

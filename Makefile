@@ -5,10 +5,15 @@ BIN := $(VENV)/bin
 
 .PHONY: venv demo test lint bench bench-smoke clean
 
+# pip's own lines ("Collecting ...", "Installing collected packages ...") are the progress:
+# about a minute on a fresh machine, so nothing here is silent.
 $(BIN)/kustodian: pyproject.toml
+	@echo "venv: creating $(VENV) with $$($(PY) --version)"
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip
-	$(BIN)/pip install -q -e '.[dev,bench]'
+	@echo "venv: installing kustodian with its dev and bench extras (about a minute)"
+	$(BIN)/pip install --progress-bar off -e '.[dev,bench]'
+	@echo "venv: ready ($(BIN)/kustodian)"
 	@touch $@
 
 venv: $(BIN)/kustodian

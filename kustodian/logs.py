@@ -1,8 +1,11 @@
 """Logging: JSON lines in-cluster, readable lines on a terminal.
 
-Log records about an object carry ``kind``/``namespace``/``name`` as extras (the
-JSON formatter emits every extra).  Request bodies and Secrets are never logged:
-handlers log decisions and object references only.
+Log records about an object carry ``kind``/``namespace``/``name`` as fields: pass
+``extra=about(kind, namespace, name)`` and the JSON formatter emits them (and every other
+extra) beside ``msg``.  ``name`` is a reserved attribute of ``logging.LogRecord`` (the
+logger's name, emitted as ``logger``), so the object's name travels as the ``object`` extra
+and is written as ``name``.  Request bodies and Secrets are never logged: handlers log
+decisions and object references only.
 """
 
 from __future__ import annotations
@@ -17,6 +20,14 @@ import orjson
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 
 
+def about(kind: str, namespace: str | None, name: str | None) -> dict[str, str]:
+    """``extra=`` of a log line about one object: ``kind``, ``namespace`` and ``name`` fields in JSON."""
+    fields = {"kind": kind, "object": name or ""}
+    if namespace:
+        fields["namespace"] = namespace
+    return fields
+
+
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         doc: dict[str, Any] = {
@@ -27,7 +38,7 @@ class JsonFormatter(logging.Formatter):
         }
         for key, value in record.__dict__.items():
             if key not in _STANDARD and not key.startswith("_"):
-                doc[key] = value
+                doc["name" if key == "object" else key] = value
         if record.exc_info:
             doc["traceback"] = self.formatException(record.exc_info)
         return orjson.dumps(doc, default=str).decode()

@@ -19,6 +19,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
 
 from kustodian.errors import ConfigError, FieldProblem
+from kustodian.runtime.metrics import with_process_metrics
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +70,7 @@ class HealthServer:
     def __init__(self, address: str, registry: CollectorRegistry, readiness: Checks, *,
                  metrics_path: str = "/metrics", liveness: Checks | None = None) -> None:
         family, host, port = parse_listen_address(address)
-        self.registry = registry
+        self.registry = with_process_metrics(registry)
         self.readiness = readiness
         self.liveness = liveness or Checks()
         self.metrics_path = metrics_path

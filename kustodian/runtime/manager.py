@@ -29,14 +29,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from prometheus_client import CollectorRegistry
+from prometheus_client import CollectorRegistry, Gauge
 
 from kustodian.kube.cache import Indexer, WatchCache, object_key
 from kustodian.kube.client import KubeClient
 from kustodian.kube.leader import LeaderElector
 from kustodian.kube.resources import Resource
 from kustodian.runtime.health import Checks, HealthServer
-from kustodian.runtime.metrics import RestClientMetrics, register_process_collectors
+from kustodian.runtime.metrics import CacheCollector, RestClientMetrics, register_process_collectors
 from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
 from kustodian.settings import LeaderElectionGroup
 
@@ -132,6 +132,12 @@ class Manager:
         register_process_collectors(self.registry)
         if client is not None:
             RestClientMetrics(self.registry).attach(client)
+        self.registry.register(CacheCollector(self._caches_by_name))
+        if leader_election is not None:
+            Gauge("kustodian_leader_election_is_leader",
+                  "1 while this replica holds the Lease and its controllers run",
+                  ["lease"], registry=self.registry).labels(leader_election.lease).set_function(
+                lambda: 1.0 if self._acting.is_set() else 0.0)
 
     # -- assembly -------------------------------------------------------------------------------
 
@@ -148,6 +154,17 @@ class Manager:
         elif indexers:
             cache.add_indexers(indexers)
         return cache
+
+    def _caches_by_name(self) -> dict[str, WatchCache]:
+        """The caches by kind, told apart by namespace and selectors when a kind has several."""
+        out: dict[str, WatchCache] = {}
+        for (_, namespace, fields, labels), cache in list(self._caches.items()):
+            name = cache.kind_key
+            if name in out:
+                extra = ",".join(p for p in (namespace, fields, labels) if p)
+                name = f"{name} ({extra or id(cache)})"
+            out[name] = cache
+        return out
 
     @property
     def caches(self) -> list[WatchCache]:

@@ -1,22 +1,34 @@
-"""Process-wide metrics every component exports, named as Kubernetes components name them.
+"""Metrics every Kustodian process exposes, whatever it runs, named as Kubernetes components name them.
 
-* ``process_*`` and ``python_*``: prometheus_client's process and platform collectors, on the
-  component's own registry (not the global one), as client-go components export ``process_*``;
+* ``process_*`` and ``python_info``: prometheus_client's process and platform collectors, on the
+  component's own registry (not the global one), as client-go components export ``process_*``
+  (:func:`with_process_metrics`);
 * ``rest_client_requests_total{code,method,host}`` and
   ``rest_client_request_duration_seconds{verb,host}``: client-go's names, so a dashboard made
-  for an upstream controller (local-static-provisioner's node cleanup) reads ours unchanged.
+  for an upstream controller (local-static-provisioner's node cleanup) reads ours unchanged
+  (:class:`RestClientMetrics`);
+* watch caches (:class:`CacheCollector`), read at scrape time so the hot path keeps no books:
+  ``kustodian_cache_objects``, ``kustodian_cache_synced``, ``kustodian_cache_fresh`` and
+  ``kustodian_cache_relists_total`` (a counter: full lists only ever add up).
+
+``kustodian_cache_fresh`` is 1 while a cache can be trusted: ``WatchCache.fresh`` when the cache
+reports it (a watch established after the last list and caught up), else "has listed".
 """
 
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, PlatformCollector, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from kustodian.kube.client import KubeClient
 
-__all__ = ["RestClientMetrics", "register_process_collectors"]
+__all__ = ["CacheCollector", "RestClientMetrics", "register_process_collectors", "with_process_metrics"]
 
 
 def register_process_collectors(registry: CollectorRegistry) -> None:
@@ -24,6 +36,12 @@ def register_process_collectors(registry: CollectorRegistry) -> None:
     for collector in (ProcessCollector, PlatformCollector):
         with contextlib.suppress(ValueError):  # already registered on this registry
             collector(registry=registry)
+
+
+def with_process_metrics(registry: CollectorRegistry) -> CollectorRegistry:
+    """Add ``process_*`` to ``registry`` unless it has them already; returns ``registry``."""
+    register_process_collectors(registry)
+    return registry
 
 
 class RestClientMetrics:
@@ -42,3 +60,36 @@ class RestClientMetrics:
             self.latency.labels(method, host).observe(seconds)
 
         client.observers.append(observe)
+
+
+def _fresh(cache: Any) -> bool:
+    fresh = getattr(cache, "fresh", None)
+    if fresh is None:
+        return bool(cache.synced.is_set())
+    return bool(fresh() if callable(fresh) else fresh.is_set() if hasattr(fresh, "is_set") else fresh)
+
+
+class CacheCollector(Collector):
+    """Size, sync state, freshness and relists of the watch caches ``caches()`` returns by name."""
+
+    def __init__(self, caches: Callable[[], Mapping[str, Any]]) -> None:
+        self._caches = caches
+
+    def collect(self) -> Iterable[Metric]:
+        size = GaugeMetricFamily("kustodian_cache_objects", "Objects held by a watch cache", labels=["kind"])
+        synced = GaugeMetricFamily("kustodian_cache_synced", "1 once a watch cache has listed",
+                                   labels=["kind"])
+        fresh = GaugeMetricFamily("kustodian_cache_fresh", "1 while a watch cache can be trusted for "
+                                  "decisions (listed, and watching when the cache reports it)",
+                                  labels=["kind"])
+        relists = CounterMetricFamily("kustodian_cache_relists", "Full lists done by a watch cache",
+                                      labels=["kind"])
+        for kind, cache in self._caches().items():
+            size.add_metric([kind], float(len(cache)))
+            synced.add_metric([kind], 1.0 if cache.synced.is_set() else 0.0)
+            fresh.add_metric([kind], 1.0 if _fresh(cache) else 0.0)
+            relists.add_metric([kind], float(cache.relists))
+        yield size
+        yield synced
+        yield fresh
+        yield relists

@@ -29,7 +29,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
 from kustodian.errors import Terminal
 from kustodian.kube.errors import Forbidden, Invalid, KubeError
@@ -57,7 +57,10 @@ class ControllerMetrics:
 
     ``result`` is ``success``, ``requeue`` (success with a requeue), ``retry`` (an error,
     retried with backoff) or ``error`` (terminal: dropped); terminal errors are also
-    counted on their own in ``kustodian_controller_terminal_errors_total``.
+    counted on their own in ``kustodian_controller_terminal_errors_total``.  The queue itself:
+    ``kustodian_workqueue_depth{controller}`` (keys ready, waiting for a worker) and
+    ``kustodian_workqueue_queue_duration_seconds{controller}`` (how long a key waited for one),
+    client-go's workqueue metrics under Kustodian's prefix.
     """
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -67,6 +70,11 @@ class ControllerMetrics:
                                 ["controller"], registry=registry)
         self.latency = Histogram("kustodian_controller_reconcile_duration_seconds",
                                  "Time of one reconcile pass", ["controller"], registry=registry)
+        self.depth = Gauge("kustodian_workqueue_depth", "Keys ready and waiting for a worker",
+                           ["controller"], registry=registry)
+        self.queue_latency = Histogram("kustodian_workqueue_queue_duration_seconds",
+                                       "Time a key waits in the queue before a worker takes it",
+                                       ["controller"], registry=registry)
 
 
 class Controller:
@@ -91,6 +99,7 @@ class Controller:
         self._cond = threading.Condition()
         self._ready: deque[str] = deque()  # FIFO of keys ready now
         self._queued: set[str] = set()  # keys in _ready
+        self._ready_since: dict[str, float] = {}  # key in _ready -> when it became ready (metrics)
         self._processing: set[str] = set()
         self._dirty: set[str] = set()  # added while processing: run again afterwards
         self._delayed: list[tuple[float, int, str]] = []  # heap; entries not in _waiting are stale
@@ -99,6 +108,8 @@ class Controller:
         self._failures: dict[str, int] = {}
         self._threads: list[threading.Thread] = []
         self._stopping = False
+        if metrics is not None:
+            metrics.depth.labels(name).set_function(lambda: float(len(self._ready)))
 
     # -- queue ----------------------------------------------------------------------------------
 
@@ -131,6 +142,7 @@ class Controller:
         elif key not in self._queued:
             self._queued.add(key)
             self._ready.append(key)
+            self._ready_since[key] = time.perf_counter()
             self._cond.notify()
 
     def _take(self) -> str | None:
@@ -145,6 +157,9 @@ class Controller:
                 if self._ready:
                     key = self._ready.popleft()
                     self._queued.discard(key)
+                    since = self._ready_since.pop(key, None)
+                    if self._metrics is not None and since is not None:
+                        self._metrics.queue_latency.labels(self.name).observe(time.perf_counter() - since)
                     self._processing.add(key)
                     return key
                 timeout = (self._delayed[0][0] - now) if self._delayed else None

@@ -100,17 +100,29 @@ _CAPACITY_CONTROLLER_ONLY = ("sequential_lvg", "lvg_wait_timeout", "reservation_
 class WebhookSettings(Settings):
     """``kustodian webhook``."""
 
-    defaults: ClassVar[Mapping[str, Mapping[str, Any]]] = {"capacity": {"enabled": True}}
+    # metrics and probes on a plain-HTTP port apart from admission: off unless set (the chart: :8080)
+    defaults: ClassVar[Mapping[str, Mapping[str, Any]]] = {"capacity": {"enabled": True},
+                                                           "metrics": {"listen_address": ""}}
     flag_aliases: ClassVar[Mapping[str, str | None]] = {
         **{f"capacity.{name}": None for name in _CAPACITY_CONTROLLER_ONLY}}
 
     webhook: WebhookGroup = Field(default_factory=WebhookGroup, description="HTTPS server")
+    metrics: MetricsGroup = Field(default_factory=MetricsGroup,
+                                  description="Metrics and probes (plain HTTP, apart from admission)")
     tls: TlsGroup = Field(default_factory=TlsGroup, description="Serving certificate")
     deletion_guard: DeletionGuardGroup = Field(default_factory=DeletionGuardGroup,
                                                description="Deletion guard")
     reclaim: ReclaimGroup = Field(default_factory=ReclaimGroup, description="Reclaim-space policy")
     capacity: CapacityGroup = Field(default_factory=CapacityGroup,
                                     description="Capacity reservation validation")
+
+    @model_validator(mode="after")
+    def _metrics_apart_from_admission(self) -> WebhookSettings:
+        address = self.metrics.listen_address
+        if address and int(address.rpartition(":")[2]) == self.webhook.port:
+            raise ValueError(f"--metrics-listen-address {address!r} uses the admission port "
+                             f"{self.webhook.port}")
+        return self
 
     @model_validator(mode="after")
     def _tls_is_consistent(self) -> WebhookSettings:

@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
+from kustodian.logs import about
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.review import AdmissionRequest, AdmissionReview, Answer, review_response
@@ -101,7 +102,9 @@ def create_app(registry: Registry, *, readiness: Readiness | None = None,
             latency.labels(webhook, req.operation).observe(time.perf_counter() - started)
             if not answer.allowed:
                 log.info("%s denied %s %s %s/%s by %s: %s", webhook, req.operation, req.kind_key,
-                         req.namespace, req.name, req.user_info.username, answer.message)
+                         req.namespace, req.name, req.user_info.username, answer.message,
+                         extra={**about(req.kind_key, req.namespace, req.name), "operation": req.operation,
+                                "user": req.user_info.username, "decision": "denied"})
             return Response(payload, media_type=JSON)
 
         return endpoint

@@ -19,6 +19,7 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
 from kustodian.policy.store import Indexer
+from kustodian.runtime.health import Checks, HealthServer
 from kustodian.settings import WebhookSettings
 from kustodian.webhook.app import Readiness, create_app
 from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kinds
@@ -107,7 +108,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
 
     readiness = Readiness()
     readiness.add("caches-synced", view.synced)
-    metrics = WebhookMetrics(lambda: view.caches)
+    metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file)
     app = create_app(registry, readiness=readiness, metrics=metrics)
     return Webhook(app, registry, caches, view, recorder, readiness)
 
@@ -115,6 +116,8 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
 def run(settings: WebhookSettings) -> None:
     client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
     hook = build_webhook(settings, client)
+    # first: a taken port stops the start
+    health = _serve_metrics(hook, settings.metrics.listen_address, settings.metrics.path)
     manager = None
     tls_settings, server_settings = settings.tls, settings.webhook
     if tls_settings.mode == "builtin":
@@ -141,12 +144,27 @@ def run(settings: WebhookSettings) -> None:
     try:
         server.run()
     finally:
+        if health is not None:
+            health.stop()
         if manager is not None:
             manager.stop()
         if reloader is not None:
             reloader.stop()
         hook.stop()
         client.close()
+
+
+def _serve_metrics(hook: Webhook, address: str, path: str = "/metrics") -> HealthServer | None:
+    """The runtime's plain-HTTP server for metrics and probes, apart from the TLS admission port."""
+    if not address:
+        return None
+    checks = Checks()
+    checks.add("webhook", lambda: ", ".join(hook.readiness.failing()) or None)
+    metrics: WebhookMetrics = hook.app.state.metrics
+    # a taken port is a ConfigError naming the address (HealthServer), not a crash to debug
+    server = HealthServer(address, metrics.registry, checks, metrics_path=path).start()
+    log.info("serving metrics, /healthz and /readyz on %s (plain HTTP)", address)
+    return server
 
 
 def _report_sync(hook: Webhook, timeout: float) -> None:

@@ -1,41 +1,53 @@
-"""Prometheus metrics of the webhook, on a registry of its own (one per app)."""
+"""Prometheus metrics of the webhook, on a registry of its own (one per app).
+
+Served on the plain-HTTP metrics address (``--metrics-listen-address``, apart from the TLS admission
+port) and, for compatibility, at ``/metrics`` on the admission port.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
+from cryptography import x509
 from prometheus_client import CollectorRegistry, Counter, Histogram
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from kustodian.runtime.metrics import CacheCollector, with_process_metrics
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
 
-class CacheCollector(Collector):
-    """Cache sizes and sync state, read at scrape time (no bookkeeping on the hot path)."""
+class CertificateCollector(Collector):
+    """``kustodian_tls_certificate_expiry_timestamp_seconds``: when the served certificate expires.
 
-    def __init__(self, caches: Callable[[], Mapping[str, Any]]) -> None:
-        self._caches = caches
+    Read from the file at scrape time, so a renewed pair (built-in TLS, cert-manager) shows at
+    once; a file that cannot be read yields no sample (the alert then sees ``absent``).
+    """
 
-    def collect(self) -> Iterable[GaugeMetricFamily]:
-        size = GaugeMetricFamily("kustodian_cache_objects", "Objects held by a watch cache", labels=["kind"])
-        synced = GaugeMetricFamily("kustodian_cache_synced", "1 once a watch cache has listed",
-                                   labels=["kind"])
-        relists = GaugeMetricFamily("kustodian_cache_relists", "Full lists done by a watch cache",
-                                    labels=["kind"])
-        for kind, cache in self._caches().items():
-            size.add_metric([kind], float(len(cache)))
-            synced.add_metric([kind], 1.0 if cache.synced.is_set() else 0.0)
-            relists.add_metric([kind], float(cache.relists))
-        yield size
-        yield synced
-        yield relists
+    def __init__(self, cert_file: Callable[[], str | None]) -> None:
+        self._cert_file = cert_file
+
+    def collect(self) -> Iterable[Metric]:
+        family = GaugeMetricFamily("kustodian_tls_certificate_expiry_timestamp_seconds",
+                                   "Unix time when the serving certificate expires", labels=["file"])
+        path = self._cert_file()
+        if path:
+            try:
+                cert = x509.load_pem_x509_certificate(Path(path).read_bytes())
+            except (OSError, ValueError):
+                cert = None
+            if cert is not None:
+                family.add_metric([path], cert.not_valid_after_utc.timestamp())
+        yield family
 
 
 class WebhookMetrics:
-    def __init__(self, caches: Callable[[], Mapping[str, Any]] = dict) -> None:
-        self.registry = CollectorRegistry()
+    def __init__(self, caches: Callable[[], Mapping[str, Any]] = dict,
+                 cert_file: Callable[[], str | None] | None = None) -> None:
+        self.registry = with_process_metrics(CollectorRegistry())
         self.requests = Counter(
             "kustodian_admission_requests", "Admission reviews answered",
             ["webhook", "operation", "kind", "decision"], registry=self.registry,
@@ -49,3 +61,5 @@ class WebhookMetrics:
             ["webhook"], registry=self.registry,
         )
         self.registry.register(CacheCollector(caches))
+        if cert_file is not None:
+            self.registry.register(CertificateCollector(cert_file))

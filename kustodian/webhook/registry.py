@@ -18,6 +18,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
+from kustodian.logs import about
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied, patched
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,8 @@ class Registry:
             except Exception:
                 log.exception("validating handler %s failed for %s %s %s/%s (uid %s)",
                               getattr(handler, "__qualname__", handler), req.operation, req.kind_key,
-                              req.namespace, req.name, req.uid)
+                              req.namespace, req.name, req.uid,
+                              extra={**about(req.kind_key, req.namespace, req.name), "uid": req.uid})
                 return Answer(allowed=False, code=500, reason="InternalError", decision="error",
                               message=f"kustodian could not evaluate this {req.operation} "
                                       f"(internal error, uid {req.uid}); refusing to be safe")
@@ -79,7 +81,8 @@ class Registry:
             except Exception:
                 log.exception("mutating handler %s failed for %s %s %s/%s (uid %s)",
                               getattr(handler, "__qualname__", handler), req.operation, req.kind_key,
-                              req.namespace, req.name, req.uid)
+                              req.namespace, req.name, req.uid,
+                              extra={**about(req.kind_key, req.namespace, req.name), "uid": req.uid})
                 return Answer(allowed=True, decision="error",
                               warnings=("kustodian could not apply its defaults (internal error)",))
             if not answer.allowed:

@@ -73,6 +73,7 @@ def _webhook_values(v: dict[str, Any]) -> Values:
     values: Values = {
         "kube": {"namespace": NAMESPACE}, "log": {"format": "json", "level": "info"},
         "webhook": {"port": 8443, "sync_timeout": "120"},
+        "metrics": {"listen_address": ":8080"},
         "tls": ({"mode": "builtin", "dir": "/tls", "secret_name": f"{FULLNAME}-tls", "service_name": FULLNAME,
                  "webhook_configuration_name": FULLNAME} if builtin
                 else {"cert_file": "/tls/tls.crt", "key_file": "/tls/tls.key"}),

@@ -233,3 +233,31 @@ def test_stop_ends_every_worker_and_leaves_queued_keys_alone() -> None:
     ctl.enqueue("k")
     time.sleep(0.05)
     assert runs == []
+
+
+def test_queue_depth_and_wait_are_measured_per_controller() -> None:
+    registry = CollectorRegistry()
+    gate = threading.Event()
+
+    def reconcile(key: str) -> None:
+        gate.wait(5)
+
+    ctl = Controller("depth", reconcile, workers=1, metrics=ControllerMetrics(registry))
+
+    def sample(name: str) -> float | None:
+        return registry.get_sample_value(name, {"controller": "depth"})
+
+    for key in ("a", "b", "c"):
+        ctl.enqueue(key)
+    assert sample("kustodian_workqueue_depth") == 3.0
+    ctl.start()
+    try:
+        wait(lambda: sample("kustodian_workqueue_depth") == 2.0)  # "a" taken, blocked in reconcile
+        assert sample("kustodian_workqueue_queue_duration_seconds_count") == 1.0
+        gate.set()
+        assert ctl.wait_idle(5)
+        assert sample("kustodian_workqueue_depth") == 0.0
+        assert sample("kustodian_workqueue_queue_duration_seconds_count") == 3.0
+        assert (sample("kustodian_workqueue_queue_duration_seconds_sum") or 0) > 0
+    finally:
+        ctl.stop()

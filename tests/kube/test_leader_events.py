@@ -90,7 +90,8 @@ def test_retry_on_conflict_rereads_and_reapplies(kube_api: KubeApi, namespace: s
 
 def test_log_lines_about_objects_never_clobber_logrecord_fields(caplog: pytest.LogCaptureFixture) -> None:
     """``extra`` with a ``name`` key raises KeyError inside logging (a reserved LogRecord field):
-    the controllers use ``object`` for the object's name."""
+    the controllers use ``object`` for the object's name, which the JSON line writes as ``name``
+    (the logger's own name is ``logger``)."""
     import logging
     import pathlib
     import re
@@ -107,7 +108,8 @@ def test_log_lines_about_objects_never_clobber_logrecord_fields(caplog: pytest.L
     with caplog.at_level(logging.INFO):
         logger.info("deleted", extra={"kind": "PersistentVolumeClaim", "namespace": "ns", "object": "data-0"})
     line = JsonFormatter().format(caplog.records[-1])
-    assert '"kind":"PersistentVolumeClaim"' in line and '"object":"data-0"' in line
+    assert '"kind":"PersistentVolumeClaim"' in line and '"name":"data-0"' in line
+    assert '"logger":"kustodian.test"' in line and '"object"' not in line
 
 
 def test_a_lease_that_cannot_be_created_is_said_once_not_waited_on_in_silence(

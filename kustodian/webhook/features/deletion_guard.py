@@ -15,6 +15,7 @@ from typing import Any
 
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.view import CacheView
+from kustodian.logs import about
 from kustodian.policy.deletion import RuleSet, decide_delete, decide_namespace_delete
 from kustodian.policy.store import Indexer
 from kustodian.webhook.registry import Registry
@@ -68,7 +69,8 @@ class DeletionGuard:
             who = req.user_info.username or "an unknown user"
             # the decision already says "is being deleted despite its dependents": add only who
             note = f"{decision.message} (by {who})"
-            log.warning("%s %s/%s: %s", req.kind_key, req.namespace, req.name, note)
+            log.warning("%s %s/%s: %s", req.kind_key, req.namespace, req.name, note,
+                        extra={**about(req.kind_key, req.namespace, req.name), "user": who})
             self._event(req, provider, "DeletionOverridden", note)
             return allowed(warnings=(f"kustodian: {note}",))
         return allowed()
