@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
+from kustodian.kube.kinds import FollowedKinds
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.review import AdmissionRequest, AdmissionReview, Answer, review_response
@@ -30,12 +31,32 @@ JSON = "application/json"
 
 @dataclass
 class Readiness:
-    """Named checks; ``/readyz`` is ready only when all pass (certs loaded, caches synced)."""
+    """Named checks; ``/readyz`` is ready only when all pass (certs loaded, caches synced).
+
+    ``notes`` add detail lines to the ``/readyz`` body whatever the verdict (stale kinds,
+    kinds a rule names that the cluster does not serve).
+    """
 
     checks: dict[str, Callable[[], bool]] = field(default_factory=dict)
+    notes: dict[str, Callable[[], str]] = field(default_factory=dict)
 
     def add(self, name: str, check: Callable[[], bool]) -> None:
         self.checks[name] = check
+
+    def note(self, name: str, detail: Callable[[], str]) -> None:
+        self.notes[name] = detail
+
+    def details(self) -> list[str]:
+        lines = []
+        for name, detail in self.notes.items():
+            try:
+                text = detail()
+            except Exception:
+                log.exception("readiness note %s failed", name)
+                text = "unknown (see logs)"
+            if text:
+                lines.append(f"{name}: {text}")
+        return lines
 
     def failing(self) -> list[str]:
         bad = []
@@ -48,6 +69,14 @@ class Readiness:
             if not ok:
                 bad.append(name)
         return bad
+
+
+def add_freshness(readiness: Readiness, kinds: FollowedKinds) -> None:
+    """Not ready while any cache is stale; list stale and unserved kinds in ``/readyz``."""
+    readiness.add("caches-fresh", lambda: not kinds.stale())
+    readiness.note("stale kinds",
+                   lambda: ", ".join(f"{k} ({s:.1f}s)" for k, s in sorted(kinds.stale().items())))
+    readiness.note("unserved rule kinds", lambda: ", ".join(kinds.unserved()))
 
 
 def _bad_request(metrics: WebhookMetrics, webhook: str, reason: str) -> Response:
@@ -116,10 +145,8 @@ def create_app(registry: Registry, *, readiness: Readiness | None = None,
     @app.get("/readyz")
     async def readyz() -> Response:
         failing = readiness.failing()
-        if failing:
-            return Response(("not ready: " + ", ".join(failing)).encode(), status_code=503,
-                            media_type="text/plain")
-        return Response(b"ok", media_type="text/plain")
+        body = "\n".join([("not ready: " + ", ".join(failing)) if failing else "ok", *readiness.details()])
+        return Response(body.encode(), status_code=503 if failing else 200, media_type="text/plain")
 
     @app.get("/metrics")
     async def metrics_endpoint() -> Response:
