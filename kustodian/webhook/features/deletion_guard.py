@@ -45,8 +45,6 @@ from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied
 log = logging.getLogger(__name__)
 
 NAMESPACE = "Namespace"
-NOT_SYNCED = ("kustodian's caches have not synced yet, so the dependents of this object are "
-              "unknown; refusing to delete it for now (retry in a few seconds)")
 MEMO_SIZE = 4096
 
 
@@ -160,9 +158,12 @@ class DeletionGuard:
         return decision
 
     def on_delete(self, req: AdmissionRequest) -> Answer:
-        if not self.view.synced():
-            return denied(NOT_SYNCED, code=503, reason="ServiceUnavailable")
-        stale = self.stale_kinds(self._reads.get(req.kind_key, ()))
+        # Only the kinds this decision reads must be current (a cache never synced is not
+        # fresh either): a newly served, still listing kind blocks its own providers, not all.
+        reads = self._reads.get(req.kind_key, ())
+        if req.subject is None:
+            reads = (*reads, req.kind_key)  # the provider itself comes from the cache
+        stale = self.stale_kinds(reads)
         if stale:
             where = f"{req.namespace}/{req.name}" if req.namespace else req.name
             subject = f'{req.kind_key.partition(".")[0]} "{where}"'
@@ -185,8 +186,6 @@ class DeletionGuard:
         return allowed()
 
     def on_namespace_delete(self, req: AdmissionRequest) -> Answer:
-        if not self.view.synced():
-            return denied(NOT_SYNCED, code=503, reason="ServiceUnavailable")
         stale = self.stale_kinds(self._namespace_reads)
         if stale:
             return denied(stale_message(f'Namespace "{req.name}"', stale), code=503,
