@@ -60,10 +60,13 @@ class CacheView:
 
     def read_version(self, kind: str, index: str | None = None, key: str | None = None) -> Hashable:
         """Changes whenever ``by_index(kind, index, key)`` (or, without ``index``, any read of
-        ``kind``) may answer differently, including the cache being replaced."""
+        ``kind``; with ``index=""``, ``has_kind(kind)``) may answer differently, including the
+        cache being replaced."""
         cache = self._caches.get(kind)
         if cache is None:
             return None
+        if index == "":
+            return id(cache), cache.synced.is_set()
         if index is None:
             return id(cache), cache.synced.is_set(), cache.version()
         return id(cache), cache.bucket_version(index, key or "")

@@ -9,6 +9,7 @@ HTTP 200 whose ``response`` echoes the request ``uid``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -21,7 +22,7 @@ from pydantic import ValidationError
 
 from kustodian.kube.kinds import FollowedKinds
 from kustodian.webhook.metrics import WebhookMetrics
-from kustodian.webhook.registry import Registry
+from kustodian.webhook.registry import OFF_LOOP, Registry, SlowPath
 from kustodian.webhook.review import AdmissionRequest, AdmissionReview, Answer, review_response
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,11 @@ class Readiness:
             if not ok:
                 bad.append(name)
         return bad
+
+
+def _off_loop(run: Callable[[AdmissionRequest], Answer], req: AdmissionRequest) -> Answer:
+    OFF_LOOP.set(True)  # this thread's copy of the context only
+    return run(req)
 
 
 def add_freshness(readiness: Readiness, kinds: FollowedKinds) -> None:
@@ -124,7 +130,10 @@ def create_app(registry: Registry, *, readiness: Readiness | None = None,
             except ValueError as exc:
                 log.info("%s: rejected a malformed review: %s", webhook, exc)
                 return _bad_request(metrics, webhook, str(exc))
-            answer = run(req)
+            try:
+                answer = run(req)
+            except SlowPath:
+                answer = await asyncio.to_thread(_off_loop, run, req)
             payload = review_response(req.uid, answer)
             requests.labels(webhook, req.operation, req.kind_key, answer.decision or "allowed").inc()
             latency.labels(webhook, req.operation).observe(time.perf_counter() - started)

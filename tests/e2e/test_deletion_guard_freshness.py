@@ -155,13 +155,13 @@ def test_no_delete_is_allowed_before_the_caches_caught_up_after_an_api_server_re
     hook, client = in_process_webhook(private_api)
     review = parse_review(delete_review({"group": "ceph.rook.io", "version": "v1", "kind": "CephBlockPool"},
                                         "cephblockpools", pool))
-    hammer = Hammer(lambda: hook.registry.run_validation(review))
+    hammer = Hammer(lambda: hook.registry.validate_now(review))
     try:
         if variant != "crd-gone":
-            before = hook.registry.run_validation(review)
+            before = hook.registry.validate_now(review)
             assert before.allowed, before.message  # no dependents yet: the baseline is "allowed"
         else:
-            wait_for(lambda: not hook.registry.run_validation(review).allowed, 15, "nfs-x to be seen")
+            wait_for(lambda: not hook.registry.validate_now(review).allowed, 15, "nfs-x to be seen")
 
         def while_down() -> None:
             if variant == "crd-gone":

@@ -29,6 +29,7 @@ request.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,7 +40,7 @@ from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import DeleteDecision, RuleSet, decide_delete, decide_namespace_delete
 from kustodian.policy.objects import RawObject
 from kustodian.policy.store import Indexer
-from kustodian.webhook.registry import Registry
+from kustodian.webhook.registry import Registry, SlowPath, off_loop
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied
 
 log = logging.getLogger(__name__)
@@ -73,7 +74,7 @@ class _RecordingView:
         self.reads: list[tuple[str, str | None, str | None, Hashable]] = []
 
     def has_kind(self, kind: str) -> bool:
-        self.reads.append((kind, None, None, self._view.read_version(kind)))
+        self.reads.append((kind, "", None, self._view.read_version(kind, "")))
         return self._view.has_kind(kind)
 
     def get(self, kind: str, namespace: str, name: str) -> RawObject | None:
@@ -147,13 +148,16 @@ class DeletionGuard:
         if memo is not None and all(self.view.read_version(k, i, v) == seen for k, i, v, seen in memo.reads):
             self.memo_hits += 1
             return memo.decision
+        if not off_loop():
+            raise SlowPath  # the app re-runs this review in a worker thread
         self.memo_misses += 1
         recording = _RecordingView(self.view)
         decision = decide_delete(kind_key, provider, recording, self.rules,
                                  deleting_namespace=deleting_namespace)
         if rv:
             if len(self._memo) >= MEMO_SIZE:
-                self._memo.pop(next(iter(self._memo)))
+                with contextlib.suppress(StopIteration, KeyError, RuntimeError):  # racing workers
+                    self._memo.pop(next(iter(self._memo)))
             self._memo[key] = _Memo(tuple(recording.reads), decision)
         return decision
 
@@ -190,6 +194,8 @@ class DeletionGuard:
         if stale:
             return denied(stale_message(f'Namespace "{req.name}"', stale), code=503,
                           reason="ServiceUnavailable")
+        if not off_loop():
+            raise SlowPath  # walks every provider in the namespace: never on the event loop
         decision = decide_namespace_delete(req.name, self.view, self.rules)
         if not decision.allowed:
             ns_obj = req.subject or {"apiVersion": "v1", "kind": NAMESPACE, "metadata": {"name": req.name}}
