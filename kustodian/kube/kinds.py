@@ -111,9 +111,11 @@ class FollowedKinds:
         """Wanted kinds this cluster does not serve (no cache)."""
         return sorted(k for k in self.wanted if k not in self.caches or self.caches[k].ghost)
 
-    def stale(self, now: float | None = None) -> dict[str, float]:
-        """Stale kinds with how long they have been stale (the CRD watch included)."""
-        out = {k: c.stale_for(now) for k, c in list(self.caches.items()) if not c.fresh}
+    def stale(self, now: float | None = None, *, ghosts: bool = True) -> dict[str, float]:
+        """Stale kinds with how long they have been stale (the CRD watch included; ghosts unless
+        ``ghosts=False``: they stay stale until their CRD returns, which no retry fixes)."""
+        out = {k: c.stale_for(now) for k, c in list(self.caches.items())
+               if not c.fresh and (ghosts or not c.ghost)}
         if self.followed and not self.crds.fresh:
             out[CRD_KIND] = self.crds.stale_for(now)
         return out

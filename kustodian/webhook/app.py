@@ -78,8 +78,14 @@ def _off_loop(run: Callable[[AdmissionRequest], Answer], req: AdmissionRequest) 
 
 
 def add_freshness(readiness: Readiness, kinds: FollowedKinds) -> None:
-    """Not ready while any cache is stale; list stale and unserved kinds in ``/readyz``."""
-    readiness.add("caches-fresh", lambda: not kinds.stale())
+    """Not ready while any cache is catching up; list stale and unserved kinds in ``/readyz``.
+
+    A ghost (a CRD gone under cached objects) is listed but does not make the replica
+    unready: every replica would stay unready until the CRD returns, and with no endpoints
+    the API server would fail *every* call to the webhook (PVC validation included), not
+    just the deletes that read the ghost, which the guard refuses on its own.
+    """
+    readiness.add("caches-fresh", lambda: not kinds.stale(ghosts=False))
     readiness.note("stale kinds",
                    lambda: ", ".join(f"{k} ({s:.1f}s)" for k, s in sorted(kinds.stale().items())))
     readiness.note("unserved rule kinds", lambda: ", ".join(kinds.unserved()))

@@ -231,6 +231,7 @@ def test_a_crd_that_vanishes_under_cached_objects_leaves_a_stale_ghost() -> None
     assert decide(guard, req).code == 403
     crds.replace([], "3")  # the CRD is gone but nfs-a was never seen deleted
     assert kinds.caches[NFS].ghost and NFS in kinds.unserved()
+    assert NFS in kinds.stale() and NFS not in kinds.stale(ghosts=False)  # refused, but replica ready
     answer = decide(guard, req)
     assert answer.code == 503 and NFS in answer.message
     crds.replace([nfs_crd], "4")  # served again: a new cache, refused until it has listed
