@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -110,6 +111,8 @@ class DeletionGuard:
         self._memo: dict[tuple[str, ...], _Memo] = {}
         self.memo_hits = 0
         self.memo_misses = 0
+        self._flights: dict[tuple[str, ...], threading.Lock] = {}
+        self._flights_lock = threading.Lock()
 
     def register(self, registry: Registry) -> None:
         for kind in sorted(self.rules.provider_kinds()):
@@ -138,18 +141,42 @@ class DeletionGuard:
         meta = (ns or {}).get("metadata") or {}
         return namespace if meta.get("deletionTimestamp") else None
 
+    def _memoised(self, key: tuple[str, ...]) -> DeleteDecision | None:
+        memo = self._memo.get(key)
+        if memo is not None and all(self.view.read_version(k, i, v) == seen for k, i, v, seen in memo.reads):
+            self.memo_hits += 1
+            return memo.decision
+        return None
+
     def decide(self, kind_key: str, provider: RawObject, deleting_namespace: str | None) -> DeleteDecision:
         """``decide_delete``, memoised until a bucket it read changes."""
         meta = provider.get("metadata") or {}
         rv = str(meta.get("resourceVersion") or "")
         key = (kind_key, str(meta.get("namespace") or ""), str(meta.get("name") or ""),
                str(meta.get("uid") or ""), rv, deleting_namespace or "")
-        memo = self._memo.get(key) if rv else None
-        if memo is not None and all(self.view.read_version(k, i, v) == seen for k, i, v, seen in memo.reads):
-            self.memo_hits += 1
-            return memo.decision
+        found = self._memoised(key) if rv else None
+        if found is not None:
+            return found
         if not off_loop():
             raise SlowPath  # the app re-runs this review in a worker thread
+        if not rv:
+            return self._compute(key, kind_key, provider, deleting_namespace)
+        # single flight: a burst of reviews for one object (kubectl, API server retries) computes once
+        with self._flights_lock:
+            flight = self._flights.setdefault(key, threading.Lock())
+        with flight:
+            found = self._memoised(key)
+            if found is not None:
+                return found
+            try:
+                return self._compute(key, kind_key, provider, deleting_namespace)
+            finally:
+                with self._flights_lock:
+                    self._flights.pop(key, None)
+
+    def _compute(self, key: tuple[str, ...], kind_key: str, provider: RawObject,
+                 deleting_namespace: str | None) -> DeleteDecision:
+        rv = key[4]
         self.memo_misses += 1
         recording = _RecordingView(self.view)
         decision = decide_delete(kind_key, provider, recording, self.rules,
