@@ -277,3 +277,22 @@ def test_readyz_lists_stale_and_unserved_kinds_and_metrics_show_freshness(tls_di
     assert 'kustodian_cache_stale_seconds{kind="PersistentVolume"}' in metrics
     assert 'kustodian_cache_last_event_age_seconds{kind="Namespace"}' in metrics
     assert f'kustodian_rule_kind_served{{kind="{POOL}"}} 0.0' in metrics
+
+
+def test_one_warning_per_change_of_a_rule_kind_served_state(caplog: pytest.LogCaptureFixture) -> None:
+    kinds, _, crds = followed()
+    nfs_crd = established(crd("ceph.rook.io", "v1", "CephNFS"))
+
+    def warnings_about_nfs() -> list[str]:
+        return [r.getMessage() for r in caplog.records
+                if r.levelname == "WARNING" and r.getMessage().startswith(NFS)]
+
+    with caplog.at_level("WARNING", logger="kustodian.kube.kinds"):
+        crds.replace([nfs_crd], "1")
+        kinds.caches[NFS].replace([], "2")
+        assert warnings_about_nfs() == []  # served from the first look: nothing to warn about
+        crds.replace([], "3")
+        crds.replace([], "4")  # no change: no second warning
+        assert len(warnings_about_nfs()) == 1 and "not served" in warnings_about_nfs()[0]
+        crds.replace([nfs_crd], "5")
+        assert len(warnings_about_nfs()) == 2 and "served again" in warnings_about_nfs()[1]
