@@ -79,7 +79,7 @@ class FollowedKinds:
 
     def __init__(self, client: KubeClient | None, wanted: Mapping[str, Mapping[str, Indexer]],
                  resolved: Mapping[str, Resource], *, factory: CacheFactory | None = None,
-                 crd_cache: WatchCache | None = None) -> None:
+                 crd_cache: WatchCache | None = None, settle_timeout: float = 10.0) -> None:
         self.client = client
         self.wanted = {k: dict(v) for k, v in wanted.items()}
         self._factory = factory or (lambda res, idx: WatchCache(client, res, indexers=idx))
@@ -93,6 +93,8 @@ class FollowedKinds:
         self.crds = crd_cache if crd_cache is not None else WatchCache(client, CRDS)
         self.crds.add_handler(self._on_crd)
         self.changes = 0  # kind set changes, for tests and metrics
+        self._settle_timeout = settle_timeout
+        self._settling: set[WatchCache] = set()
         self._warned: dict[str, bool] = {}
 
     # -- reads ------------------------------------------------------------------------------
@@ -150,32 +152,61 @@ class FollowedKinds:
         if kind not in self.followed:
             return
         res = crd_resource(new) if new is not None and etype != "DELETED" else None
+        if res is None:
+            self._crd_gone(kind)
+            return
         with self._lock:
             current = self.caches.get(kind)
-            if res is not None:
-                if current is not None and current.resource == res and not current.ghost:
-                    return
-                cache = self._factory(res, self.wanted[kind])
-                self.caches[kind] = cache
-                started = self._started
-            else:
-                if current is None or current.ghost:
-                    return
-                current.ghost = len(current) > 0
-                if not current.ghost:
-                    del self.caches[kind]
-                cache = None
-                started = False
+            if (current is not None and current.resource == res and not current.ghost
+                    and current not in self._settling):
+                return
+            cache = self._factory(res, self.wanted[kind])
+            self.caches[kind] = cache
+            started = self._started
             self.changes += 1
         if current is not None:
             current.stop(timeout=0)
-        if cache is not None:
-            log.info("%s is served now (%s); caching it", kind, res.api_version if res else "")
-            if started:
-                cache.start()
-        elif current is not None and current.ghost:
+        log.info("%s is served now (%s); caching it", kind, res.api_version)
+        if started:
+            cache.start()
+        self._log_unserved()
+
+    def _crd_gone(self, kind: str) -> None:
+        with self._lock:
+            current = self.caches.get(kind)
+            if current is None or current.ghost or current in self._settling:
+                return
+            settle = self._settle_timeout > 0 and len(current) > 0 and current.fresh
+            if settle:
+                self._settling.add(current)
+        if settle:
+            # An uninstall deletes every object before its CRD, but on another watch: let the
+            # kind's own watch deliver those DELETED events (it ends when the API goes) before
+            # judging what is left.
+            threading.Thread(target=self._settle, args=(kind, current), daemon=True,
+                             name=f"settle-{kind}").start()
+        else:
+            self._retire(kind, current)
+
+    def _settle(self, kind: str, cache: WatchCache) -> None:
+        deadline = time.monotonic() + self._settle_timeout
+        while cache.fresh and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._retire(kind, cache)
+
+    def _retire(self, kind: str, cache: WatchCache) -> None:
+        cache.stop(timeout=0)
+        with self._lock:
+            self._settling.discard(cache)
+            if self.caches.get(kind) is not cache:
+                return  # served again meanwhile: a new cache took its place
+            cache.ghost = len(cache) > 0
+            if not cache.ghost:
+                del self.caches[kind]
+            self.changes += 1
+        if cache.ghost:
             log.warning("%s is no longer served but %d cached objects were never seen deleted; decisions "
-                        "that read it are refused until it is served again", kind, len(current))
+                        "that read it are refused until it is served again", kind, len(cache))
         self._log_unserved()
 
     def _log_unserved(self) -> None:

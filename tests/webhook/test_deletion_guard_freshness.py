@@ -187,12 +187,12 @@ def established(doc: dict[str, Any], ok: bool = True) -> dict[str, Any]:
     return doc
 
 
-def followed() -> tuple[FollowedKinds, DeletionGuard, WatchCache]:
+def followed(settle: float = 0.0) -> tuple[FollowedKinds, DeletionGuard, WatchCache]:
     rules = rook_rules()
     needs = needed_kinds(rules)
     resolved = {k: _BUILTIN[k] for k in needs if k in _BUILTIN}
     crds = WatchCache(None, CRDS)
-    kinds = FollowedKinds(None, needs, resolved, crd_cache=crds,
+    kinds = FollowedKinds(None, needs, resolved, crd_cache=crds, settle_timeout=settle,
                           factory=lambda res, idx: WatchCache(None, res, indexers=idx))
     for cache in kinds.caches.values():
         cache.replace([], "1")
@@ -296,3 +296,28 @@ def test_one_warning_per_change_of_a_rule_kind_served_state(caplog: pytest.LogCa
         assert len(warnings_about_nfs()) == 1 and "not served" in warnings_about_nfs()[0]
         crds.replace([nfs_crd], "5")
         assert len(warnings_about_nfs()) == 2 and "served again" in warnings_about_nfs()[1]
+
+
+@pytest.mark.parametrize("deleted_before_the_watch_ends, ghost", [(True, False), (False, True)],
+                         ids=["uninstall-objects-deleted-first", "objects-left-behind"])
+def test_a_vanished_crd_is_judged_after_its_own_watch_has_ended(
+        deleted_before_the_watch_ends: bool, ghost: bool) -> None:
+    kinds, guard, crds = followed(settle=10.0)
+    nfs_crd = established(crd("ceph.rook.io", "v1", "CephNFS"))
+    crds.replace([nfs_crd], "1")
+    cache = kinds.caches[NFS]
+    cache.replace([nfs("nfs-a", "replicapool")], "2")
+    crds.replace([], "3")  # the CRD watch hears first; the kind's watch is still delivering
+    assert kinds.caches.get(NFS) is cache and not cache.ghost
+    if deleted_before_the_watch_ends:
+        cache._apply("DELETED", cache._prepare(nfs("nfs-a", "replicapool")))
+    cache.stop()  # the API server ends the kind's watch once the CRD is gone
+    deadline = threading.Event()
+    for _ in range(100):
+        if kinds.changes and (NFS not in kinds.caches or kinds.caches[NFS].ghost):
+            break
+        deadline.wait(0.05)
+    assert (NFS in kinds.caches) is ghost and NFS in kinds.unserved()
+    empty = with_meta(blockpool("emptypool"))
+    answer = decide(guard, review("CephBlockPool", empty))
+    assert (answer.code == 503) is ghost and (answer.allowed is not ghost)
