@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 Obj = dict[str, Any]
@@ -19,7 +20,7 @@ def pv(i: int, *, pool: str = "replicapool") -> Obj:
             "capacity": {"storage": "10Gi"},
             "accessModes": ["ReadWriteOnce"],
             "persistentVolumeReclaimPolicy": "Delete",
-            "storageClassName": SC_NAME if pool == "replicapool" else BIG_SC,
+            "storageClassName": pool_storage_class(pool),
             "claimRef": {"namespace": f"app-{i % 500}", "name": f"data-{i}"},
             "csi": {
                 "driver": "rook-ceph.rbd.csi.ceph.com",
@@ -74,6 +75,11 @@ def namespace(i: int) -> Obj:
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": f"app-{i}", "resourceVersion": "1"}}
 
 
+def pool_storage_class(pool: str) -> str:
+    """Each pool has its own StorageClass, so a PV depends on one pool by both rules."""
+    return {"replicapool": SC_NAME, "bigpool": BIG_SC}.get(pool, f"sc-{pool}")
+
+
 def storage_class(name: str = SC_NAME, pool: str = "replicapool") -> Obj:
     return {
         "apiVersion": "storage.k8s.io/v1",
@@ -97,15 +103,22 @@ def pool(name: str) -> Obj:
     }
 
 
-def cluster_objects(pvs: int, pvcs: int, pods: int, *, dependents_of_pool: int = 300) -> dict[str, list[Obj]]:
-    """Most PVs sit on ``bigpool``; ``dependents_of_pool`` of them on ``replicapool``, the one deleted."""
+def cluster_objects(pvs: int, pvcs: int, pods: int, *, dependents_of_pool: int = 300,
+                    extra_pools: Mapping[str, int] | None = None) -> dict[str, list[Obj]]:
+    """Most PVs sit on ``bigpool``; ``dependents_of_pool`` of them on ``replicapool``, the one deleted.
+
+    ``extra_pools`` (name -> PV count) take the next PVs, each pool with its own StorageClass.
+    """
+    owners = ["replicapool"] * dependents_of_pool
+    for name, count in (extra_pools or {}).items():
+        owners += [name] * count
+    extra = [storage_class(pool_storage_class(n), n) for n in extra_pools or {}]
     return {
-        "PersistentVolume": [
-            pv(i, pool="replicapool" if i < dependents_of_pool else "bigpool") for i in range(pvs)
-        ],
+        "PersistentVolume": [pv(i, pool=owners[i] if i < len(owners) else "bigpool") for i in range(pvs)],
         "PersistentVolumeClaim": [pvc(i) for i in range(pvcs)],
         "Pod": [pod(i) for i in range(pods)],
         "Namespace": [namespace(i) for i in range(500)],
-        "StorageClass.storage.k8s.io": [storage_class(), storage_class(BIG_SC, "bigpool")],
-        "CephBlockPool.ceph.rook.io": [pool("replicapool"), pool("bigpool"), pool("emptypool")],
+        "StorageClass.storage.k8s.io": [storage_class(), storage_class(BIG_SC, "bigpool"), *extra],
+        "CephBlockPool.ceph.rook.io": [pool("replicapool"), pool("bigpool"), pool("emptypool"),
+                                       *(pool(n) for n in extra_pools or {})],
     }

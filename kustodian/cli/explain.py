@@ -73,10 +73,19 @@ def explain_delete(args: argparse.Namespace) -> int:
         return 1
     decision = decide_delete(key, provider, view, rules)
     rows = dependents_table(decision)
+    # kinds a rule names that this cluster (or these manifests) does not have: not checked
+    absent = sorted(k for k in rules.kinds_read(key) if not view.has_kind(k))
+    where = "in the manifests" if args.from_dir else "served by this cluster (no CRD)"
+    unserved = f"note: not {where}, so not checked: {', '.join(absent)}" if absent else ""
     if not rows:
         print(f"{kind_name} {args.name}: no dependents; deleting it would be allowed")
+        if unserved:
+            print(unserved)
         return 0
     print(decision.message)
     print()
     print_table(rows, ("KIND", "NAMESPACE", "NAME"))
+    if unserved:
+        print()
+        print(unserved)
     return 0 if decision.allowed else 1

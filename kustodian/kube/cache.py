@@ -11,7 +11,18 @@
 * secondary indexes declared by the policy modules (``policy.store.Indexers``), so
   the admission path is a dict lookup;
 * ``synced``: set once the first full list is in, never cleared (a cache that lost
-  its watch still serves its last consistent state, like an informer does).
+  its watch still serves its last consistent state, like an informer does);
+* ``fresh``: stricter, and what a safety decision must ask.  A cache is fresh only
+  while a watch is established (HTTP 200) that started from its last list or from a
+  watch that ended by the server's own timeout.  Any other end of a watch (the API
+  server went away, a 404 because a CRD is not served yet, a 410, a decode error)
+  makes it stale *and* forces a re-list: a watch resumed after a gap may be served by
+  an API server whose watch cache is behind (an HA peer, or a restarted server that
+  is still re-initialising), so only a consistent list proves we caught up.  The
+  re-list's own window (list RV -> watch established) is closed by the watch, which
+  replays from the list's resourceVersion.  ``stale_for()`` says for how long a
+  cache has not been fresh; ``last_event_age()`` how long since the server last
+  spoke (event, bookmark or list).
 
 Reads are served under a lock from plain dicts; the watch runs in its own daemon
 thread, so a webhook's event loop and a controller's workers read without I/O.
@@ -95,6 +106,19 @@ class WatchCache:
         self.relists = 0
         self.watches = 0  # watch connections opened
         self.last_error = ""
+        # freshness (see the module docstring); monotonic clock, written by the watch thread only
+        self._fresh = False
+        self._stale_since: float = time.monotonic()
+        self._last_event_at: float | None = None
+        self._watch_started_at = 0.0
+        # change tracking for memoised decisions: every index bucket carries the counter value
+        # of its last change; a bucket that does not exist reads as ``_empty_gen`` (bumped when
+        # any bucket disappears), and ``epoch`` changes on every full replace
+        self._gen = 0
+        self._bucket_gen: dict[tuple[str, str], int] = {}
+        self._empty_gen = 0
+        self.epoch = 0
+        self.ghost = False  # stopped because its CRD went away while objects were cached (kube.kinds)
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -141,6 +165,41 @@ class WatchCache:
                 self._indexers[name] = fn
                 self._index.setdefault(name, {})
 
+    @property
+    def fresh(self) -> bool:
+        """True while the cache is known to be caught up with the API server (see module doc)."""
+        return self._fresh
+
+    def stale_for(self, now: float | None = None) -> float:
+        """Seconds since the cache stopped being fresh (0.0 while fresh)."""
+        if self._fresh:
+            return 0.0
+        return max(0.0, (time.monotonic() if now is None else now) - self._stale_since)
+
+    def last_event_age(self, now: float | None = None) -> float | None:
+        """Seconds since the last list, event or bookmark (None before the first list)."""
+        if self._last_event_at is None:
+            return None
+        return max(0.0, (time.monotonic() if now is None else now) - self._last_event_at)
+
+    def _mark_stale(self) -> None:
+        if self._fresh:
+            self._fresh = False
+            self._stale_since = time.monotonic()
+
+    def _mark_fresh(self) -> None:
+        if not self._fresh:
+            self._fresh = True
+            log.debug("%s: fresh (stale for %.1fs)", self.kind_key, time.monotonic() - self._stale_since)
+
+    def bucket_version(self, index: str, key: str) -> tuple[int, int]:
+        """A value that changes whenever ``by_index(index, key)`` may answer differently."""
+        return self.epoch, self._bucket_gen.get((index, key), self._empty_gen)
+
+    def version(self) -> tuple[int, int]:
+        """A value that changes whenever anything in the cache changes."""
+        return self.epoch, self._gen
+
     def add_handler(self, handler: Handler) -> None:
         """Call ``handler(type, new, old)`` from the watch thread on every change (keep it fast)."""
         self._handlers.append(handler)
@@ -157,6 +216,7 @@ class WatchCache:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self._mark_stale()
         _abort_stream(self._stream)
         if self._thread is not None:
             self._thread.join(timeout)
@@ -184,14 +244,23 @@ class WatchCache:
                     self._relist()
                     need_list = False
                 self._watch()
-                failures = 0  # a watch that ended normally (server timeout): resume from rv
+                self._mark_stale()
+                # Only a watch that lasted its whole timeout ended by the server's timer and
+                # may be resumed; an early clean end is a server shutting down, so the next
+                # server must prove with a list that it has everything.
+                if time.monotonic() - self._watch_started_at < 0.9 * self._watch_timeout:
+                    need_list = True
+                failures = 0
             except Gone as exc:
+                self._mark_stale()
                 log.info("%s: resourceVersion %s expired (%s); re-listing",
                          self.kind_key, self.resource_version, exc.message)
                 need_list = True
                 self._sleep_backoff(failures)
                 failures += 1
             except (Unavailable, ApiError, KubeError) as exc:
+                self._mark_stale()
+                need_list = True  # whatever happened meanwhile, only a list proves we caught up
                 if self._stop.is_set():  # stop() shut the stream down under us: not an incident
                     return
                 self.last_error = str(exc)
@@ -199,6 +268,7 @@ class WatchCache:
                 self._sleep_backoff(failures)
                 failures += 1
             except Exception:  # a bug must not kill the cache thread silently
+                self._mark_stale()
                 if self._stop.is_set():
                     return
                 log.exception("%s: unexpected error in the watch loop", self.kind_key)
@@ -234,10 +304,13 @@ class WatchCache:
                 old = self._items
                 self._items = fresh
                 self._index = {n: {} for n in self._indexers}
+                self._bucket_gen = {}
+                self.epoch += 1
                 for key, obj in fresh.items():
                     self._index_add(key, obj)
                 self.resource_version = resource_version
                 self.relists += 1
+                self._last_event_at = time.monotonic()
             # what we keep lives long: take it out of every later collection
             gc.freeze()
         if self._handlers:
@@ -251,10 +324,13 @@ class WatchCache:
                 if key not in fresh:
                     self._notify("DELETED", None, prev)
         self.synced.set()
+        if self.client is None:
+            self._mark_fresh()  # loaded offline (bench, --from DIR): the list is all there is
 
     def _watch(self) -> None:
         assert self.client is not None
         self.watches += 1
+        self._watch_started_at = time.monotonic()
         stream = self.client.watch(self.resource, self.namespace, resource_version=self.resource_version,
                                    timeout_seconds=self._watch_timeout,
                                    label_selector=self._label_selector,
@@ -274,6 +350,7 @@ class WatchCache:
                     raise Gone(410, str(obj.get("reason") or "Expired"), str(obj.get("message") or ""))
                 raise Unavailable(f"watch error event: {obj.get('code')} {obj.get('message')}")
             new_rv = _rv(obj)
+            self._last_event_at = time.monotonic()
             if etype == "BOOKMARK":
                 self.resource_version = new_rv or self.resource_version
                 continue
@@ -286,6 +363,9 @@ class WatchCache:
 
     def _set_stream(self, resp: Any) -> None:
         self._stream = resp
+        # Established: events since our resourceVersion follow in order on this stream.
+        if getattr(resp, "status_code", 500) < 300 and not self._stop.is_set():
+            self._mark_fresh()
 
     def _prepare(self, obj: Obj) -> Obj:
         obj = slim(obj)
@@ -312,20 +392,28 @@ class WatchCache:
             self._notify("ADDED" if prev is None else "MODIFIED", obj, prev)
 
     def _index_add(self, key: str, obj: Obj) -> None:
+        self._gen += 1
+        gen = self._gen
         for name, fn in self._indexers.items():
             table = self._index[name]
             for value in _safe_keys(fn, obj):
                 table.setdefault(value, {})[key] = obj
+                self._bucket_gen[(name, value)] = gen
 
     def _index_remove(self, key: str, obj: Obj) -> None:
+        self._gen += 1
+        gen = self._gen
         for name, fn in self._indexers.items():
             table = self._index[name]
             for value in _safe_keys(fn, obj):
                 bucket = table.get(value)
                 if bucket is not None:
                     bucket.pop(key, None)
+                    self._bucket_gen[(name, value)] = gen
                     if not bucket:
                         del table[value]
+                        del self._bucket_gen[(name, value)]
+                        self._empty_gen = gen
 
     def _notify(self, etype: str, new: Obj | None, old: Obj | None) -> None:
         for handler in self._handlers:
@@ -388,4 +476,4 @@ def standalone_caches(client: KubeClient | None) -> Callable[..., WatchCache]:
 
 def wait_all_synced(caches: Iterable[WatchCache], timeout: float) -> bool:
     deadline = time.monotonic() + timeout
-    return all(c.wait_synced(max(0.0, deadline - time.monotonic())) for c in caches)
+    return all(c.wait_synced(max(0.0, deadline - time.monotonic())) for c in list(caches))

@@ -1,18 +1,31 @@
-"""``policy.store.ClusterView`` backed by watch caches: what the webhook hands to policy."""
+"""``policy.store.ClusterView`` backed by watch caches: what the webhook hands to policy.
+
+Besides the reads policy needs, it answers two questions for the admission path:
+``state(kind)`` (is what we know about this kind current? see ``kube.kinds``) and
+``read_version(...)`` (a value that changes whenever a read could answer
+differently), which lets a caller memoise a decision and reuse it until one of the
+buckets it read changes.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 
 from kustodian.kube.cache import WatchCache
+from kustodian.kube.kinds import FollowedKinds, KindState
 from kustodian.policy.objects import RawObject
 
 
 class CacheView:
-    """Serves policy reads from caches; a kind without a cache is reported absent."""
+    """Serves policy reads from caches; a kind without a cache is reported absent.
 
-    def __init__(self, caches: Mapping[str, WatchCache]) -> None:
-        self._caches = dict(caches)
+    ``caches`` is held by reference: with ``kinds`` (CRD following) caches appear and
+    disappear as CRDs do, and every reader sees the current set.
+    """
+
+    def __init__(self, caches: Mapping[str, WatchCache], kinds: FollowedKinds | None = None) -> None:
+        self._caches = caches if isinstance(caches, dict) else dict(caches)
+        self.kinds = kinds
 
     @property
     def caches(self) -> Mapping[str, WatchCache]:
@@ -35,4 +48,25 @@ class CacheView:
         return cache.by_index(index, key) if cache is not None else []
 
     def synced(self) -> bool:
-        return all(c.synced.is_set() for c in self._caches.values())
+        return all(c.synced.is_set() for c in list(self._caches.values()))
+
+    def state(self, kind: str) -> KindState:
+        if self.kinds is not None:
+            return self.kinds.state(kind)
+        cache = self._caches.get(kind)
+        if cache is None:
+            return KindState(kind, False)
+        return KindState(kind, True) if cache.fresh else KindState(kind, True, cache.stale_for(), kind)
+
+    def read_version(self, kind: str, index: str | None = None, key: str | None = None) -> Hashable:
+        """Changes whenever ``by_index(kind, index, key)`` (or, without ``index``, any read of
+        ``kind``; with ``index=""``, ``has_kind(kind)``) may answer differently, including the
+        cache being replaced."""
+        cache = self._caches.get(kind)
+        if cache is None:
+            return None
+        if index == "":
+            return id(cache), cache.synced.is_set()
+        if index is None:
+            return id(cache), cache.synced.is_set(), cache.version()
+        return id(cache), cache.bucket_version(index, key or "")

@@ -70,7 +70,8 @@ def _fresh(cache: Any) -> bool:
 
 
 class CacheCollector(Collector):
-    """Size, sync state, freshness and relists of the watch caches ``caches()`` returns by name."""
+    """Size, sync state, freshness, staleness and relists of the watch caches ``caches()`` returns
+    by name; the freshness figures come from the cache when it reports them (``WatchCache``)."""
 
     def __init__(self, caches: Callable[[], Mapping[str, Any]]) -> None:
         self._caches = caches
@@ -79,17 +80,25 @@ class CacheCollector(Collector):
         size = GaugeMetricFamily("kustodian_cache_objects", "Objects held by a watch cache", labels=["kind"])
         synced = GaugeMetricFamily("kustodian_cache_synced", "1 once a watch cache has listed",
                                    labels=["kind"])
-        fresh = GaugeMetricFamily("kustodian_cache_fresh", "1 while a watch cache can be trusted for "
-                                  "decisions (listed, and watching when the cache reports it)",
+        fresh = GaugeMetricFamily("kustodian_cache_fresh", "1 while a watch cache is current (its watch "
+                                  "established after its last list): decisions may read it",
                                   labels=["kind"])
+        stale = GaugeMetricFamily("kustodian_cache_stale_seconds", "Seconds a watch cache has not been fresh",
+                                  labels=["kind"])
+        age = GaugeMetricFamily("kustodian_cache_last_event_age_seconds",
+                                "Seconds since a watch cache's last list, event or bookmark", labels=["kind"])
         relists = CounterMetricFamily("kustodian_cache_relists", "Full lists done by a watch cache",
                                       labels=["kind"])
-        for kind, cache in self._caches().items():
+        for kind, cache in list(self._caches().items()):
             size.add_metric([kind], float(len(cache)))
             synced.add_metric([kind], 1.0 if cache.synced.is_set() else 0.0)
             fresh.add_metric([kind], 1.0 if _fresh(cache) else 0.0)
             relists.add_metric([kind], float(cache.relists))
-        yield size
-        yield synced
-        yield fresh
-        yield relists
+            stale_for = getattr(cache, "stale_for", None)
+            if stale_for is not None:
+                stale.add_metric([kind], float(stale_for()))
+            last_event_age = getattr(cache, "last_event_age", None)
+            last = last_event_age() if last_event_age is not None else None
+            if last is not None:
+                age.add_metric([kind], float(last))
+        yield from (size, synced, fresh, stale, age, relists)

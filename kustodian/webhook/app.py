@@ -9,6 +9,7 @@ HTTP 200 whose ``response`` echoes the request ``uid``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -19,9 +20,10 @@ from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
 
+from kustodian.kube.kinds import FollowedKinds
 from kustodian.logs import about
 from kustodian.webhook.metrics import WebhookMetrics
-from kustodian.webhook.registry import Registry
+from kustodian.webhook.registry import OFF_LOOP, Registry, SlowPath
 from kustodian.webhook.review import AdmissionRequest, AdmissionReview, Answer, review_response
 
 log = logging.getLogger(__name__)
@@ -31,12 +33,32 @@ JSON = "application/json"
 
 @dataclass
 class Readiness:
-    """Named checks; ``/readyz`` is ready only when all pass (certs loaded, caches synced)."""
+    """Named checks; ``/readyz`` is ready only when all pass (certs loaded, caches synced).
+
+    ``notes`` add detail lines to the ``/readyz`` body whatever the verdict (stale kinds,
+    kinds a rule names that the cluster does not serve).
+    """
 
     checks: dict[str, Callable[[], bool]] = field(default_factory=dict)
+    notes: dict[str, Callable[[], str]] = field(default_factory=dict)
 
     def add(self, name: str, check: Callable[[], bool]) -> None:
         self.checks[name] = check
+
+    def note(self, name: str, detail: Callable[[], str]) -> None:
+        self.notes[name] = detail
+
+    def details(self) -> list[str]:
+        lines = []
+        for name, detail in self.notes.items():
+            try:
+                text = detail()
+            except Exception:
+                log.exception("readiness note %s failed", name)
+                text = "unknown (see logs)"
+            if text:
+                lines.append(f"{name}: {text}")
+        return lines
 
     def failing(self) -> list[str]:
         bad = []
@@ -49,6 +71,25 @@ class Readiness:
             if not ok:
                 bad.append(name)
         return bad
+
+
+def _off_loop(run: Callable[[AdmissionRequest], Answer], req: AdmissionRequest) -> Answer:
+    OFF_LOOP.set(True)  # this thread's copy of the context only
+    return run(req)
+
+
+def add_freshness(readiness: Readiness, kinds: FollowedKinds) -> None:
+    """Not ready while any cache is catching up; list stale and unserved kinds in ``/readyz``.
+
+    A ghost (a CRD gone under cached objects) is listed but does not make the replica
+    unready: every replica would stay unready until the CRD returns, and with no endpoints
+    the API server would fail *every* call to the webhook (PVC validation included), not
+    just the deletes that read the ghost, which the guard refuses on its own.
+    """
+    readiness.add("caches-fresh", lambda: not kinds.stale(ghosts=False))
+    readiness.note("stale kinds",
+                   lambda: ", ".join(f"{k} ({s:.1f}s)" for k, s in sorted(kinds.stale().items())))
+    readiness.note("unserved rule kinds", lambda: ", ".join(kinds.unserved()))
 
 
 def _bad_request(metrics: WebhookMetrics, webhook: str, reason: str) -> Response:
@@ -96,7 +137,10 @@ def create_app(registry: Registry, *, readiness: Readiness | None = None,
             except ValueError as exc:
                 log.info("%s: rejected a malformed review: %s", webhook, exc)
                 return _bad_request(metrics, webhook, str(exc))
-            answer = run(req)
+            try:
+                answer = run(req)
+            except SlowPath:
+                answer = await asyncio.to_thread(_off_loop, run, req)
             payload = review_response(req.uid, answer)
             requests.labels(webhook, req.operation, req.kind_key, answer.decision or "allowed").inc()
             latency.labels(webhook, req.operation).observe(time.perf_counter() - started)
@@ -119,10 +163,8 @@ def create_app(registry: Registry, *, readiness: Readiness | None = None,
     @app.get("/readyz")
     async def readyz() -> Response:
         failing = readiness.failing()
-        if failing:
-            return Response(("not ready: " + ", ".join(failing)).encode(), status_code=503,
-                            media_type="text/plain")
-        return Response(b"ok", media_type="text/plain")
+        body = "\n".join([("not ready: " + ", ".join(failing)) if failing else "ok", *readiness.details()])
+        return Response(body.encode(), status_code=503 if failing else 200, media_type="text/plain")
 
     @app.get("/metrics")
     async def metrics_endpoint() -> Response:

@@ -16,12 +16,13 @@ from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.discovery import resolve
 from kustodian.kube.events import EventRecorder
+from kustodian.kube.kinds import FollowedKinds
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
 from kustodian.policy.store import Indexer
 from kustodian.runtime.health import Checks, HealthServer
 from kustodian.settings import WebhookSettings
-from kustodian.webhook.app import Readiness, create_app
+from kustodian.webhook.app import Readiness, add_freshness, create_app
 from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kinds
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry
@@ -59,13 +60,18 @@ class Webhook:
     recorder: EventRecorder | None
     readiness: Readiness
     extra: dict[str, object] = field(default_factory=dict)
+    kinds: FollowedKinds | None = None
 
     def start_caches(self) -> None:
-        for cache in self.caches.values():
+        if self.kinds is not None:
+            self.kinds.start()
+        for cache in list(self.caches.values()):
             cache.start()
 
     def stop(self) -> None:
-        for cache in self.caches.values():
+        if self.kinds is not None:
+            self.kinds.stop()
+        for cache in list(self.caches.values()):
             cache.stop(timeout=1)
         if self.recorder is not None:
             self.recorder.close()
@@ -85,18 +91,16 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         reclaim = ReclaimPolicyWebhook(settings.kube.namespace, settings.reclaim.config_name)
         _merge(needs, reclaim.needed_kinds())
 
-    resources = resolve(client, needs)
-    missing = sorted(set(needs) - set(resources))
-    if missing:
-        log.info("kinds not served by this cluster (their CRDs are absent), skipped: %s", ", ".join(missing))
-    caches = {key: WatchCache(client, res, indexers=needs[key]) for key, res in resources.items()}
+    # kinds served now get caches; CRD-served kinds are then followed as CRDs come and go
+    kinds = FollowedKinds(client, needs, resolve(client, needs))
+    caches = kinds.caches
     recorder = EventRecorder(client, "kustodian-webhook")
     if reclaim is not None:
         reclaim.recorder = recorder
         # just our ConfigMap (field selector), under its own key: a kind-wide ConfigMap cache
         # that admin deletion rules may need stays separate
         caches["ConfigMap#reclaim-config"] = reclaim.config_cache(client)
-    view = CacheView(caches)
+    view = CacheView(caches, kinds)
     if rules is not None:
         DeletionGuard(rules, view, recorder).register(registry)
     if reclaim is not None:
@@ -108,9 +112,10 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
 
     readiness = Readiness()
     readiness.add("caches-synced", view.synced)
-    metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file)
+    add_freshness(readiness, kinds)
+    metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds)
     app = create_app(registry, readiness=readiness, metrics=metrics)
-    return Webhook(app, registry, caches, view, recorder, readiness)
+    return Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds)
 
 
 def run(settings: WebhookSettings) -> None:

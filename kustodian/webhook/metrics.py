@@ -44,9 +44,25 @@ class CertificateCollector(Collector):
         yield family
 
 
+class RuleKindsCollector(Collector):
+    """``kustodian_rule_kind_served{kind}``: 1 when a kind a rule names is served (its CRD exists)."""
+
+    def __init__(self, kinds: Any) -> None:
+        self._kinds = kinds  # kube.kinds.FollowedKinds
+
+    def collect(self) -> Iterable[Metric]:
+        served = GaugeMetricFamily("kustodian_rule_kind_served",
+                                   "1 when a kind a rule names is served by the cluster (its CRD exists)",
+                                   labels=["kind"])
+        unserved = set(self._kinds.unserved())
+        for kind in sorted(self._kinds.wanted):
+            served.add_metric([kind], 0.0 if kind in unserved else 1.0)
+        yield served
+
+
 class WebhookMetrics:
     def __init__(self, caches: Callable[[], Mapping[str, Any]] = dict,
-                 cert_file: Callable[[], str | None] | None = None) -> None:
+                 cert_file: Callable[[], str | None] | None = None, kinds: Any = None) -> None:
         self.registry = with_process_metrics(CollectorRegistry())
         self.requests = Counter(
             "kustodian_admission_requests", "Admission reviews answered",
@@ -61,5 +77,7 @@ class WebhookMetrics:
             ["webhook"], registry=self.registry,
         )
         self.registry.register(CacheCollector(caches))
+        if kinds is not None:
+            self.registry.register(RuleKindsCollector(kinds))
         if cert_file is not None:
             self.registry.register(CertificateCollector(cert_file))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 
 from kustodian.logs import about
@@ -24,6 +25,21 @@ from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied, 
 log = logging.getLogger(__name__)
 
 Handler = Callable[[AdmissionRequest], Answer]
+
+# Set while handlers run in a worker thread (``webhook.app``), where slow work is allowed.
+OFF_LOOP: ContextVar[bool] = ContextVar("kustodian_off_loop", default=False)
+
+
+class SlowPath(Exception):
+    """Raised by a handler that would do work proportional to the cluster on the event loop.
+
+    The app re-runs the whole request in a worker thread (``OFF_LOOP`` set), so a decision
+    over 50,000 dependents never stalls ``/healthz`` or the reviews queued behind it.
+    """
+
+
+def off_loop() -> bool:
+    return OFF_LOOP.get()
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
 
@@ -56,6 +72,8 @@ class Registry:
         for handler in handlers:
             try:
                 answer = handler(req)
+            except SlowPath:
+                raise
             except Exception:
                 log.exception("validating handler %s failed for %s %s %s/%s (uid %s)",
                               getattr(handler, "__qualname__", handler), req.operation, req.kind_key,
@@ -68,6 +86,14 @@ class Registry:
                 return answer
             warnings.extend(answer.warnings)
         return allowed(warnings=tuple(warnings))
+
+    def validate_now(self, req: AdmissionRequest) -> Answer:
+        """``run_validation`` for callers without an event loop (CLI, tests): slow work runs here."""
+        token = OFF_LOOP.set(True)
+        try:
+            return self.run_validation(req)
+        finally:
+            OFF_LOOP.reset(token)
 
     def run_mutation(self, req: AdmissionRequest) -> Answer:
         handlers = self.mutators.get((req.kind_key, req.operation))

@@ -127,7 +127,7 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
     for g, r in [("", "persistentvolumes"), ("", "persistentvolumeclaims"), ("storage.k8s.io", "storageclasses"),
                  ("", "namespaces"), ("ceph.rook.io", "cephblockpools"), ("ceph.rook.io", "cephnfses"),
                  ("objectbucket.io", "objectbucketclaims"), ("objectstorage.k8s.io", "buckets"),
-                 ("", "configmaps")]:
+                 ("", "configmaps"), ("apiextensions.k8s.io", "customresourcedefinitions")]:
         assert {(g, r, "list"), (g, r, "watch")} <= webhook, (g, r)
     # write access to the Secret and configurations is by name only
     for d in (one(docs, "ClusterRole", f"{FULLNAME}-webhook"), one(docs, "Role", f"{FULLNAME}-webhook")):

@@ -9,6 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from kustodian.kube.kinds import wait_fresh
 from kustodian.kube.resources import VALIDATING_WEBHOOKS
 from kustodian.settings import WebhookSettings
 from kustodian.webhook.main import build_webhook
@@ -31,6 +32,9 @@ def test_readyz_is_not_ready_until_the_caches_have_synced(kube_api: KubeApi, tls
             hook.start_caches()
             for cache in hook.caches.values():
                 assert cache.wait_synced(15)
+            # ready means fresh (watch established after the list), a moment after synced
+            assert hook.kinds is not None
+            assert wait_fresh({**hook.caches, "crds": hook.kinds.crds}, 15), hook.kinds.stale()
             assert client.get("/readyz").status_code == 200
             metrics = client.get("/metrics").text
             assert 'kustodian_cache_synced{kind="PersistentVolume"} 1.0' in metrics

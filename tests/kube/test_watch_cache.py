@@ -119,3 +119,27 @@ def test_writes_carry_preconditions(kube_api: KubeApi, namespace: str) -> None:
     client.delete(CONFIG_MAPS, "pre", namespace, uid=created["metadata"]["uid"])
     with pytest.raises(NotFound):
         client.get(CONFIG_MAPS, "pre", namespace)
+
+
+def test_fresh_only_while_the_watch_is_established_and_a_restart_forces_a_relist(
+        kube_api: KubeApi, namespace: str, cache: tuple[WatchCache, Recorder]) -> None:
+    server = kube_api.require_server()
+    c, _ = cache
+    assert not c.fresh and c.stale_for() >= 0.0  # never listed: stale since creation
+    c.start()
+    wait_for(lambda: c.fresh, what="fresh after the first list and watch")
+    assert c.stale_for() == 0.0 and c.last_event_age() is not None
+    relists = c.relists
+    seen_stale = threading.Event()
+
+    def while_down() -> None:
+        wait_for(lambda: not c.fresh, timeout=5, what="stale once the API server is gone")
+        seen_stale.set()
+
+    server.restart_apiserver(between=while_down)
+    assert seen_stale.is_set()
+    wait_for(lambda: c.fresh, timeout=30, what="fresh again after the restart")
+    # a watch that ended early may not be resumed: only a list proves nothing was missed
+    assert c.relists > relists
+    c.stop()
+    assert not c.fresh

@@ -75,6 +75,21 @@ class RuleSet:
     def dependent_kinds(self) -> frozenset[str]:
         return frozenset(rule.dependent for rule in self.rules)
 
+    def kinds_read(self, provider_kind: str) -> frozenset[str]:
+        """Every kind a decision about ``provider_kind`` reads: its dependents and every indexed hop.
+
+        Derived from the same index specs the caches are built from, so a matcher that reads
+        one more kind (a StorageClass, a BucketClass, a ``skipIf`` object) is covered without
+        being listed anywhere else.
+        """
+        kinds: set[str] = set()
+        for rule in self.for_provider(provider_kind):
+            kinds.add(rule.dependent)
+            kinds.update(spec.kind for spec in index_specs(rule))
+            if rule.skip_if is not None:
+                kinds.add(rule.skip_if.kind)
+        return frozenset(kinds)
+
     def merged(self, other: RuleSet) -> RuleSet:
         """This set plus ``other`` (built-ins plus an admin's rules)."""
         return RuleSet(self.rules + other.rules)
