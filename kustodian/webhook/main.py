@@ -108,7 +108,8 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     readiness = Readiness()
     readiness.add("caches-synced", view.synced)
     metrics = WebhookMetrics(lambda: view.caches)
-    app = create_app(registry, readiness=readiness, metrics=metrics)
+    app = create_app(registry, readiness=readiness, metrics=metrics,
+                     max_body_bytes=settings.max_request_bytes)
     return Webhook(app, registry, caches, view, recorder, readiness)
 
 
@@ -126,13 +127,22 @@ def run(settings: WebhookSettings) -> None:
         manager.ensure()  # the server cannot start without its pair
         threading.Thread(target=manager.run, name="cert-manager", daemon=True).start()
     hook.start_caches()
+    cert_watch = None
+    if hook.recorder is not None:
+        from kustodian.webhook.certwatch import CertificateWatch
+
+        cert_watch = CertificateWatch(
+            hook.app.state.metrics, hook.recorder,
+            {"apiVersion": "v1", "kind": "Service", "name": settings.service_name,
+             "namespace": settings.namespace})
     tls = TLSFiles(settings.tls_cert_file, settings.tls_key_file) if settings.tls_cert_file and \
         settings.tls_key_file else None
     server, reloader = build_server(hook.app, host=settings.host, port=settings.port, tls=tls,
                                     graceful_timeout=settings.graceful_timeout,
-                                    reload_interval=settings.cert_reload_interval)
-    if reloader is not None:
-        hook.readiness.add("certificates-loaded", reloader.loaded.is_set)
+                                    reload_interval=settings.cert_reload_interval,
+                                    limits=settings.request_limits(),
+                                    expected_names=settings.expected_server_names(),
+                                    on_cert_loaded=cert_watch.observe if cert_watch else None)
     threading.Thread(target=_report_sync, args=(hook, settings.sync_timeout), daemon=True).start()
     log.info("serving admission reviews on %s:%d (%s)", settings.host, settings.port,
              "TLS" if tls else "plain HTTP")

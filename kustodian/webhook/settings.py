@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from kustodian.kube.settings import KubeSettings
+from kustodian.webhook.server import RequestLimits
 
 
 class WebhookSettings(KubeSettings):
@@ -37,6 +38,27 @@ class WebhookSettings(KubeSettings):
                                      "reclaim-space ConfigMap (in --namespace)")
     capacity: bool = Field(True, description="Validate AvailableCapacity / Reservation objects")
     graceful_timeout: int = Field(10, ge=0, le=300, description="Seconds to finish in-flight reviews on stop")
+    max_request_bytes: int = Field(7 * 1024 * 1024, ge=64 * 1024, le=256 * 1024 * 1024,
+                                   description="Largest admission request body; a larger one is answered "
+                                               "413 before it is read (controller-runtime: 7 MiB)")
+    header_timeout: float = Field(10.0, gt=0, le=300, description="Seconds a connection may take to send "
+                                                                  "a request's line and headers")
+    body_timeout: float = Field(30.0, gt=0, le=300, description="Seconds a request may take to send its body")
+    idle_timeout: float = Field(60.0, gt=0, le=3600, description="Seconds a kept-alive connection may idle")
+    handshake_timeout: float = Field(10.0, gt=0, le=300, description="Seconds a TLS handshake may take")
+    tls_server_name: str | None = Field(
+        None, description="files mode: a DNS name the serving certificate must carry to be used and "
+                          "ready (builtin mode: always <service>.<namespace>.svc)")
+
+    def request_limits(self) -> RequestLimits:
+        return RequestLimits(max_body_bytes=self.max_request_bytes, header_timeout=self.header_timeout,
+                             body_timeout=self.body_timeout, idle_timeout=self.idle_timeout,
+                             handshake_timeout=self.handshake_timeout)
+
+    def expected_server_names(self) -> list[str]:
+        if self.tls_mode == "builtin":
+            return [f"{self.service_name}.{self.namespace}.svc"]
+        return [self.tls_server_name] if self.tls_server_name else []
 
     @model_validator(mode="after")
     def _tls_is_consistent(self) -> WebhookSettings:
