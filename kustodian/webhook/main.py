@@ -7,6 +7,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import yaml
 from fastapi import FastAPI
@@ -25,6 +26,7 @@ from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.server import TLSFiles, build_server
 from kustodian.webhook.settings import WebhookSettings
+from kustodian.webhook.trust import ExistingObjectsRecorder
 
 log = logging.getLogger(__name__)
 
@@ -97,7 +99,9 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         caches["ConfigMap#reclaim-config"] = reclaim.config_cache(client)
     view = CacheView(caches)
     if rules is not None:
-        DeletionGuard(rules, view, recorder).register(registry)
+        # events only about objects the caches hold: a forged review writes none
+        guard_events = cast(EventRecorder, ExistingObjectsRecorder(recorder, view))
+        DeletionGuard(rules, view, guard_events).register(registry)
     if reclaim is not None:
         reclaim.register(registry, view)
     if settings.capacity:
