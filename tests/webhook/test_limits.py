@@ -199,7 +199,7 @@ def test_500_slow_connections_do_not_slow_a_normal_client_and_are_dropped(tls_di
             line = slow.stdout.readline().strip()
             connected = time.monotonic()
             assert line == "connected 500", line
-            rounds = []
+            rounds: list[tuple[float, float]] = []
             while len(rounds) < 6 and time.monotonic() - connected < timeout - 5:
                 lat = _latencies(srv, 150)
                 rounds.append((lat[len(lat) // 2], lat[int(len(lat) * 0.99) - 1]))
