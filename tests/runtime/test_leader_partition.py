@@ -89,8 +89,9 @@ class BlackholeProxy:
 @dataclass
 class Replica:
     name: str
-    client: KubeClient
+    client: KubeClient  # the Manager's: the Lease, and (fenced) deletes
     manager: Manager
+    act_client: KubeClient | None = None  # set: deletes take another path, fenced by manager.fence()
     sent: list[float] = field(default_factory=list)  # when each DELETE went out (it passed the fence)
     fenced: int = 0
     exit_code: int | None = None
@@ -102,7 +103,12 @@ class Replica:
             i += 1
             started = time.monotonic()
             try:
-                self.client.delete(CONFIG_MAPS, f"victim-{self.name}-{i}", namespace)
+                if self.act_client is None:
+                    self.client.delete(CONFIG_MAPS, f"victim-{self.name}-{i}", namespace)
+                else:
+                    if not self.manager.fence():  # what a controller calls before a destructive act
+                        raise Fenced("fenced")
+                    self.act_client.delete(CONFIG_MAPS, f"victim-{self.name}-{i}", namespace)
             except Fenced:
                 self.fenced += 1
                 stop.wait(0.02)
@@ -125,14 +131,19 @@ def replica(name: str, server: str, kubeconfig: str, namespace: str, lease: str)
     return r
 
 
-def test_a_partitioned_leader_stops_acting_before_another_replica_starts(kube_api: KubeApi,
-                                                                         namespace: str) -> None:
+@pytest.mark.parametrize("partition", ["all-traffic", "lease-only"])
+def test_a_partitioned_leader_stops_acting_before_another_replica_starts(kube_api: KubeApi, namespace: str,
+                                                                         partition: str) -> None:
+    """``all-traffic``: every call of the leader hangs.  ``lease-only``: its renewals hang but its
+    deletes still reach the API server (an asymmetric partition), so only the fence can stop it."""
     direct = load_config(str(kube_api.kubeconfig)).server
     up = urlparse(direct)
     proxy = BlackholeProxy((up.hostname or "127.0.0.1", up.port or 443))
     lease = f"ctl-{uuid.uuid4().hex[:6]}"
     a = replica("a", f"https://127.0.0.1:{proxy.port}", str(kube_api.kubeconfig), namespace, lease)
     b = replica("b", direct, str(kube_api.kubeconfig), namespace, lease)
+    if partition == "lease-only":
+        a.act_client = KubeClient(load_config(str(kube_api.kubeconfig)))
     stops = {r.name: threading.Event() for r in (a, b)}
 
     def run(r: Replica) -> threading.Thread:
@@ -163,10 +174,12 @@ def test_a_partitioned_leader_stops_acting_before_another_replica_starts(kube_ap
         proxy.stop()
         a.client.close()
         b.client.close()
+        if a.act_client is not None:
+            a.act_client.close()
 
     a_last, b_first = max(a.sent), min(b.sent)
     log = sorted([(t, "a") for t in a.sent] + [(t, "b") for t in b.sent])
-    print(f"cut at {cut:.3f}; a sent {len(a.sent)} deletes, last at +{a_last - cut:.3f} s; b's first at "
+    print(f"{partition}: cut at {cut:.3f}; a sent {len(a.sent)} deletes, last at +{a_last - cut:.3f} s; b's first at "
           f"+{b_first - cut:.3f} s; gap {b_first - a_last:.3f} s; a refused by its fence {a.fenced} times; "
           f"a exit code {a.exit_code}")
     # the log of acts: every act of a precedes every act of b, with room to spare
@@ -174,4 +187,6 @@ def test_a_partitioned_leader_stops_acting_before_another_replica_starts(kube_ap
     assert b_first - a_last > 0.5
     # a stopped within its renew deadline of the cut (2 s, plus one renew period of slack)
     assert a_last - cut < 2.5
+    if partition == "lease-only":  # deletes kept flowing after the cut until the fence closed
+        assert a_last - cut > 1.0
     assert a.exit_code == 1
