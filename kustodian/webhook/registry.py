@@ -105,7 +105,7 @@ class Registry:
 
 def _untrusted(req: AdmissionRequest) -> str | None:
     subject = req.old_object if req.operation == "DELETE" else req.object
-    problem = identity_problem(req.operation, req.name, req.namespace, subject)
+    problem = identity_problem(req.operation, req.name, req.namespace, subject, req.kind_key)
     if problem is None:
         for doc in (req.object, req.old_object):
             problem = nesting_problem(doc)

@@ -29,8 +29,11 @@ log = logging.getLogger(__name__)
 MAX_DEPTH = 100
 
 
-def identity_problem(operation: str, name: str, namespace: str, subject: Any) -> str | None:
-    """Why ``subject`` (oldObject on DELETE, object on UPDATE) is not the object the request names."""
+def identity_problem(operation: str, name: str, namespace: str, subject: Any, kind: str = "") -> str | None:
+    """Why ``subject`` (oldObject on DELETE, object on UPDATE) is not the object the request names.
+
+    The API server sets ``namespace`` of a request about a Namespace to its own name.
+    """
     if subject is None or operation not in ("DELETE", "UPDATE"):
         return None
     if not isinstance(subject, dict):
@@ -39,6 +42,8 @@ def identity_problem(operation: str, name: str, namespace: str, subject: Any) ->
     if not isinstance(meta, dict):
         return "the object in the review has no metadata object"
     obj_name, obj_ns = meta.get("name"), meta.get("namespace") or ""
+    if kind == "Namespace" and not obj_ns and namespace == name:
+        namespace = ""
     if obj_name != name or obj_ns != namespace:
         return (f"the review names {namespace + '/' if namespace else ''}{name[:253]} but its object is "
                 f"{str(obj_ns)[:63] + '/' if obj_ns else ''}{str(obj_name)[:253]}")

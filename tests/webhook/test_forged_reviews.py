@@ -124,7 +124,8 @@ def reviews(draw: st.DrawFn) -> dict[str, Any]:
     kind = draw(st.sampled_from(["CephBlockPool", "Namespace"]))
     group = "ceph.rook.io" if kind == "CephBlockPool" else ""
     name = draw(texts)
-    namespace = draw(texts) if kind != "Namespace" else ""
+    # the API server sets a Namespace request's namespace to its own name
+    namespace = draw(texts) if kind != "Namespace" else draw(st.sampled_from(["", name]))
     req: dict[str, Any] = {
         "uid": "u-" + str(draw(st.integers(0, 10**9))),
         "kind": {"group": group, "version": "v1", "kind": kind},
