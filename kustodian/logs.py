@@ -20,6 +20,27 @@ import orjson
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", (), None).__dict__) | {"message", "asctime"}
 
 
+#: a log message longer than this is cut: request values are echoed into logs, never whole
+MAX_MESSAGE = 16 * 1024
+_ESCAPES = {i: f"\\x{i:02x}" for i in (*range(0x20), 0x7f) if i not in (0x09,)}
+_ESCAPES.update({0x0A: "\\n", 0x0D: "\\r"})
+
+
+def _bounded(message: str) -> str:
+    if len(message) <= MAX_MESSAGE:
+        return message
+    return f"{message[:MAX_MESSAGE]}...({len(message) - MAX_MESSAGE} more characters)"
+
+
+class TextFormatter(logging.Formatter):
+    """One record, one line: control characters in the message (a newline in a username, a
+    terminal escape) are escaped, so input cannot forge a line; tracebacks stay multi-line."""
+
+    def formatMessage(self, record: logging.LogRecord) -> str:
+        record.message = _bounded(record.message).translate(_ESCAPES)
+        return super().formatMessage(record)
+
+
 def about(kind: str, namespace: str | None, name: str | None) -> dict[str, str]:
     """``extra=`` of a log line about one object: ``kind``, ``namespace`` and ``name`` fields in JSON."""
     fields = {"kind": kind, "object": name or ""}
@@ -34,7 +55,7 @@ class JsonFormatter(logging.Formatter):
             "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower(),
             "logger": record.name,
-            "msg": record.getMessage(),
+            "msg": _bounded(record.getMessage()),
         }
         for key, value in record.__dict__.items():
             if key not in _STANDARD and not key.startswith("_"):
@@ -51,7 +72,7 @@ def setup_logging(fmt: str = "auto", level: str = "info") -> None:
     if fmt == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
+        handler.setFormatter(TextFormatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s"))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

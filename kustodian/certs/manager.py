@@ -1,17 +1,24 @@
 """Built-in TLS: Kustodian issues, stores, publishes and renews its own certificates.
 
-One Secret (``<name>``, type ``kubernetes.io/tls``) is the source of truth shared by
-every replica: ``tls.crt``/``tls.key`` (serving pair), ``ca.crt`` (current CA),
-``ca.key`` (to sign renewals) and ``ca-bundle.crt`` (every CA still trusted).  Each
-replica:
+Two Secrets are the source of truth shared by every replica:
 
-1. reads the Secret, creating it when absent (a replica that loses the create race
+* ``<name>-ca`` (type Opaque): ``ca.crt`` (current CA), ``ca.key`` (to sign renewals) and
+  ``ca-bundle.crt`` (every CA still trusted);
+* ``<name>`` (type ``kubernetes.io/tls``): the serving pair ``tls.crt``/``tls.key`` and
+  ``ca.crt``, and nothing that can sign: whoever may read or mount the serving pair cannot
+  mint certificates for other names.
+
+A Secret from an older release that held the CA key next to the serving pair is migrated:
+the CA moves to ``<name>-ca`` and the key is removed from ``<name>``.  Each replica:
+
+1. reads both Secrets, creating what is absent (a replica that loses the create race
    gets 409 AlreadyExists and reads the winner's);
 2. renews when a third of a lifetime is left (serving pair, or the CA itself:
    then the bundle keeps the old CA next to the new one until it expires, so
-   clients holding either keep working during the overlap); writes are
-   compare-and-swap on the Secret's resourceVersion, so two replicas never both
-   rotate;
+   clients holding either keep working during the overlap), and re-issues a serving
+   pair that the current CA did not sign (a rotation interrupted between the two
+   writes); writes are compare-and-swap on each Secret's resourceVersion, so two
+   replicas never both rotate;
 3. writes the files the server watches (``CertReloader`` picks them up, no
    restart) and sets the bundle as ``caBundle`` of the webhook configurations.
 """
@@ -27,6 +34,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from kustodian.certs._x509 import issued_by
 from kustodian.certs.issue import KeyPair, issue_ca, issue_serving, write_bundle
 from kustodian.certs.renewal import merge_ca_bundle, needs_renewal, renewal_time
 from kustodian.clock import Clock, utc_now
@@ -47,27 +55,30 @@ class StoredCerts:
     ca: KeyPair
     serving: KeyPair
     bundle: bytes
-    resource_version: str
+    resource_version: str  # of the serving Secret
+    ca_resource_version: str = ""
 
 
-def _decode(secret: Obj) -> StoredCerts | None:
-    data: dict[str, Any] = secret.get("data") or {}
+def _data(secret: Obj | None, *keys: str) -> dict[str, bytes] | None:
+    data: dict[str, Any] = (secret or {}).get("data") or {}
     try:
-        raw = {k: base64.b64decode(data[k]) for k in ("ca.crt", "ca.key", "tls.crt", "tls.key")}
-    except (KeyError, ValueError):
+        return {k: base64.b64decode(data[k]) for k in keys}
+    except (KeyError, ValueError, TypeError):
         return None
-    bundle = base64.b64decode(data["ca-bundle.crt"]) if "ca-bundle.crt" in data else raw["ca.crt"]
-    return StoredCerts(KeyPair(raw["ca.crt"], raw["ca.key"]), KeyPair(raw["tls.crt"], raw["tls.key"]), bundle,
-                       str((secret.get("metadata") or {}).get("resourceVersion") or ""))
+
+
+def _rv(secret: Obj) -> str:
+    return str((secret.get("metadata") or {}).get("resourceVersion") or "")
 
 
 class CertManager:
     def __init__(self, client: KubeClient, *, namespace: str, secret_name: str, service: str, out_dir: Path,
                  validating: Sequence[str] = (), mutating: Sequence[str] = (),
                  ca_validity: timedelta = timedelta(days=3650), validity: timedelta = timedelta(days=365),
-                 clock: Clock = utc_now) -> None:
+                 clock: Clock = utc_now, ca_secret_name: str | None = None) -> None:
         self.client = client
         self.namespace, self.secret_name, self.service = namespace, secret_name, service
+        self.ca_secret_name = ca_secret_name or f"{secret_name}-ca"
         self.out_dir = out_dir
         self.validating, self.mutating = tuple(validating), tuple(mutating)
         self.ca_validity, self.validity = ca_validity, validity
@@ -78,10 +89,11 @@ class CertManager:
     # -- one pass -------------------------------------------------------------------------------
 
     def ensure(self) -> StoredCerts:
-        """Make the Secret, the files and the caBundles current; return what is in force."""
+        """Make the Secrets, the files and the caBundles current; return what is in force."""
         stored = self._read_or_create()
         now = self.clock()
         if (needs_renewal(stored.ca.certificate, now) or needs_renewal(stored.serving.certificate, now)
+                or not issued_by(stored.serving.certificate, stored.ca.certificate)
                 or merge_ca_bundle(stored.bundle, stored.ca.cert_pem, now) != stored.bundle):
             stored = self._renew(stored, now)
         write_bundle(self.out_dir, stored.ca, stored.serving)
@@ -99,52 +111,106 @@ class CertManager:
         return issue_serving(ca, service=self.service, namespace=self.namespace, now=now,
                              validity=self.validity)
 
-    def _secret(self, ca: KeyPair, serving: KeyPair, bundle: bytes, rv: str = "") -> Obj:
-        meta: dict[str, Any] = {"name": self.secret_name, "namespace": self.namespace,
+    def _meta(self, name: str, rv: str) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "namespace": self.namespace,
                                 "labels": {"app.kubernetes.io/managed-by": "kustodian"}}
         if rv:
             meta["resourceVersion"] = rv
-        return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls", "metadata": meta,
-                "data": {"tls.crt": _b64(serving.cert_pem), "tls.key": _b64(serving.key_pem),
-                         "ca.crt": _b64(ca.cert_pem), "ca.key": _b64(ca.key_pem),
+        return meta
+
+    def _ca_secret(self, ca: KeyPair, bundle: bytes, rv: str = "") -> Obj:
+        return {"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+                "metadata": self._meta(self.ca_secret_name, rv),
+                "data": {"ca.crt": _b64(ca.cert_pem), "ca.key": _b64(ca.key_pem),
                          "ca-bundle.crt": _b64(bundle)}}
 
-    def _read_or_create(self) -> StoredCerts:
+    def _serving_secret(self, ca: KeyPair, serving: KeyPair, rv: str = "") -> Obj:
+        return {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                "metadata": self._meta(self.secret_name, rv),
+                "data": {"tls.crt": _b64(serving.cert_pem), "tls.key": _b64(serving.key_pem),
+                         "ca.crt": _b64(ca.cert_pem)}}
+
+    def _get(self, name: str) -> Obj | None:
         try:
-            secret = self.client.get(SECRETS, self.secret_name, self.namespace)
+            return self.client.get(SECRETS, name, self.namespace)
         except NotFound:
+            return None
+
+    def _create_or_read(self, secret: Obj) -> Obj:
+        name = secret["metadata"]["name"]
+        try:
+            created = self.client.create(SECRETS, secret)
+            log.info("created Secret %s/%s", self.namespace, name)
+            return created
+        except AlreadyExists:  # another replica won the race: use its certificates
+            return self.client.get(SECRETS, name, self.namespace)
+
+    def _refuse(self, name: str, holds: str) -> KubeError:
+        return KubeError(f"Secret {self.namespace}/{name} exists but does not hold {holds}; refusing to "
+                         "overwrite it")
+
+    def _read_or_create(self) -> StoredCerts:
+        serving_secret = self._get(self.secret_name)
+        if serving_secret is not None and _data(serving_secret, "tls.crt", "tls.key") is None:
+            raise self._refuse(self.secret_name, "a serving pair (tls.crt, tls.key)")
+        ca_secret = self._get(self.ca_secret_name)
+        if ca_secret is None:
+            legacy = _data(serving_secret, "ca.crt", "ca.key")
             now = self.clock()
-            ca = issue_ca(now=now, validity=self.ca_validity)
-            serving = self._issue(ca, now)
-            try:
-                secret = self.client.create(SECRETS, self._secret(ca, serving, ca.cert_pem))
-                log.info("issued a new CA and serving certificate into Secret %s/%s",
-                         self.namespace, self.secret_name)
-            except AlreadyExists:  # another replica won the race: use its certificates
-                secret = self.client.get(SECRETS, self.secret_name, self.namespace)
-        stored = _decode(secret)
-        if stored is None:
-            raise KubeError(f"Secret {self.namespace}/{self.secret_name} exists but does not hold a CA and "
-                            "serving pair (ca.crt, ca.key, tls.crt, tls.key); refusing to overwrite it")
-        return stored
+            if legacy is not None:
+                log.info("moving the CA key out of Secret %s/%s into %s", self.namespace, self.secret_name,
+                         self.ca_secret_name)
+                ca = KeyPair(legacy["ca.crt"], legacy["ca.key"])
+                old_bundle = _data(serving_secret, "ca-bundle.crt")
+                bundle = old_bundle["ca-bundle.crt"] if old_bundle else ca.cert_pem
+            else:
+                ca = issue_ca(now=now, validity=self.ca_validity)
+                bundle = ca.cert_pem
+            ca_secret = self._create_or_read(self._ca_secret(ca, bundle))
+        ca_data = _data(ca_secret, "ca.crt", "ca.key", "ca-bundle.crt")
+        if ca_data is None:
+            raise self._refuse(self.ca_secret_name, "a CA (ca.crt, ca.key, ca-bundle.crt)")
+        ca = KeyPair(ca_data["ca.crt"], ca_data["ca.key"])
+        if serving_secret is None:
+            serving_secret = self._create_or_read(self._serving_secret(ca, self._issue(ca, self.clock())))
+        elif "ca.key" in (serving_secret.get("data") or {}):
+            serving_secret = self._strip_ca_key(serving_secret)
+        pair = _data(serving_secret, "tls.crt", "tls.key")
+        assert pair is not None
+        return StoredCerts(ca, KeyPair(pair["tls.crt"], pair["tls.key"]), ca_data["ca-bundle.crt"],
+                           _rv(serving_secret), _rv(ca_secret))
+
+    def _strip_ca_key(self, secret: Obj) -> Obj:
+        data = dict(secret.get("data") or {})
+        data.pop("ca.key", None)
+        data.pop("ca-bundle.crt", None)
+        updated = {**secret, "data": data}
+        try:
+            return self.client.replace(SECRETS, updated)
+        except Conflict:  # another replica migrated it first
+            return self.client.get(SECRETS, self.secret_name, self.namespace)
 
     def _renew(self, stored: StoredCerts, now: datetime) -> StoredCerts:
         ca, serving = stored.ca, stored.serving
         if needs_renewal(ca.certificate, now):
             ca = issue_ca(now=now, validity=self.ca_validity)
             log.info("rotating the CA; the old one stays trusted until it expires")
-        if ca is not stored.ca or needs_renewal(serving.certificate, now):
-            serving = self._issue(ca, now)
         # new CA first, old ones while still valid, expired ones dropped
         bundle = merge_ca_bundle(stored.bundle, ca.cert_pem, now)
-        try:
-            secret = self.client.replace(SECRETS, self._secret(ca, serving, bundle, stored.resource_version))
-        except Conflict:  # another replica renewed first: take its result
-            log.info("another replica renewed the certificates first; using theirs")
-            secret = self.client.get(SECRETS, self.secret_name, self.namespace)
-        renewed = _decode(secret)
-        assert renewed is not None
-        return renewed
+        if ca is not stored.ca or bundle != stored.bundle:
+            try:  # the CA first: a serving pair is never signed by a CA that is not stored
+                self.client.replace(SECRETS, self._ca_secret(ca, bundle, stored.ca_resource_version))
+            except Conflict:  # another replica renewed first: take its result
+                log.info("another replica renewed the CA first; using theirs")
+                return self._read_or_create()
+        if (ca is not stored.ca or needs_renewal(serving.certificate, now)
+                or not issued_by(serving.certificate, ca.certificate)):
+            serving = self._issue(ca, now)
+            try:
+                self.client.replace(SECRETS, self._serving_secret(ca, serving, stored.resource_version))
+            except Conflict:
+                log.info("another replica renewed the serving certificate first; using theirs")
+        return self._read_or_create()
 
     def _publish(self, bundle: bytes) -> None:
         from kustodian.certs.inject import inject_ca_bundle

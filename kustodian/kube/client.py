@@ -21,7 +21,7 @@ import httpx
 import orjson
 
 from kustodian.kube.config import ClusterConfig
-from kustodian.kube.errors import Conflict, KubeError, NotFound, Unavailable, from_status
+from kustodian.kube.errors import Conflict, Fenced, KubeError, NotFound, Unavailable, from_status
 from kustodian.kube.resources import Resource
 
 log = logging.getLogger(__name__)
@@ -57,6 +57,9 @@ class KubeClient:
     def __init__(self, config: ClusterConfig, *, timeout: float = 30.0,
                  user_agent: str = "kustodian") -> None:
         self.config = config
+        self.timeout = timeout
+        #: set by a leader-elected Manager: deletes are sent only while it answers True
+        self.fence: Callable[[], bool] | None = None
         self._http = httpx.Client(
             base_url=config.server,
             verify=_ssl_context(config),
@@ -72,15 +75,23 @@ class KubeClient:
     def close(self) -> None:
         self._http.close()
 
+    def set_timeout(self, seconds: float) -> None:
+        """Bound every later call (each of connect, write, read) by ``seconds``; watches keep theirs."""
+        self.timeout = seconds
+        self._http.timeout = httpx.Timeout(seconds)
+
     # -- plumbing ---------------------------------------------------------------------------
 
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
-                body: Any = None, content_type: str = "application/json") -> Obj:
+                body: Any = None, content_type: str = "application/json",
+                timeout: float | None = None) -> Obj:
         content = None if body is None else orjson.dumps(body)
         headers = {"Content-Type": content_type} if content is not None else None
         started = time.perf_counter()
+        extra: dict[str, Any] = {} if timeout is None else {"timeout": httpx.Timeout(timeout)}
         try:
-            resp = self._http.request(method, path, params=_params(params), content=content, headers=headers)
+            resp = self._http.request(method, path, params=_params(params), content=content, headers=headers,
+                                      **extra)
         except httpx.TransportError as exc:
             self._observe(method, "<error>", started)
             raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
@@ -94,8 +105,9 @@ class KubeClient:
 
     # -- reads ------------------------------------------------------------------------------
 
-    def get(self, res: Resource, name: str, namespace: str | None = None) -> Obj:
-        return self.request("GET", res.path(namespace, name))
+    def get(self, res: Resource, name: str, namespace: str | None = None, *,
+            timeout: float | None = None) -> Obj:
+        return self.request("GET", res.path(namespace, name), timeout=timeout)
 
     def list_pages(self, res: Resource, namespace: str | None = None, *,
                    label_selector: str | None = None, field_selector: str | None = None,
@@ -171,14 +183,17 @@ class KubeClient:
     # -- writes -----------------------------------------------------------------------------
 
     def create(self, res: Resource, obj: Mapping[str, Any], namespace: str | None = None, *,
-               dry_run: bool = False) -> Obj:
+               dry_run: bool = False, timeout: float | None = None) -> Obj:
         ns = namespace or (obj.get("metadata") or {}).get("namespace")
-        return self.request("POST", res.path(ns), body=obj, params={"dryRun": "All" if dry_run else None})
+        return self.request("POST", res.path(ns), body=obj, params={"dryRun": "All" if dry_run else None},
+                            timeout=timeout)
 
-    def replace(self, res: Resource, obj: Mapping[str, Any], *, subresource: str = "") -> Obj:
+    def replace(self, res: Resource, obj: Mapping[str, Any], *, subresource: str = "",
+                timeout: float | None = None) -> Obj:
         """PUT the object; its ``metadata.resourceVersion`` makes this a compare-and-swap."""
         meta = obj.get("metadata") or {}
-        return self.request("PUT", res.path(meta.get("namespace"), meta["name"], subresource), body=obj)
+        return self.request("PUT", res.path(meta.get("namespace"), meta["name"], subresource), body=obj,
+                            timeout=timeout)
 
     def patch(self, res: Resource, name: str, patch: Any, namespace: str | None = None, *,
               patch_type: str = "merge", subresource: str = "", field_manager: str = "kustodian",
@@ -192,7 +207,14 @@ class KubeClient:
     def delete(self, res: Resource, name: str, namespace: str | None = None, *,
                uid: str | None = None, resource_version: str | None = None,
                dry_run: bool = False, propagation: str | None = None) -> Obj:
-        """DELETE with optional ``uid`` / ``resourceVersion`` preconditions (409 when they fail)."""
+        """DELETE with optional ``uid`` / ``resourceVersion`` preconditions (409 when they fail).
+
+        With a ``fence`` set (a leader-elected process) the DELETE is sent only while the fence
+        holds; otherwise :class:`Fenced` is raised and nothing is sent.
+        """
+        if self.fence is not None and not self.fence():
+            raise Fenced(f"DELETE {res.path(namespace, name)}: not sent, this replica may no longer "
+                         "hold its Lease")
         opts: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1"}
         pre = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
         if pre:

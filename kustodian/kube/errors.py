@@ -93,3 +93,7 @@ def from_status(status: int, body: Any) -> KubeError:
     if status == 429 or status >= 500:
         return Unavailable(f"{status} {reason}: {message}".strip(), status)
     return ApiError(status, reason or "Unknown", message, details)
+
+
+class Fenced(KubeError):
+    """A destructive call refused before it was sent: this replica may no longer hold its Lease."""

@@ -81,6 +81,18 @@ class LeaderElection:
     renew_deadline: float = 10.0
     retry_period: float = 2.0
 
+    def __post_init__(self) -> None:
+        if not self.lease_duration > self.renew_deadline > self.retry_period > 0:
+            raise ValueError(f"leader election: need lease duration ({self.lease_duration}s) > renew "
+                             f"deadline ({self.renew_deadline}s) > retry period ({self.retry_period}s) > 0, "
+                             "or two "
+                             "replicas could act at once")
+
+    @property
+    def margin(self) -> float:
+        """Time a call sent at the last fenced moment has to land before another replica may lead."""
+        return self.lease_duration - self.renew_deadline
+
 
 @dataclass
 class _Entry:
@@ -205,6 +217,16 @@ class Manager:
     def acting(self) -> bool:
         return self._acting.is_set()
 
+    def fence(self) -> bool:
+        """True while this process may act destructively (always, without leader election).
+
+        Checked right before a destructive act; the KubeClient checks it before every DELETE.
+        """
+        if self.leader_election is None:
+            return True
+        elector = self.elector
+        return elector is not None and elector.fence() and not self._stop.is_set()
+
     def _caches_ready(self) -> str | None:
         if self.leader_election is not None and not self._acting.is_set():
             return None  # a standby replica is ready: it serves probes and waits for the Lease
@@ -295,6 +317,7 @@ class Manager:
         if self.health_address:
             self.health = HealthServer(self.health_address, self.registry, self.readiness,
                                        metrics_path=self.metrics_path, liveness=self.liveness).start()
+        fence, timeout = (self.client.fence, self.client.timeout) if self.client is not None else (None, 0.0)
         try:
             if self.leader_election is None:
                 if not self.start():
@@ -304,6 +327,9 @@ class Manager:
             return self._run_elected(done)
         finally:
             self.stop_acting()
+            if self.client is not None:  # an embedding caller (a test) shares the client
+                self.client.fence = fence
+                self.client.set_timeout(timeout)
             if self.health is not None:
                 self.health.stop()
 
@@ -314,6 +340,13 @@ class Manager:
                                 lease_duration=le.lease_duration, renew_deadline=le.renew_deadline,
                                 retry_period=le.retry_period)
         self.elector = elector
+        if self.client.timeout > le.margin:
+            # every call of a leader must end within the margin, or one sent just before the
+            # fence closed could still be waiting when another replica leads
+            log.info("%s: API calls bounded at %ss (lease %ss - renew deadline %ss)", self.name, le.margin,
+                     le.lease_duration, le.renew_deadline)
+            self.client.set_timeout(le.margin)
+        self.client.fence = self.fence
         failed = threading.Event()
 
         def lead(lost: threading.Event) -> None:

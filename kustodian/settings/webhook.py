@@ -24,8 +24,21 @@ class WebhookGroup(Group):
                                            "before serving anyway (not ready until they sync)")
     graceful_timeout: NonNegativeDuration = Field(timedelta(seconds=10), description="Time to finish "
                                                   "in-flight reviews on stop (at most 5m)")
+    # what one connection may cost (hostile input): controller-runtime caps bodies at 7 MiB
+    max_request_bytes: int = Field(7 * 1024 * 1024, ge=64 * 1024, le=256 * 1024 * 1024,
+                                   description="Largest admission request body; a larger one is answered "
+                                               "413 before it is read (controller-runtime: 7 MiB)")
+    header_timeout: PositiveDuration = Field(timedelta(seconds=10), description="Time a connection may "
+                                             "take to send a request's line and headers")
+    body_timeout: PositiveDuration = Field(timedelta(seconds=30),
+                                           description="Time a request may take to send its body")
+    idle_timeout: PositiveDuration = Field(timedelta(seconds=60),
+                                           description="Time a kept-alive connection may idle")
+    handshake_timeout: PositiveDuration = Field(timedelta(seconds=10),
+                                                description="Time a TLS handshake may take")
 
-    @field_validator("cert_reload_interval", "graceful_timeout")
+    @field_validator("cert_reload_interval", "graceful_timeout", "header_timeout", "body_timeout",
+                     "handshake_timeout")
     @classmethod
     def _at_most_five_minutes(cls, value: timedelta) -> timedelta:
         if value > timedelta(minutes=5):
@@ -48,6 +61,9 @@ class TlsGroup(Group):
                                             "WebhookConfiguration whose caBundle is kept current")
     cert_file: str | None = Field(None, description="Serving certificate (PEM); reloaded when it changes")
     key_file: str | None = Field(None, description="Serving key (PEM)")
+    server_name: str | None = Field(
+        None, description="files mode: a DNS name the serving certificate must carry to be used and "
+                          "ready (builtin mode: always <service>.<namespace>.svc)")
 
 
 class DeletionGuardGroup(Group):

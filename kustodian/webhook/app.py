@@ -2,7 +2,9 @@
 
 The admission endpoints read the raw body and decode it with orjson, validate only
 the envelope, and answer with pre-encoded bytes: no response models, no thread
-pool, no API call.  Two error channels (kopf, controller-runtime): a body that is
+pool for ordinary reviews, no API call.  A big body (over ``OFFLOAD_BYTES``, or of unknown
+length) is decoded and decided in a worker thread, at most ``HEAVY_AT_ONCE`` together.
+Two error channels (kopf, controller-runtime): a body that is
 not an AdmissionReview v1 is an HTTP 400 with the reason; a policy decision is an
 HTTP 200 whose ``response`` echoes the request ``uid``.
 """
@@ -15,10 +17,12 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import anyio.to_thread
 import orjson
 from fastapi import FastAPI, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from pydantic import ValidationError
+from starlette.requests import ClientDisconnect
 
 from kustodian.kube.kinds import FollowedKinds
 from kustodian.logs import about
@@ -29,6 +33,10 @@ from kustodian.webhook.review import AdmissionRequest, AdmissionReview, Answer, 
 log = logging.getLogger(__name__)
 
 JSON = "application/json"
+#: bodies up to this size are decided on the event loop (a few hundred microseconds)
+OFFLOAD_BYTES = 256 * 1024
+HEAVY_AT_ONCE = 2
+LOG_VALUE_CHARS = 512
 
 
 @dataclass
@@ -116,8 +124,30 @@ def parse_review(body: bytes) -> AdmissionRequest:
         raise ValueError(f"not an AdmissionReview v1: {problems}") from exc
 
 
+async def _read(request: Request, limit: int, metrics: WebhookMetrics) -> bytes | Response:
+    """The body, or a 413 if it passes ``limit`` (the server refuses it earlier; this is the floor)."""
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > limit:
+                metrics.rejected_connections.labels("body-too-large").inc()
+                return Response(orjson.dumps({"error": f"request body exceeds the limit of {limit} bytes"}),
+                                status_code=413, media_type=JSON)
+            chunks.append(chunk)
+    except ClientDisconnect:
+        return Response(status_code=400)
+    return b"".join(chunks)
+
+
+def clip(text: str, limit: int = LOG_VALUE_CHARS) -> str:
+    """``text`` cut to ``limit`` characters: request values are echoed into logs, never whole."""
+    return text if len(text) <= limit else f"{text[:limit]}...({len(text) - limit} more)"
+
+
 def create_app(registry: Registry, *, readiness: Readiness | None = None,
-               metrics: WebhookMetrics | None = None) -> FastAPI:
+               metrics: WebhookMetrics | None = None, max_body_bytes: int = 7 * 1024 * 1024) -> FastAPI:
     readiness = readiness or Readiness()
     metrics = metrics or WebhookMetrics()
     app = FastAPI(title="kustodian webhook", docs_url=None, redoc_url=None, openapi_url=None)
@@ -125,31 +155,65 @@ def create_app(registry: Registry, *, readiness: Readiness | None = None,
     app.state.readiness = readiness
     app.state.metrics = metrics
 
+    body_limit = max_body_bytes
+    # big bodies are decoded and decided in a worker thread, a few at a time: the event loop
+    # keeps answering small reviews and probes, and at most ``HEAVY_AT_ONCE`` big bodies
+    # (each up to the body limit, several times that once decoded) are in memory together
+    heavy = asyncio.Semaphore(HEAVY_AT_ONCE)
+
     def serve(webhook: str, run: Callable[[AdmissionRequest], Answer]) -> Callable[[Request], object]:
         requests = metrics.requests
         latency = metrics.latency
 
-        async def endpoint(request: Request) -> Response:
-            started = time.perf_counter()
-            body = await request.body()
-            try:
-                req = parse_review(body)
-            except ValueError as exc:
-                log.info("%s: rejected a malformed review: %s", webhook, exc)
-                return _bad_request(metrics, webhook, str(exc))
-            try:
-                answer = run(req)
-            except SlowPath:
-                answer = await asyncio.to_thread(_off_loop, run, req)
+        def respond(req: AdmissionRequest, answer: Answer, started: float) -> Response:
             payload = review_response(req.uid, answer)
             requests.labels(webhook, req.operation, req.kind_key, answer.decision or "allowed").inc()
             latency.labels(webhook, req.operation).observe(time.perf_counter() - started)
             if not answer.allowed:
-                log.info("%s denied %s %s %s/%s by %s: %s", webhook, req.operation, req.kind_key,
-                         req.namespace, req.name, req.user_info.username, answer.message,
+                log.info("%s denied %s %s %s/%s by %s: %s", webhook, req.operation, clip(req.kind_key),
+                         clip(req.namespace), clip(req.name), clip(req.user_info.username),
+                         clip(answer.message),
                          extra={**about(req.kind_key, req.namespace, req.name), "operation": req.operation,
-                                "user": req.user_info.username, "decision": "denied"})
+                                "user": clip(req.user_info.username), "decision": "denied"})
             return Response(payload, media_type=JSON)
+
+        def decide(body: bytes, started: float, on_loop: bool) -> Response | AdmissionRequest:
+            """The answer; on the event loop, a decision too slow for it returns the request, which
+            the caller then decides in a worker thread (``SlowPath``)."""
+            try:
+                req = parse_review(body)
+            except ValueError as exc:
+                log.info("%s: rejected a malformed review: %s", webhook, clip(str(exc)))
+                return _bad_request(metrics, webhook, clip(str(exc)))
+            try:
+                answer = run(req) if on_loop else _off_loop(run, req)
+            except SlowPath:
+                return req
+            return respond(req, answer, started)
+
+        def decide_off_loop(body: bytes, started: float) -> Response:
+            got = decide(body, started, on_loop=False)
+            assert isinstance(got, Response)  # off the loop a decision never asks to move
+            return got
+
+        async def endpoint(request: Request) -> Response:
+            started = time.perf_counter()
+            declared = request.headers.get("content-length")
+            small = declared is not None and declared.isdigit() and int(declared) <= OFFLOAD_BYTES
+            if small:
+                body = await _read(request, body_limit, metrics)
+                if isinstance(body, Response):
+                    return body
+                got = decide(body, started, on_loop=True)
+                if isinstance(got, Response):
+                    return got
+                answer = await asyncio.to_thread(_off_loop, run, got)
+                return respond(got, answer, started)
+            async with heavy:
+                body = await _read(request, body_limit, metrics)
+                if isinstance(body, Response):
+                    return body
+                return await anyio.to_thread.run_sync(decide_off_loop, body, started)
 
         return endpoint
 

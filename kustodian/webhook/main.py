@@ -7,6 +7,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import yaml
 from fastapi import FastAPI
@@ -26,7 +27,8 @@ from kustodian.webhook.app import Readiness, add_freshness, create_app
 from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kinds
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry
-from kustodian.webhook.server import TLSFiles, build_server
+from kustodian.webhook.server import RequestLimits, TLSFiles, build_server
+from kustodian.webhook.trust import ExistingObjectsRecorder
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +104,9 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         caches["ConfigMap#reclaim-config"] = reclaim.config_cache(client)
     view = CacheView(caches, kinds)
     if rules is not None:
-        DeletionGuard(rules, view, recorder).register(registry)
+        # events only about objects the caches hold: a forged review writes none
+        guard_events = cast(EventRecorder, ExistingObjectsRecorder(recorder, view))
+        DeletionGuard(rules, view, guard_events).register(registry)
     if reclaim is not None:
         reclaim.register(registry, view)
     if settings.capacity.enabled:
@@ -114,7 +118,8 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     readiness.add("caches-synced", view.synced)
     add_freshness(readiness, kinds)
     metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds)
-    app = create_app(registry, readiness=readiness, metrics=metrics)
+    app = create_app(registry, readiness=readiness, metrics=metrics,
+                     max_body_bytes=settings.webhook.max_request_bytes)
     return Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds)
 
 
@@ -135,13 +140,22 @@ def run(settings: WebhookSettings) -> None:
         manager.ensure()  # the server cannot start without its pair
         threading.Thread(target=manager.run, name="cert-manager", daemon=True).start()
     hook.start_caches()
+    cert_watch = None
+    if hook.recorder is not None:
+        from kustodian.webhook.certwatch import CertificateWatch
+
+        cert_watch = CertificateWatch(
+            hook.app.state.metrics, hook.recorder,
+            {"apiVersion": "v1", "kind": "Service", "name": tls_settings.service_name,
+             "namespace": settings.kube.namespace})
     tls = TLSFiles(tls_settings.cert_file, tls_settings.key_file) if tls_settings.cert_file and \
         tls_settings.key_file else None
     server, reloader = build_server(hook.app, host=server_settings.host, port=server_settings.port, tls=tls,
                                     graceful_timeout=round(server_settings.graceful_timeout.total_seconds()),
-                                    reload_interval=server_settings.cert_reload_interval.total_seconds())
-    if reloader is not None:
-        hook.readiness.add("certificates-loaded", reloader.loaded.is_set)
+                                    reload_interval=server_settings.cert_reload_interval.total_seconds(),
+                                    limits=request_limits(settings),
+                                    expected_names=expected_server_names(settings),
+                                    on_cert_loaded=cert_watch.observe if cert_watch else None)
     sync_timeout = server_settings.sync_timeout.total_seconds()
     threading.Thread(target=_report_sync, args=(hook, sync_timeout), daemon=True).start()
     log.info("serving admission reviews on %s:%d (%s)", server_settings.host, server_settings.port,
@@ -157,6 +171,24 @@ def run(settings: WebhookSettings) -> None:
             reloader.stop()
         hook.stop()
         client.close()
+
+
+def request_limits(settings: WebhookSettings) -> RequestLimits:
+    """What one connection may cost (issue 22): the webhook group's limits and timeouts."""
+    web = settings.webhook
+    return RequestLimits(max_body_bytes=web.max_request_bytes,
+                         header_timeout=web.header_timeout.total_seconds(),
+                         body_timeout=web.body_timeout.total_seconds(),
+                         idle_timeout=web.idle_timeout.total_seconds(),
+                         handshake_timeout=web.handshake_timeout.total_seconds())
+
+
+def expected_server_names(settings: WebhookSettings) -> list[str]:
+    """Names the serving certificate must carry to be used and ready."""
+    tls = settings.tls
+    if tls.mode == "builtin":
+        return [f"{tls.service_name}.{settings.kube.namespace}.svc"]
+    return [tls.server_name] if tls.server_name else []
 
 
 def _serve_metrics(hook: Webhook, address: str, path: str = "/metrics") -> HealthServer | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cryptography import x509
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -75,6 +75,16 @@ class WebhookMetrics:
         self.bad_requests = Counter(
             "kustodian_admission_bad_requests", "Bodies that were not an AdmissionReview v1",
             ["webhook"], registry=self.registry,
+        )
+        self.rejected_connections = Counter(
+            "kustodian_webhook_rejected_connections",
+            "Requests or connections refused by a limit (body-too-large answered 413, "
+            "headers-too-large 431; header-timeout, body-timeout: closed)",
+            ["reason"], registry=self.registry,
+        )
+        self.certificate_not_after = Gauge(
+            "kustodian_webhook_certificate_expiry_timestamp_seconds",
+            "When the serving certificate in force expires (Unix time)", registry=self.registry,
         )
         self.registry.register(CacheCollector(caches))
         if kinds is not None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from kustodian.logs import about
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied, patched
+from kustodian.webhook.trust import identity_problem, nesting_problem
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +69,12 @@ class Registry:
         handlers = self.validators.get((req.kind_key, req.operation))
         if not handlers:
             return allowed()
+        problem = _untrusted(req)
+        if problem is not None:  # fail closed: a guarded request is refused, never judged on a forgery
+            log.warning("refused an inconsistent %s %s review (uid %s): %s", req.operation,
+                        req.kind_key[:100], req.uid[:64], problem)
+            return denied(f"kustodian: inconsistent admission review: {problem}", code=400,
+                          reason="BadRequest")
         warnings: list[str] = []
         for handler in handlers:
             try:
@@ -99,6 +106,13 @@ class Registry:
         handlers = self.mutators.get((req.kind_key, req.operation))
         if not handlers:
             return allowed()
+        problem = _untrusted(req)
+        if problem is not None:  # mutators fail open: no patch, said so
+            log.warning("no defaults for an inconsistent %s %s review (uid %s): %s", req.operation,
+                        req.kind_key[:100], req.uid[:64], problem)
+            return Answer(allowed=True, decision="error",
+                          warnings=("kustodian: inconsistent admission review, no defaults applied: "
+                                    f"{problem}",))
         ops: list[dict[str, object]] = []
         warnings: list[str] = []
         for handler in handlers:
@@ -116,6 +130,17 @@ class Registry:
             ops.extend(answer.patch)
             warnings.extend(answer.warnings)
         return patched(ops, warnings=tuple(warnings))
+
+
+def _untrusted(req: AdmissionRequest) -> str | None:
+    subject = req.old_object if req.operation == "DELETE" else req.object
+    problem = identity_problem(req.operation, req.name, req.namespace, subject, req.kind_key)
+    if problem is None:
+        for doc in (req.object, req.old_object):
+            problem = nesting_problem(doc)
+            if problem is not None:
+                return f"the object is {problem}"
+    return problem
 
 
 __all__ = ["Handler", "Registry", "denied"]

@@ -71,6 +71,10 @@ class AdmissionReview(BaseModel):
     request: AdmissionRequest
 
 
+#: a denial message longer than this is cut (kubectl prints it whole; the API server logs it)
+MAX_MESSAGE = 4096
+
+
 @dataclass(frozen=True)
 class Answer:
     """What a feature handler decides about one request."""
@@ -101,7 +105,9 @@ def review_response(uid: str, answer: Answer) -> bytes:
     """Encode the AdmissionReview response echoing ``uid``."""
     response: dict[str, Any] = {"uid": uid, "allowed": answer.allowed}
     if not answer.allowed:
-        response["status"] = {"code": answer.code, "message": answer.message,
+        message = answer.message if len(answer.message) <= MAX_MESSAGE else \
+            f"{answer.message[:MAX_MESSAGE]}... ({len(answer.message) - MAX_MESSAGE} more characters)"
+        response["status"] = {"code": answer.code, "message": message,
                               "reason": answer.reason or "Forbidden"}
     if answer.patch:
         response["patchType"] = "JSONPatch"

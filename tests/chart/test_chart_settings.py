@@ -76,7 +76,8 @@ def _webhook_values(v: dict[str, Any]) -> Values:
         "metrics": {"listen_address": ":8080"},
         "tls": ({"mode": "builtin", "dir": "/tls", "secret_name": f"{FULLNAME}-tls", "service_name": FULLNAME,
                  "webhook_configuration_name": FULLNAME} if builtin
-                else {"cert_file": "/tls/tls.crt", "key_file": "/tls/tls.key"}),
+                else {"cert_file": "/tls/tls.crt", "key_file": "/tls/tls.key",
+                      "server_name": f"{FULLNAME}.{NAMESPACE}.svc"}),
         "deletion_guard": {"enabled": guard_on},
         "reclaim": {"enabled": reclaim.get("enabled", True), "config_name": "kustodian-reclaim-config"},
         "capacity": {"enabled": v.get("capacity", {}).get("enabled", False)},

@@ -77,8 +77,12 @@ def test_replicas_share_one_secret_and_renew_with_an_overlap(kube_api: KubeApi, 
         assert rotated.ca.cert_pem != a.ca.cert_pem
         (bundle,) = bundles(kube_api, name)
         assert subjects(bundle) == subjects(rotated.ca.cert_pem) + subjects(a.ca.cert_pem)
-        secret = kube_api.client.get(SECRETS, "kustodian-tls", namespace)
+        secret = kube_api.client.get(SECRETS, "kustodian-tls-ca", namespace)
         assert base64.b64decode(secret["data"]["ca-bundle.crt"]) == bundle
+        # the serving Secret never holds what can sign
+        serving = kube_api.client.get(SECRETS, "kustodian-tls", namespace)
+        assert sorted(serving["data"]) == ["ca.crt", "tls.crt", "tls.key"]
+        assert serving["type"] == "kubernetes.io/tls"
 
         # once the old CA has expired it leaves the bundle
         clock.now += timedelta(days=12)
@@ -88,6 +92,31 @@ def test_replicas_share_one_secret_and_renew_with_an_overlap(kube_api: KubeApi, 
     finally:
         for res in (VALIDATING_WEBHOOKS, MUTATING_WEBHOOKS):
             kube_api.client.delete(res, name)
+
+
+def test_a_ca_key_in_the_serving_secret_is_moved_out(kube_api: KubeApi, namespace: str,
+                                                     tmp_path: Path) -> None:
+    """An older release kept ca.key next to the serving pair: the CA moves to <name>-ca, the same
+    CA and pair stay in force (running clients keep trusting it), the key leaves <name>."""
+    from datetime import UTC, datetime
+
+    from kustodian.certs.issue import issue_ca, issue_serving
+
+    now = datetime.now(UTC)
+    ca = issue_ca(now=now)
+    pair = issue_serving(ca, service="kustodian", namespace=namespace, now=now)
+    b64 = {k: base64.b64encode(v).decode() for k, v in {
+        "tls.crt": pair.cert_pem, "tls.key": pair.key_pem, "ca.crt": ca.cert_pem, "ca.key": ca.key_pem,
+        "ca-bundle.crt": ca.cert_pem}.items()}
+    kube_api.client.create(SECRETS, {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/tls",
+                                     "metadata": {"name": "kustodian-tls", "namespace": namespace}, "data": b64})
+    stored = CertManager(kube_api.client, namespace=namespace, secret_name="kustodian-tls", service="kustodian",
+                         out_dir=tmp_path).ensure()
+    assert stored.ca.cert_pem == ca.cert_pem and stored.serving.cert_pem == pair.cert_pem
+    serving = kube_api.client.get(SECRETS, "kustodian-tls", namespace)
+    assert sorted(serving["data"]) == ["ca.crt", "tls.crt", "tls.key"]
+    held = kube_api.client.get(SECRETS, "kustodian-tls-ca", namespace)["data"]
+    assert base64.b64decode(held["ca.key"]) == ca.key_pem
 
 
 def test_a_foreign_secret_is_never_overwritten(kube_api: KubeApi, namespace: str, tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -38,11 +39,11 @@ class RunningServer:
             self.reloader.stop()
 
 
-def serve(app: object, tls_dir: Path, *, reload_interval: float = 0.1) -> RunningServer:
+def serve(app: object, tls_dir: Path, *, reload_interval: float = 0.1, **kw: Any) -> RunningServer:
     port = free_port()
     server, reloader = build_server(app, host="127.0.0.1", port=port,  # type: ignore[arg-type]
                                     tls=TLSFiles(str(tls_dir / "tls.crt"), str(tls_dir / "tls.key")),
-                                    reload_interval=reload_interval, graceful_timeout=2)
+                                    reload_interval=reload_interval, graceful_timeout=2, **kw)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10

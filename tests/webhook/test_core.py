@@ -39,7 +39,7 @@ def test_answers_over_https_verified_against_the_issued_ca(running: tuple[Runnin
     srv, registry = running
     registry.validate("ConfigMap", ["DELETE"], lambda req: denied(f"no, {req.user_info.username}"))
     with srv.client() as client:
-        resp = client.post("/validate", json=review(uid="abc-123", old={"metadata": {"name": "x"}}))
+        resp = client.post("/validate", json=review(uid="abc-123", old={"metadata": {"name": "x", "namespace": "ns"}}))
     assert resp.status_code == 200
     body = resp.json()
     assert body["apiVersion"] == "admission.k8s.io/v1" and body["kind"] == "AdmissionReview"
