@@ -100,7 +100,10 @@ SEQ_ACS = [ac("a-vg", "a", "HDDLVG", GiB), ac("a-ssd", "a", "SSD", GiB), ac("b-v
            ac("a-svg", "a", "SSDLVG", GiB)]
 
 SEQ_CASES = [
-    SeqCase("off-by-default-plans-beside-an-lvg-holder", _lvg("pod"), [HOLDER], options=PlanOptions()),
+    # On by default, as upstream's SequentialLVGReservation.
+    SeqCase("on-by-default-waits-beside-an-lvg-holder", _lvg("pod"), [HOLDER], options=PlanOptions(),
+            status="WAIT", retry_after=timedelta(seconds=10)),
+    SeqCase("off-plans-beside-an-lvg-holder", _lvg("pod"), [HOLDER], options=PlanOptions(sequential_lvg=False)),
     SeqCase(
         "waits-while-an-lvg-acr-of-the-same-class-is-reserved-on-its-node",
         _lvg("pod"),

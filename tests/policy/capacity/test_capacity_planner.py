@@ -298,8 +298,8 @@ CASES = [
         "REJECTED",
         reason_has=(
             "invalid reservation: ",
-            "spec.reservationRequests[1].capacityRequest.storageClass: must be one of",
-            "spec.reservationRequests[1].capacityRequest.size: must be a non-negative integer, got -5",
+            "spec.ReservationRequests[1].CapacityRequest.StorageClass: must be one of",
+            "spec.ReservationRequests[1].CapacityRequest.Size: must be a non-negative integer, got -5",
         ),
     ),
     Case(
@@ -401,7 +401,9 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_plan(case: Case) -> None:
-    decision = plan(case.target, case.acs, case.others, NOW)
+    # Placement rules alone: sequential LVG mode (which would make these WAIT beside an
+    # LVG holder) has its own table in test_capacity_batch.
+    decision = plan(case.target, case.acs, case.others, NOW, PlanOptions(sequential_lvg=False))
     assert decision.acr_name == "pod"
     assert decision.status == case.status, decision.reason
     assert decision.reserved_nodes == case.nodes
@@ -432,5 +434,5 @@ def test_decision_is_immutable() -> None:
         d.reservations["v"] = ("b",)  # type: ignore[index]
 
 
-def test_options_default_to_non_sequential() -> None:
-    assert PlanOptions().sequential_lvg is False
+def test_options_default_to_sequential_as_upstream() -> None:
+    assert PlanOptions().sequential_lvg is True
