@@ -19,14 +19,18 @@ from kustodian.policy.capacity import PlanOptions
 
 class CapacitySettings(KubeSettings):
     capacity_sequential_lvg: bool = Field(
-        False, description="Plan LVG reservations one at a time so LVG volumes share drives (an ACR "
-                           "with an xLVG request waits while another LVG reservation holds its nodes)")
+        True, description="Plan LVG reservations one at a time so LVG volumes share drives (an ACR "
+                          "with an xLVG request waits while another LVG reservation holds its nodes, "
+                          "never longer than capacity_lvg_wait_timeout); on by default, as upstream")
+    capacity_node_id_key: str = Field(
+        "nodes.csi-baremetal.dell.com/uuid", min_length=1,
+        description="Node annotation (or label) holding the csi-baremetal node ID that ACs and ACRs name")
     capacity_lvg_wait_timeout: GoDuration = Field(
         timedelta(seconds=300),
         description="Longest wait of an ACR in sequential LVG mode; it is planned anyway after it")
     capacity_reservation_ttl: GoDuration = Field(
-        timedelta(seconds=3600), description="A RESERVED ACR older than this is garbage-collected "
-                                             "(its volume should long have been created)")
+        timedelta(seconds=3600), description="A RESERVED ACR in that status for longer than this "
+                                             "is garbage-collected (its volume should long have been created)")
     capacity_gc_interval: GoDuration = Field(
         timedelta(seconds=60), description="How often stale reservations are looked for")
 

@@ -23,18 +23,17 @@ the new one to build their patches.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
-
 from datetime import datetime
+from typing import Any, Final
 
 from kustodian.policy.capacity.model import (
     MESSAGE_ANNOTATION,
     REASON_ANNOTATION,
-    STATUS_SINCE_ANNOTATION,
     REASON_REJECTED,
     REASON_WAITING,
     REJECTED,
     RESERVED,
+    STATUS_SINCE_ANNOTATION,
     Decision,
     format_size,
     format_timestamp,
@@ -101,11 +100,11 @@ def apply_decision(acr: RawObject, decision: Decision, now: datetime | None = No
             else:
                 item.pop("Reservations", None)
     meta = new.get("metadata")
-    annotations = meta.get("annotations") if isinstance(meta, dict) else None
+    current = meta.get("annotations") if isinstance(meta, dict) else None
     if reserved:
-        if isinstance(annotations, dict):
-            annotations.pop(REASON_ANNOTATION, None)
-            annotations.pop(MESSAGE_ANNOTATION, None)
+        if isinstance(current, dict):
+            current.pop(REASON_ANNOTATION, None)
+            current.pop(MESSAGE_ANNOTATION, None)
     else:
         annotations = _annotations(new)
         annotations[REASON_ANNOTATION] = REASON_REJECTED

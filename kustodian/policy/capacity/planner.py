@@ -601,6 +601,7 @@ def plan(
     acrs: Iterable[RawObject],
     now: datetime,
     options: PlanOptions | None = None,
+    *,
     lvgs: Iterable[RawObject] = (),
 ) -> Decision:
     """Plan one ACR against the ACs and the other ACRs (only RESERVED ones count).
@@ -687,6 +688,7 @@ def plan_all(
     acs: Iterable[RawObject],
     now: datetime,
     options: PlanOptions | None = None,
+    *,
     lvgs: Iterable[RawObject] = (),
 ) -> list[Decision]:
     """Plan every REQUESTED ACR (not being deleted), oldest first, then by name.
