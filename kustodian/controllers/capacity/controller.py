@@ -289,7 +289,7 @@ class CapacityReservations:
             return Result(requeue_after=0.5)
         for _round in range(self.max_rounds):
             acrs = self.snapshot()
-            if not any(str_field(a, "spec", "status") == REQUESTED for a in acrs):
+            if not any(str_field(a, "spec", "Status") == REQUESTED for a in acrs):
                 return None
             by_name = {name(a): a for a in acrs}
             now = self.clock()
