@@ -36,7 +36,8 @@ def build(settings: CapacitySettings, client: KubeClient, recorder: EventRecorde
     missing = sorted({AC_KIND_KEY, ACR_KIND_KEY} - resources.keys())
     if missing:
         raise CapacityCrdsMissing(
-            f"the capacity controller needs the {', '.join(missing)} CRD(s): install csi-baremetal (its operator's chart carries them) "
+            f"the capacity controller needs the {', '.join(missing)} CRD(s): install csi-baremetal "
+            "(its operator's chart carries them) "
             "or disable it (KUSTODIAN_CAPACITY=false)")
     return CapacityReservations(
         client, resources, options=settings.plan_options(),

@@ -29,8 +29,8 @@ class CapacitySettings(KubeSettings):
         timedelta(seconds=300),
         description="Longest wait of an ACR in sequential LVG mode; it is planned anyway after it")
     capacity_reservation_ttl: GoDuration = Field(
-        timedelta(seconds=3600), description="A RESERVED ACR in that status for longer than this "
-                                             "is garbage-collected (its volume should long have been created)")
+        timedelta(seconds=3600), description="A RESERVED ACR in that status for longer than this is "
+                                             "garbage-collected (its volume should long have been created)")
     capacity_gc_interval: GoDuration = Field(
         timedelta(seconds=60), description="How often stale reservations are looked for")
 
