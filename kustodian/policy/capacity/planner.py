@@ -127,7 +127,8 @@ def _parse_ac(ac: RawObject, bad_lvgs: Collection[str]) -> tuple[str, tuple[int,
         location = str_field(ac, "spec", "Location")
     if (
         not isinstance(ac_name, str) or not ac_name or not isinstance(node, str) or not node
-        or storage_class not in _AC_CLASSES or type(size) is not int or size < 0
+        or type(storage_class) is not str or storage_class not in _AC_CLASSES
+        or type(size) is not int or size < 0
         or taint == DRIVE_TAINT_NO_SCHEDULE
     ):
         return None
