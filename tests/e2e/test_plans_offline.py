@@ -57,7 +57,7 @@ def test_capacity_plan_from_upstreams_example_objects(tmp_path: Path, upstream: 
 
 
 def _with(doc: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
-    out = json.loads(json.dumps(doc))
+    out: dict[str, Any] = json.loads(json.dumps(doc))
     *parents, last = path.split(".")
     cur: Any = out
     for key in parents:
