@@ -41,6 +41,7 @@ def _arrivals(acs: list[dict[str, Any]], acrs: list[dict[str, Any]], release: bo
     from kustodian.policy.capacity import CapacityPlanner, apply_decision, narrow_to_node
 
     planner = CapacityPlanner(acs)
+    node_of = {a["metadata"]["name"]: a["spec"]["NodeId"] for a in acs}.__getitem__
     now = datetime.now(UTC)
     written: list[dict[str, Any]] = []
     rejected = 0
@@ -51,7 +52,7 @@ def _arrivals(acs: list[dict[str, Any]], acrs: list[dict[str, Any]], release: bo
         if decision.status == "REJECTED":
             rejected += 1
         elif decision.status == "RESERVED" and release:
-            new = narrow_to_node(new, decision.reserved_nodes[0]) or new  # the pod binds there
+            new = narrow_to_node(new, decision.reserved_nodes[0], node_of) or new  # the pod binds there
         rv += 1
         new["metadata"]["resourceVersion"] = str(rv)
         written.append(new)

@@ -372,6 +372,9 @@ class CapacityReservations:
 
     # -- releasing what the scheduler did not pick ---------------------------------------------
 
+    def _ac_node(self, ac_name: str) -> str:
+        return str_field(self.acs.get(None, ac_name), "spec", "NodeId")
+
     def release_unchosen(self) -> Result | None:
         """Narrow every RESERVED ACR whose pod is bound to that node's reservations."""
         if not self.synced():
@@ -387,7 +390,7 @@ class CapacityReservations:
         retry = False
         for acr_name, node_id in bound_releases(acrs, pods, node_ids):
             acr = by_name[acr_name]
-            narrowed = narrow_to_node(acr, node_id)
+            narrowed = narrow_to_node(acr, node_id, self._ac_node)
             if narrowed is None:
                 continue
             patch = merge_patch(acr, narrowed)

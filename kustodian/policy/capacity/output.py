@@ -22,7 +22,7 @@ the new one to build their patches.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -112,30 +112,34 @@ def apply_decision(acr: RawObject, decision: Decision, now: datetime | None = No
     return new
 
 
-def narrow_to_node(acr: RawObject, node_id: str) -> dict[str, Any] | None:
+def narrow_to_node(acr: RawObject, node_id: str, node_of: Callable[[str], str]) -> dict[str, Any] | None:
     """The RESERVED ACR keeping only ``node_id``'s reservations, once its pod is bound there.
 
     The scheduler picked one node; the ACs reserved on the others are promised to a pod
     that will never use them.  What stays is exactly what csi-baremetal's volume manager
-    reads (``handleVolumeCreation`` takes, per request, the reserved AC whose node is the
-    volume's).  ``None`` when there is nothing to release, or when the ACR does not hold
-    ``node_id`` in a shape we can cut safely (then it is left for the TTL, never guessed).
+    reads: ``handleVolumeCreation`` takes, per request, the reserved AC whose ``NodeId`` is
+    the volume's node, so each request keeps the one AC that ``node_of`` (AC name -> its
+    node) puts on ``node_id``.  ``None`` when there is nothing to release, or when some
+    request has no AC or several on that node (then the ACR is left for the TTL: a guess
+    could drop the AC the volume needs).
     """
     if str_field(acr, "spec", "Status") != RESERVED:
         return None
     reserved = list_field(acr, "spec", "NodeRequests", "Reserved")
-    if len(reserved) <= 1 or node_id not in reserved or reserved.count(node_id) != 1:
+    if len(reserved) <= 1 or node_id not in reserved:
         return None
-    j = reserved.index(node_id)
     new: dict[str, Any] = _thaw(acr)
     requests = new["spec"].get("ReservationRequests")
     if not isinstance(requests, list):
         return None
     for item in requests:
         acs = item.get("Reservations") if isinstance(item, dict) else None
-        if not isinstance(acs, list) or len(acs) != len(reserved):
+        if not isinstance(acs, list):
             return None
-        item["Reservations"] = [acs[j]]
+        here = [a for a in acs if isinstance(a, str) and node_of(a) == node_id]
+        if len(here) != 1:
+            return None
+        item["Reservations"] = here
     new["spec"]["NodeRequests"]["Reserved"] = [node_id]
     return new
 

@@ -96,9 +96,13 @@ NARROW_CASES: list[tuple[str, dict[str, Any], str, dict[str, list[str]] | None]]
 ]
 
 
+def node_of(ac_name: str) -> str:
+    return ac_name[0]  # "a1" is on node "a"
+
+
 @pytest.mark.parametrize(("obj", "node", "want"), [c[1:] for c in NARROW_CASES], ids=[c[0] for c in NARROW_CASES])
 def test_narrow_to_node(obj: dict[str, Any], node: str, want: dict[str, list[str]] | None) -> None:
-    new = narrow_to_node(obj, node)
+    new = narrow_to_node(obj, node, node_of)
     if want is None:
         assert new is None
         return
@@ -108,10 +112,19 @@ def test_narrow_to_node(obj: dict[str, Any], node: str, want: dict[str, list[str
     assert validate_reservation(new) == []
 
 
-def test_narrow_to_node_refuses_a_misshapen_reservation() -> None:
+def test_narrow_to_node_goes_by_the_acs_node_not_by_position() -> None:
+    obj = apply_decision(_asking(), RESERVED)  # Reserved ["b", "a"]
+    obj["spec"]["ReservationRequests"][0]["Reservations"] = ["a1", "b1"]  # another writer's order
+    new = narrow_to_node(obj, "a", node_of)
+    assert new is not None
+    assert [r["Reservations"] for r in new["spec"]["ReservationRequests"]] == [["a1"], ["a2"]]
+
+
+@pytest.mark.parametrize("acs", [["b1"], ["a1", "a9"]], ids=["no-ac-on-the-node", "two-acs-on-the-node"])
+def test_narrow_to_node_refuses_to_guess(acs: list[str]) -> None:
     obj = apply_decision(_asking(), RESERVED)
-    obj["spec"]["ReservationRequests"][0]["Reservations"] = ["b1"]  # not one AC per reserved node
-    assert narrow_to_node(obj, "a") is None
+    obj["spec"]["ReservationRequests"][0]["Reservations"] = acs
+    assert narrow_to_node(obj, "a", node_of) is None
 
 
 def test_apply_decision_copies_read_only_input_deeply() -> None:
