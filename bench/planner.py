@@ -70,52 +70,61 @@ def _arrivals(acs: list[dict[str, Any]], acrs: list[dict[str, Any]], release: bo
 
 def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
     try:
-        from kustodian.policy.capacity import CapacityPlanner, plan_all
-        from kustodian.policy.capacity.synthetic import synthetic_cluster
+        import kustodian.policy.capacity  # noqa: F401
     except ImportError as exc:
         return [{"scenario": "capacity planner", "metric": "plan_all", "value": "not available", "target": None,
                  "note": f"policy.capacity not importable: {exc}"}]
 
     nodes, drives, n_acrs = (200, 24, 200) if smoke else (5_000, 24, 3_000)
-    shape = f"{n_acrs} ACRs x 3 over {nodes} nodes x {drives}"
     rows: list[dict[str, Any]] = []
     for candidates in (3, 100, 500):
-        acs, acrs = synthetic_cluster(nodes, drives, n_acrs, 3, seed=7, nodes_per_acr=candidates)
-        now = datetime.now(UTC)
-        times = []
-        decisions = []
-        for _ in range(runs):
-            t0 = time.perf_counter()
-            decisions = plan_all(acrs, acs, now)
-            times.append(time.perf_counter() - t0)
-        reserved = sum(d.status == "RESERVED" for d in decisions)
-        rows.append({"scenario": "capacity planner", "metric": f"batch plan {shape}, {candidates} candidates (s)",
-                     "value": round(statistics.median(times), 3), "target": ("<=", 1.0),
-                     "note": f"{reserved} RESERVED; index build included"})
+        rows += rows_for(candidates, nodes, drives, n_acrs, runs)
+    return rows
 
-        # steady state: the planner kept, the batch as written, one new ACR at a time
-        planner = CapacityPlanner(acs)
-        first = planner.plan_requested(acrs, now)
-        written = _written(acrs, first, 1)
-        planner.plan_requested(written, now)  # the written decisions replace the planned holds
-        _, extra = synthetic_cluster(nodes, drives, max(runs, 3), 3, seed=99, nodes_per_acr=candidates)
-        replan = []
-        for i, new in enumerate(extra):
-            new["metadata"]["name"] = f"new-{i}"
-            t0 = time.perf_counter()
-            (d,) = planner.plan_requested([*written, new], now)
-            replan.append(time.perf_counter() - t0)
-            planner.plan_requested(written, now)  # the new one goes away again (released)
+
+def rows_for(candidates: int, nodes: int, drives: int, n_acrs: int, runs: int) -> list[dict[str, Any]]:
+    """The rows of one candidate count (``python -c 'from bench.planner import rows_for; ...'``)."""
+    from kustodian.policy.capacity import CapacityPlanner, plan_all
+    from kustodian.policy.capacity.synthetic import synthetic_cluster
+
+    shape = f"{n_acrs} ACRs x 3 over {nodes} nodes x {drives}"
+    rows: list[dict[str, Any]] = []
+    acs, acrs = synthetic_cluster(nodes, drives, n_acrs, 3, seed=7, nodes_per_acr=candidates)
+    now = datetime.now(UTC)
+    times = []
+    decisions = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        decisions = plan_all(acrs, acs, now)
+        times.append(time.perf_counter() - t0)
+    reserved = sum(d.status == "RESERVED" for d in decisions)
+    rows.append({"scenario": "capacity planner", "metric": f"batch plan {shape}, {candidates} candidates (s)",
+                 "value": round(statistics.median(times), 3), "target": ("<=", 1.0),
+                 "note": f"{reserved} RESERVED; index build included"})
+
+    # steady state: the planner kept, the batch as written, one new ACR at a time
+    planner = CapacityPlanner(acs)
+    first = planner.plan_requested(acrs, now)
+    written = _written(acrs, first, 1)
+    planner.plan_requested(written, now)  # the written decisions replace the planned holds
+    _, extra = synthetic_cluster(nodes, drives, max(runs, 3), 3, seed=99, nodes_per_acr=candidates)
+    replan = []
+    for i, new in enumerate(extra):
+        new["metadata"]["name"] = f"new-{i}"
+        t0 = time.perf_counter()
+        (d,) = planner.plan_requested([*written, new], now)
+        replan.append(time.perf_counter() - t0)
+        planner.plan_requested(written, now)  # the new one goes away again (released)
+    rows.append({"scenario": "capacity planner",
+                 "metric": f"re-plan on one new ACR, {candidates} candidates (ms)",
+                 "value": round(statistics.median(replan) * 1000, 1), "target": ("<=", 50.0),
+                 "note": f"incremental CapacityPlanner over {shape}; last: {d.status}"})
+
+    for release in (False, True):
+        share, use = _arrivals(acs, acrs, release)
         rows.append({"scenario": "capacity planner",
-                     "metric": f"re-plan on one new ACR, {candidates} candidates (ms)",
-                     "value": round(statistics.median(replan) * 1000, 1), "target": ("<=", 50.0),
-                     "note": f"incremental CapacityPlanner over {shape}; last: {d.status}"})
-
-        for release in (False, True):
-            share, use = _arrivals(acs, acrs, release)
-            rows.append({"scenario": "capacity planner",
-                         "metric": f"pods rejected, {candidates} candidates, "
-                                   f"{'release on bind' if release else 'no release'} (%)",
-                         "value": round(share * 100, 1), "target": ("<=", 1.0) if release else None,
-                         "note": f"cluster bytes held by reservations at the end: {use * 100:.1f}%"})
+                     "metric": f"pods rejected, {candidates} candidates, "
+                               f"{'release on bind' if release else 'no release'} (%)",
+                     "value": round(share * 100, 1), "target": ("<=", 1.0) if release else None,
+                     "note": f"cluster bytes held by reservations at the end: {use * 100:.1f}%"})
     return rows
