@@ -167,7 +167,8 @@ def validate_reservation(obj: RawObject) -> list[str]:
     if not isinstance(spec, Mapping):
         _object_error(errors, "spec", spec)
         return errors
-    _check_name(errors, "spec.Namespace", _get(spec, "Namespace"))
+    # omitempty again: the extender's ACR for a pod without a namespace has none ("default")
+    _check_optional_str(errors, "spec.Namespace", _get(spec, "Namespace"))
     status = _get(spec, "Status")
     _check_choice(errors, "spec.Status", status, ACR_STATUSES)
 
