@@ -655,15 +655,24 @@ class CapacityPlanner:
     def sync(self, acrs: Iterable[RawObject]) -> list[RawObject]:
         """Charge the RESERVED ACRs as they are now; return the REQUESTED ones to plan."""
         cap = self._cap
+        held_by = cap.held
         todo: list[RawObject] = []
         seen: set[str] = set()
         for acr in acrs:
-            acr_name = name(acr)
+            # Called with every ACR on every pass: plain dicts (the cache's) take a direct path.
+            meta, spec = acr.get("metadata"), acr.get("spec")
+            if type(meta) is dict and type(spec) is dict:
+                acr_name, status, rv = meta.get("name"), spec.get("Status"), meta.get("resourceVersion")
+                if type(acr_name) is not str:
+                    acr_name = ""
+            else:
+                acr_name, status, rv = name(acr), str_field(acr, "spec", "Status"), None
             seen.add(acr_name)
-            status = str_field(acr, "spec", "Status")
             if status == RESERVED:
+                held = held_by.get(acr_name)
+                if held is not None and type(rv) is str and rv and held.version == rv:
+                    continue  # unchanged since it was charged: the common case
                 version = _version(acr)
-                held = cap.held.get(acr_name)
                 if held is None or held.version != version:
                     cap.hold(acr, version)
                 continue
