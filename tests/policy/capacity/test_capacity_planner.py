@@ -436,3 +436,36 @@ def test_decision_is_immutable() -> None:
 
 def test_options_default_to_sequential_as_upstream() -> None:
     assert PlanOptions().sequential_lvg is True
+
+
+def _lvg(name: str, status: str, health: str = "GOOD") -> dict[str, Any]:
+    """A LogicalVolumeGroup as csi-baremetal's KubeClient.ConstructLVGCR writes it."""
+    return {"apiVersion": "csi-baremetal.dell.com/v1", "kind": "LogicalVolumeGroup", "metadata": {"name": name},
+            "spec": {"Name": name, "Node": "n1", "Locations": ["drive-1"], "Size": GiB, "Status": status,
+                     "Health": health}}
+
+
+LVG_STATE_CASES = [
+    ("created-good-lvg-is-used", _lvg("vg-1", "CREATED"), "RESERVED"),
+    ("creating-lvg-is-used", _lvg("vg-1", "CREATING"), "RESERVED"),
+    ("failed-lvg-is-not-used", _lvg("vg-1", "FAILED"), "REJECTED"),
+    ("lvg-being-removed-is-not-used", _lvg("vg-1", "REMOVING"), "REJECTED"),
+    ("bad-health-lvg-is-not-used", _lvg("vg-1", "CREATED", "BAD"), "REJECTED"),
+    ("another-lvg-failing-changes-nothing", _lvg("vg-2", "FAILED"), "RESERVED"),
+]
+
+
+@pytest.mark.parametrize(("lvg", "status"), [c[1:] for c in LVG_STATE_CASES], ids=[c[0] for c in LVG_STATE_CASES])
+def test_the_state_of_the_logical_volume_group_decides_whether_its_ac_is_used(lvg: dict[str, Any], status: str) -> None:
+    # The LVG AC's Location is the LVG's name (RecreateACToLVGSC).
+    acs = [ac("lvg-ac", "n1", "HDDLVG", GiB, location="vg-1")]
+    decision = plan(acr("pod", [req("v", "HDDLVG", 8 * MiB)], ["n1"]), acs, [], NOW, lvgs=[lvg])
+    assert decision.status == status, decision.reason
+
+
+@pytest.mark.parametrize(("value", "status"), [("NoSchedule", "REJECTED"), ("test", "RESERVED")],
+                         ids=["no-schedule-taint-hides-the-drive", "other-taint-values-do-not"])
+def test_a_drive_tainted_no_schedule_is_never_planned(value: str, status: str) -> None:
+    obj = ac("hdd", "n1", "HDD", GiB)
+    obj["metadata"]["labels"]["drive.csi-baremetal.dell.com/taint"] = value
+    assert plan(acr("pod", [req("v", "HDD", MiB)], ["n1"]), [obj], [], NOW).status == status
