@@ -31,6 +31,9 @@ class CapacitySettings(KubeSettings):
     capacity_reservation_ttl: GoDuration = Field(
         timedelta(seconds=3600), description="A RESERVED ACR in that status for longer than this is "
                                              "garbage-collected (its volume should long have been created)")
+    capacity_max_reserved_nodes: int = Field(
+        0, ge=0, description="Reserve an ACR on at most this many of its requested nodes (the first that "
+                             "fit); 0 reserves on every node that fits, as csi-baremetal does")
     capacity_gc_interval: GoDuration = Field(
         timedelta(seconds=60), description="How often stale reservations are looked for")
 
@@ -43,4 +46,5 @@ class CapacitySettings(KubeSettings):
 
     def plan_options(self) -> PlanOptions:
         return PlanOptions(sequential_lvg=self.capacity_sequential_lvg,
-                           sequential_lvg_timeout=self.capacity_lvg_wait_timeout)
+                           sequential_lvg_timeout=self.capacity_lvg_wait_timeout,
+                           max_reserved_nodes=self.capacity_max_reserved_nodes)

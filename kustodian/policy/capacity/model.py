@@ -156,6 +156,10 @@ class PlanOptions:
     sequential_lvg_timeout: timedelta = timedelta(minutes=5)
     # How soon a waiting ACR should be looked at again (capped by the timeout).
     sequential_lvg_retry: timedelta = timedelta(seconds=10)
+    # Reserve on at most this many of the requested nodes (the first that fit, in the
+    # extender's order); 0 reserves on every node that fits, as upstream does.  The
+    # scheduler then chooses among fewer nodes, but an unbound pod holds far less.
+    max_reserved_nodes: int = 0
 
 
 @dataclass(frozen=True)

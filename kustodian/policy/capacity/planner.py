@@ -561,10 +561,13 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
             break
     qualified: list[tuple[str, dict[int, int], list[int]]] = []
     failed: dict[str, tuple[int, dict[int, int]]] = {}
+    limit = options.max_reserved_nodes
     for node in alive:
         pending, chosen, failed_at = cap.try_node(node, ordered)
         if failed_at < 0:
             qualified.append((node, pending, chosen))
+            if len(qualified) == limit:
+                break
         else:
             failed[node] = (failed_at, pending)
 
