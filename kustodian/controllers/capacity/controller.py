@@ -196,7 +196,10 @@ class CapacityReservations:
         lvg_resource = resources.get(LVG_KIND_KEY)
         self.lvgs = WatchCache(client, lvg_resource) if lvg_resource is not None else None
         self._lock = threading.Lock()
-        self._planner: CapacityPlanner | None = None  # dropped on any AC/LVG change
+        # The kept planner and the AC/LVG generation it was built from (any AC/LVG event
+        # bumps the generation; a planner built from an older one is rebuilt).
+        self._planner: tuple[int, CapacityPlanner] | None = None
+        self._capacity_generation = 0
         self.released = 0
         self._written: dict[str, _Written] = {}
         # counters, for tests and logs
@@ -221,7 +224,7 @@ class CapacityReservations:
 
         def on_capacity(etype: str, new: Obj | None, old: Obj | None) -> None:
             with self._lock:
-                self._planner = None
+                self._capacity_generation += 1
             enqueue(PLAN_KEY)
 
         def on_pod(etype: str, new: Obj | None, old: Obj | None) -> None:
@@ -307,12 +310,15 @@ class CapacityReservations:
 
     def _current_planner(self) -> CapacityPlanner:
         with self._lock:
-            planner = self._planner
-        if planner is None:
-            lvgs = self.lvgs.list() if self.lvgs is not None else []
-            planner = CapacityPlanner(self.acs.list(), self.options, lvgs)
-            with self._lock:
-                self._planner = planner
+            generation, kept = self._capacity_generation, self._planner
+        if kept is not None and kept[0] == generation:
+            return kept[1]
+        # Read after the generation: an AC event during the build bumps it again, and the
+        # next pass rebuilds instead of trusting a planner that may have missed it.
+        lvgs = self.lvgs.list() if self.lvgs is not None else []
+        planner = CapacityPlanner(self.acs.list(), self.options, lvgs)
+        with self._lock:
+            self._planner = (generation, planner)
         return planner
 
     def _write(self, acr: Obj, decision: Decision, now: datetime) -> bool:
