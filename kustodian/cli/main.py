@@ -192,7 +192,8 @@ def build_parser() -> argparse.ArgumentParser:
                                       "AvailableCapacityReservations; from the live cluster or --from DIR. "
                                       "Exit 1 when a reservation would be rejected.")
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
-    p.add_argument("--sequential-lvg", action="store_true", help="Plan LVG reservations one at a time")
+    p.add_argument("--sequential-lvg", action=argparse.BooleanOptionalAction, default=True,
+                   help="Plan LVG reservations one at a time (default, as csi-baremetal)")
     add_settings_flags(p, ToolSettings)
     p.set_defaults(func=_cmd_plan("capacity_plan"))
     return parser

@@ -79,10 +79,27 @@ def reclaim_plan(args: argparse.Namespace) -> int:
 
 def capacity_plan(args: argparse.Namespace) -> int:
     from kustodian.policy.capacity import PLAN_TABLE_HEADER, PlanOptions, plan_all, plan_table
-    from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY
+    from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY, LVG_KIND_KEY
+    from kustodian.policy.capacity.validation import validate_available_capacity, validate_reservation
 
-    objs = _objects(args, {AC_KIND_KEY: None, ACR_KIND_KEY: None})
+    objs = _objects(args, {AC_KIND_KEY: None, ACR_KIND_KEY: None, LVG_KIND_KEY: None})
     acs, acrs = objs[AC_KIND_KEY], objs[ACR_KIND_KEY]
-    decisions = plan_all(acrs, acs, datetime.now(UTC), PlanOptions(sequential_lvg=args.sequential_lvg))
+    # A malformed object would be skipped (AC) or rejected (ACR) by the planner; a plan that
+    # silently leaves capacity out is misleading, so name every bad field and plan nothing.
+    problems = []
+    for kind, items, check in (("AvailableCapacity", acs, validate_available_capacity),
+                               ("AvailableCapacityReservation", acrs, validate_reservation)):
+        for i, obj in enumerate(items):
+            errors = check(obj)
+            if errors:
+                meta = obj.get("metadata")
+                label = meta.get("name") if isinstance(meta, dict) else None
+                who = label if isinstance(label, str) and label else f"#{i + 1} (no name)"
+                problems.append(f"{kind} {who}: " + "; ".join(errors))
+    if problems:
+        sys.stderr.write("".join(f"invalid: {p}\n" for p in problems))
+        return 2
+    options = PlanOptions(sequential_lvg=args.sequential_lvg)
+    decisions = plan_all(acrs, acs, datetime.now(UTC), options, lvgs=objs[LVG_KIND_KEY])
     print_rows(PLAN_TABLE_HEADER, plan_table(decisions, acs, acrs))
     return 0 if all(d.status != "REJECTED" for d in decisions) else 1

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -75,18 +76,28 @@ def chart_webhook(kube_api: KubeApi, chart: list[Doc], crds_applied: None, rook_
         stop_webhook(hook)
 
 
+@pytest.fixture(scope="module")
+def csi_baremetal_crds(kube_api: KubeApi, upstream: Path) -> None:
+    """csi-baremetal's own CRDs (the operator's chart installs them; Kustodian ships none)."""
+    kube_api.kubectl("apply", "-f", str(upstream / "csi-baremetal" / "crds"))
+    kube_api.kubectl("wait", "--for=condition=Established", "--timeout=30s",
+                     "crd/availablecapacities.csi-baremetal.dell.com",
+                     "crd/availablecapacityreservations.csi-baremetal.dell.com")
+
+
 def ac(name: str, **spec: Any) -> Doc:
-    base = {"location": "drive-1", "nodeId": "node-a", "storageClass": "SSD", "size": 1 << 30}
-    return {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacity", "metadata": {"name": name},
+    base = {"Location": "drive-1", "NodeId": "node-a", "storageClass": "SSD", "Size": 1 << 30}
+    return {"apiVersion": "csi-baremetal.dell.com/v1", "kind": "AvailableCapacity", "metadata": {"name": name},
             "spec": {**base, **spec}}
 
 
 @pytest.mark.parametrize(("spec", "why"), [
-    ({"size": -1}, "spec.size"),
-    ({"storageClass": "FOO"}, "spec.storageClass"),
+    ({"Size": -1}, "spec.Size: must be a non-negative integer, got -1"),
+    ({"storageClass": "FOO"}, "spec.storageClass: must be one of"),
 ], ids=["negative-size", "unknown-class"])
-def test_the_crd_schema_refuses_an_invalid_available_capacity(
-        kube_api: KubeApi, crds_applied: None, spec: dict[str, Any], why: str) -> None:
+def test_the_webhook_refuses_an_invalid_available_capacity(
+        kube_api: KubeApi, csi_baremetal_crds: None, chart_webhook: WebhookProcess,
+        spec: dict[str, Any], why: str) -> None:
     good = f"ac-{uuid.uuid4().hex[:8]}"
     bad = f"ac-{uuid.uuid4().hex[:8]}"
     try:
@@ -95,9 +106,21 @@ def test_the_crd_schema_refuses_an_invalid_available_capacity(
         assert "node-a" in out and "SSD" in out
         proc = kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(ac(bad, **spec)), check=False)
         assert proc.returncode != 0
-        assert "is invalid" in proc.stderr and why in proc.stderr
+        assert 'admission webhook "capacity-validation.kustodian.io" denied the request' in proc.stderr
+        assert why in proc.stderr
     finally:
         kube_api.kubectl("delete", "ac", good, bad, "--ignore-not-found")
+
+
+def test_the_webhook_admits_upstreams_example_objects(
+        kube_api: KubeApi, csi_baremetal_crds: None, chart_webhook: WebhookProcess, upstream: Path) -> None:
+    derived = upstream / "csi-baremetal" / "derived"
+    try:
+        for name in ("ac.yaml", "acr.yaml", "lvg.yaml", "drive.yaml"):
+            kube_api.kubectl("apply", "--validate=strict", "-f", str(derived / name))
+    finally:
+        for name in ("ac.yaml", "acr.yaml", "lvg.yaml", "drive.yaml"):
+            kube_api.kubectl("delete", "--ignore-not-found", "-f", str(derived / name))
 
 
 def test_deletion_guard_story_through_the_chart_configuration(
@@ -140,15 +163,15 @@ def test_schedule_validation_through_the_chart_configuration(
 
 
 def test_capacity_validation_through_the_chart_configuration(
-        kube_api: KubeApi, chart_webhook: WebhookProcess) -> None:
+        kube_api: KubeApi, csi_baremetal_crds: None, chart_webhook: WebhookProcess) -> None:
     name = f"acr-{uuid.uuid4().hex[:8]}"
     # schema-valid but incoherent: RESERVED on a node it never requested (only the webhook knows)
-    acr = {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacityReservation",
+    acr = {"apiVersion": "csi-baremetal.dell.com/v1", "kind": "AvailableCapacityReservation",
            "metadata": {"name": name},
-           "spec": {"namespace": "default", "status": "RESERVED",
-                    "nodeRequests": {"requested": ["node-a"], "reserved": ["node-z"]},
-                    "reservationRequests": [{"capacityRequest": {"name": "v", "storageClass": "SSD", "size": 1},
-                                             "reservations": ["ac-1"]}]}}
+           "spec": {"Namespace": "default", "Status": "RESERVED",
+                    "NodeRequests": {"Requested": ["node-a"], "Reserved": ["node-z"]},
+                    "ReservationRequests": [{"CapacityRequest": {"Name": "v", "StorageClass": "SSD", "Size": 1},
+                                             "Reservations": ["ac-1"]}]}}
     try:
         proc = kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(acr), check=False)
         assert proc.returncode != 0

@@ -17,7 +17,6 @@ from cryptography import x509
 from cryptography.hazmat.primitives.asymmetric import ec, padding, rsa
 
 from kustodian.cli import build_parser
-from kustodian.policy.capacity.validation import validate_available_capacity, validate_reservation
 from kustodian.policy.deletion import load_rules
 from kustodian.settings import WebhookSettings, settings_from_args
 from kustodian.testing.webhooks import webhook_configurations
@@ -209,7 +208,10 @@ def test_webhooks_are_scoped_to_exactly_what_the_features_handle(name: str, rend
         assert cfg["matchConditions"][0]["expression"] == "request.name == 'kustodian-reclaim-config'"
     if "capacity-validation.kustodian.io" in hooks:
         cap = hooks["capacity-validation.kustodian.io"]
-        assert cap["rules"][0]["apiGroups"] == ["kustodian.io"]
+        # csi-baremetal's own objects (Kustodian has no AC/ACR CRD), and its extender must not
+        # be stopped by Kustodian being down
+        assert (cap["rules"][0]["apiGroups"], cap["rules"][0]["apiVersions"]) == (["csi-baremetal.dell.com"], ["v1"])
+        assert cap["failurePolicy"] == "Ignore"
         assert sorted(cap["rules"][0]["operations"]) == ["CREATE", "UPDATE"]
 
 
@@ -318,22 +320,6 @@ def _crd_schema(docs: list[Doc], name: str) -> dict[str, Any]:
     return schema
 
 
-def valid_ac(name: str = "ac-1") -> Doc:
-    return {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacity", "metadata": {"name": name},
-            "spec": {"location": "drive-uuid-1", "nodeId": "node-a", "storageClass": "SSD", "size": 1 << 40}}
-
-
-def valid_acr() -> Doc:
-    return {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacityReservation",
-            "metadata": {"name": "pod-1"},
-            "spec": {"namespace": "default", "status": "RESERVED",
-                     "nodeRequests": {"requested": ["node-a", "node-b"], "reserved": ["node-a"]},
-                     "reservationRequests": [{"capacityRequest": {"name": "vol-1", "storageClass": "ANY",
-                                                                  "size": 1 << 30, "storageGroup": "g"},
-                                              "reservations": ["ac-1"]}]},
-            "status": {"reason": "", "message": ""}}
-
-
 def valid_orphan() -> Doc:
     return {"apiVersion": "kustodian.io/v1alpha1", "kind": "OrphanedReplicaDir", "metadata": {"name": "o", "namespace": "k"},
             "spec": {"nodeID": "node-a", "type": "replica",
@@ -357,27 +343,14 @@ def _mutated(doc: Doc, path: str, value: Any) -> Doc:
 
 
 INVALID = [
-    ("availablecapacities.kustodian.io", valid_ac(), "spec.size", -1),
-    ("availablecapacities.kustodian.io", valid_ac(), "spec.storageClass", "FOO"),
-    ("availablecapacities.kustodian.io", valid_ac(), "spec.storageClass", "ANY"),
-    ("availablecapacities.kustodian.io", valid_ac(), "spec.nodeId", ""),
-    ("availablecapacityreservations.kustodian.io", valid_acr(), "spec.status", "DONE"),
-    ("availablecapacityreservations.kustodian.io", valid_acr(),
-     "spec.reservationRequests.0.capacityRequest.size", -5),
-    ("availablecapacityreservations.kustodian.io", valid_acr(), "spec.reservationRequests", []),
     ("orphanedreplicadirs.kustodian.io", valid_orphan(), "spec.type", "engine"),
 ]
 
 
 def test_kustodian_objects_are_valid_against_the_crd_schemas(rendered: dict[str, list[Doc]]) -> None:
     docs = rendered["default"]
-    for crd, obj in [("availablecapacities.kustodian.io", valid_ac()),
-                     ("availablecapacityreservations.kustodian.io", valid_acr()),
-                     ("orphanedreplicadirs.kustodian.io", valid_orphan())]:
-        jsonschema.validate(obj, _crd_schema(docs, crd))
-    # the CRD schema and Kustodian's own validation agree on the valid objects
-    assert validate_available_capacity(valid_ac()) == []
-    assert validate_reservation(valid_acr()) == []
+    # (AvailableCapacity objects are csi-baremetal's: their CRDs come from its operator)
+    jsonschema.validate(valid_orphan(), _crd_schema(docs, "orphanedreplicadirs.kustodian.io"))
 
 
 @pytest.mark.parametrize(("crd", "obj", "path", "value"), INVALID,
@@ -387,22 +360,15 @@ def test_invalid_kustodian_objects_are_refused_by_the_crd_schema(
     bad = _mutated(obj, path, value)
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, _crd_schema(rendered["default"], crd))
-    if crd.startswith("availablecapacities"):
-        assert validate_available_capacity(bad)
-    elif crd.startswith("availablecapacityreservations"):
-        assert validate_reservation(bad)
 
 
 def test_crds_are_in_the_crds_directory_with_printer_columns(tmp_path: Path) -> None:
     files = sorted(p.name for p in (CHART / "crds").iterdir())
-    assert files == ["availablecapacities.kustodian.io.yaml", "availablecapacityreservations.kustodian.io.yaml",
-                     "orphanedreplicadirs.kustodian.io.yaml"]
+    assert files == ["orphanedreplicadirs.kustodian.io.yaml"]  # AC/ACR are csi-baremetal's own CRDs
     docs = render(None, tmp_path)
     short = {d["metadata"]["name"]: (d["spec"]["scope"], d["spec"]["names"]["shortNames"])
              for d in find(docs, "CustomResourceDefinition")}
-    assert short == {"availablecapacities.kustodian.io": ("Cluster", ["ac"]),
-                     "availablecapacityreservations.kustodian.io": ("Cluster", ["acr"]),
-                     "orphanedreplicadirs.kustodian.io": ("Namespaced", ["ordir"])}
+    assert short == {"orphanedreplicadirs.kustodian.io": ("Namespaced", ["ordir"])}
     for d in find(docs, "CustomResourceDefinition"):
         assert d["spec"]["versions"][0]["additionalPrinterColumns"]
     assert not find(render(None, tmp_path, include_crds=False), "CustomResourceDefinition")

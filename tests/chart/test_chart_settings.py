@@ -99,7 +99,7 @@ def _controllers_values(v: dict[str, Any]) -> Values:
                          "delay": cleanup.get("delay", "10m"),
                          "detect_recreated": cleanup.get("detectRecreatedNodes", False)},
         "capacity": {"enabled": capacity.get("enabled", False),
-                     "sequential_lvg": capacity.get("sequentialLvg", False)},
+                     "sequential_lvg": capacity.get("sequentialLvg", True)},
     }
 
 

@@ -13,30 +13,31 @@ from tests.webhook.conftest import RunningServer
 
 def review(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-            "request": {"uid": "cap-1", "kind": {"group": "kustodian.io", "version": "v1alpha1", "kind": kind},
-                        "resource": {"group": "kustodian.io", "version": "v1alpha1", "resource": "x"},
+            "request": {"uid": "cap-1", "kind": {"group": "csi-baremetal.dell.com", "version": "v1", "kind": kind},
+                        "resource": {"group": "csi-baremetal.dell.com", "version": "v1", "resource": "x"},
                         "name": obj["metadata"]["name"], "operation": "CREATE", "object": obj}}
 
 
-GOOD_AC: dict[str, Any] = {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacity", "metadata": {"name": "ac-1"},
-           "spec": {"location": "uuid-1", "nodeId": "n1", "storageClass": "HDD", "size": 1 << 30}}
+GOOD_AC: dict[str, Any] = {"apiVersion": "csi-baremetal.dell.com/v1", "kind": "AvailableCapacity",
+                           "metadata": {"name": "ac-1"},
+                           "spec": {"Location": "uuid-1", "NodeId": "n1", "storageClass": "HDD", "Size": 1 << 30}}
 
 
 @pytest.mark.parametrize(("kind", "spec", "expected"), [
-    ("AvailableCapacity", {**GOOD_AC["spec"], "size": -5}, "spec.size"),
-    ("AvailableCapacity", {**GOOD_AC["spec"], "size": "10Gi"}, "spec.size"),
-    ("AvailableCapacity", {**GOOD_AC["spec"], "size": True}, "spec.size"),
+    ("AvailableCapacity", {**GOOD_AC["spec"], "Size": -5}, "spec.Size"),
+    ("AvailableCapacity", {**GOOD_AC["spec"], "Size": "10Gi"}, "spec.Size"),
+    ("AvailableCapacity", {**GOOD_AC["spec"], "Size": True}, "spec.Size"),
     ("AvailableCapacity", {**GOOD_AC["spec"], "storageClass": "FLOPPY"}, "spec.storageClass"),
     ("AvailableCapacityReservation",
-     {"namespace": "default", "status": "REQUESTED", "nodeRequests": {"requested": ["n1"]},
-      "reservationRequests": [{"capacityRequest": {"name": "v", "storageClass": "HDD", "size": 1.5}}]},
-     "spec.reservationRequests[0].capacityRequest.size"),
+     {"Namespace": "default", "Status": "REQUESTED", "NodeRequests": {"Requested": ["n1"]},
+      "ReservationRequests": [{"CapacityRequest": {"Name": "v", "StorageClass": "HDD", "Size": 1.5}}]},
+     "spec.ReservationRequests[0].CapacityRequest.Size"),
 ], ids=["negative-size", "string-size", "bool-size", "unknown-class", "fractional-request"])
 def test_malformed_capacity_objects_are_refused_with_the_field_path(
         running: tuple[RunningServer, Registry], kind: str, spec: dict[str, Any], expected: str) -> None:
     srv, registry = running
     capacity.register(registry)
-    obj = {"apiVersion": "kustodian.io/v1alpha1", "kind": kind, "metadata": {"name": "x"}, "spec": spec}
+    obj = {"apiVersion": "csi-baremetal.dell.com/v1", "kind": kind, "metadata": {"name": "x"}, "spec": spec}
     with srv.client() as client:
         resp = client.post("/validate", json=review(kind, obj)).json()["response"]
         assert resp["allowed"] is False and resp["status"]["code"] == 422

@@ -1,16 +1,26 @@
-"""Capacity reservations: every REQUESTED ACR gets drives, stale ACRs are collected.
+"""Capacity reservations for csi-baremetal: a drop-in for its reservation controller.
 
-Two keys, not one key per ACR, because a reservation is only sound if it was planned
+It works on csi-baremetal's own ``csi-baremetal.dell.com/v1`` AvailableCapacity,
+AvailableCapacityReservation and LogicalVolumeGroup objects, as the scheduler extender
+creates and reads them (run it *instead of* csi-baremetal's reservation controller:
+two planners would promise the same drives).
+
+Three keys, not one key per ACR, because a reservation is only sound if it was planned
 against *every* other reservation:
 
-- ``plan``: one deterministic batch (``policy.capacity.plan_all``) over the AC and ACR
-  caches; each decision is written with the resourceVersion it was computed from.  The
-  runtime never runs one key on two workers, so batches never overlap.  A 409 means
-  the ACR changed under us: it is re-read and the *whole* batch is planned again (the
-  decisions after it assumed its old shape, so they are not written from a stale plan).
-- ``gc``: ACRs whose pod is gone, and RESERVED ACRs older than the TTL (upstream
-  #375/#390), are deleted with a UID precondition and a Warning event.  Requeued every
-  ``gc_interval``; a pod deletion that orphans an ACR wakes it at once.
+- ``plan``: one deterministic batch over the AC and ACR caches, through a
+  ``CapacityPlanner`` kept between passes (rebuilt only when an AC or LVG changes), so
+  one new ACR costs its own placement, not the cluster's.  Each decision is written
+  with the resourceVersion it was computed from.  The runtime never runs one key on two
+  workers, so batches never overlap.  A 409 means the ACR changed under us: it is
+  re-read and the *whole* batch is planned again.
+- ``release``: a pod bound to a node (``spec.nodeName``) needs only that node's
+  reservations; the others are handed back at once (``narrow_to_node``), so
+  reservations stop hoarding capacity.  The Kubernetes node is mapped to its
+  csi-baremetal node ID by the ``nodes.csi-baremetal.dell.com/uuid`` annotation/label.
+- ``gc``: ACRs whose pod (``<namespace>-<pod>``) is gone or Running, and RESERVED ACRs
+  past the TTL since their last status change, are deleted with a UID precondition and
+  a Warning event.  Requeued every ``gc_interval``; pod events wake it at once.
 
 Our own writes reach the watch cache a moment later; planning the next batch from a
 cache that still shows an ACR as REQUESTED could hand its drives to someone else
@@ -37,24 +47,38 @@ from kustodian.kube.cache import WatchCache, slim
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import Conflict, NotFound
 from kustodian.kube.events import EventRecorder
-from kustodian.kube.resources import PODS, Resource
+from kustodian.kube.resources import NODES, PODS, Resource
 from kustodian.policy.capacity import (
+    CapacityPlanner,
     Decision,
     PlanOptions,
+    PodState,
     apply_decision,
-    plan_all,
+    bound_releases,
+    narrow_to_node,
     pod_key,
     stale_reservations,
 )
-from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY, REJECTED, REQUESTED, RESERVED, WAIT
+from kustodian.policy.capacity.model import (
+    AC_KIND_KEY,
+    ACR_KIND_KEY,
+    LVG_KIND_KEY,
+    NODE_ID_KEY,
+    REJECTED,
+    REQUESTED,
+    RESERVED,
+    WAIT,
+)
 from kustodian.policy.jsonpatch import json_equal
-from kustodian.policy.objects import RawObject, field, name, str_field, uid
+from kustodian.policy.objects import RawObject, map_field, name, str_field, uid
 from kustodian.runtime.workqueue import Result
 
 log = logging.getLogger(__name__)
 
 PLAN_KEY: Final = "plan"
 GC_KEY: Final = "gc"
+RELEASE_KEY: Final = "release"
+EVENT_RELEASED: Final = "ReservationNarrowed"
 POD_INDEX: Final = "pod"
 EVENT_COLLECTED: Final = "ReservationCollected"
 # Lower bound of a WAIT requeue: a zero delay would spin at the deadline.
@@ -69,11 +93,31 @@ def utc_now() -> datetime:
 
 
 def pod_identity(pod: Obj) -> Obj:
-    """Cached form of a Pod for the garbage collector: who it is, nothing else."""
+    """Cached form of a Pod: who it is, where it is bound and its phase, nothing else."""
     meta = pod.get("metadata") or {}
     keys = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
-    kept = {k: meta[k] for k in keys if k in meta}
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": kept}
+    kept: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {k: meta[k] for k in keys if k in meta}}
+    node_name = (pod.get("spec") or {}).get("nodeName")
+    if isinstance(node_name, str) and node_name:
+        kept["spec"] = {"nodeName": node_name}
+    phase = (pod.get("status") or {}).get("phase")
+    if isinstance(phase, str) and phase:
+        kept["status"] = {"phase": phase}
+    return kept
+
+
+def node_identity(node: Obj, key: str = NODE_ID_KEY) -> Obj:
+    """Cached form of a Node: its name and csi-baremetal node ID (annotation, else label)."""
+    meta = node.get("metadata") or {}
+    node_id = (meta.get("annotations") or {}).get(key) or (meta.get("labels") or {}).get(key)
+    kept: Obj = {"name": meta.get("name", ""), "resourceVersion": meta.get("resourceVersion", "")}
+    if isinstance(node_id, str) and node_id:
+        kept["annotations"] = {key: node_id}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": kept}
+
+
+def _pod_state(pod: RawObject) -> PodState:
+    return PodState(node_name=str_field(pod, "spec", "nodeName"), phase=str_field(pod, "status", "phase"))
 
 
 def _pod_index(acr: Mapping[str, Any]) -> tuple[str, ...]:
@@ -133,10 +177,11 @@ class CapacityReservations:
                  reservation_ttl: timedelta = timedelta(hours=1),
                  gc_interval: timedelta = timedelta(minutes=1),
                  recorder: EventRecorder | None = None, clock: Clock = utc_now,
-                 max_rounds: int = 5) -> None:
+                 max_rounds: int = 5, node_id_key: str = NODE_ID_KEY) -> None:
         self.client = client
         self.ac_resource = resources[AC_KIND_KEY]
         self.acr_resource = resources[ACR_KIND_KEY]
+        self.node_id_key = node_id_key
         self.options = options or PlanOptions()
         self.reservation_ttl = reservation_ttl
         self.gc_interval = gc_interval
@@ -146,7 +191,16 @@ class CapacityReservations:
         self.acs = WatchCache(client, self.ac_resource)
         self.acrs = WatchCache(client, self.acr_resource, indexers={POD_INDEX: _pod_index})
         self.pods = WatchCache(client, PODS, transform=pod_identity)
+        self.nodes = WatchCache(client, NODES, transform=lambda n: node_identity(n, node_id_key))
+        # Without the LVG CRD nothing can mark a volume group failed: plan without it.
+        lvg_resource = resources.get(LVG_KIND_KEY)
+        self.lvgs = WatchCache(client, lvg_resource) if lvg_resource is not None else None
         self._lock = threading.Lock()
+        # The kept planner and the AC/LVG generation it was built from (any AC/LVG event
+        # bumps the generation; a planner built from an older one is rebuilt).
+        self._planner: tuple[int, CapacityPlanner] | None = None
+        self._capacity_generation = 0
+        self.released = 0
         self._written: dict[str, _Written] = {}
         # counters, for tests and logs
         self.writes = 0
@@ -155,27 +209,47 @@ class CapacityReservations:
 
     @property
     def caches(self) -> list[WatchCache]:
-        return [self.acs, self.acrs, self.pods]
+        return [self.acs, self.acrs, self.pods, self.nodes] + ([self.lvgs] if self.lvgs is not None else [])
 
     def synced(self) -> bool:
         return all(c.synced.is_set() for c in self.caches)
 
     def wire(self, enqueue: Enqueue) -> None:
-        """Any AC/ACR change re-plans; a pod deletion that orphans an ACR collects garbage."""
+        """AC/ACR/LVG changes re-plan; pod binding releases; pod deletion or Running collects."""
+
+        def on_acr(etype: str, new: Obj | None, old: Obj | None) -> None:
+            enqueue(PLAN_KEY)
+            if new is not None and str_field(new, "spec", "Status") == RESERVED:
+                enqueue(RELEASE_KEY)  # its pod may have been bound before it was reserved
 
         def on_capacity(etype: str, new: Obj | None, old: Obj | None) -> None:
+            with self._lock:
+                self._capacity_generation += 1
             enqueue(PLAN_KEY)
 
         def on_pod(etype: str, new: Obj | None, old: Obj | None) -> None:
-            if etype == "DELETED" and old is not None:
-                key = f"{str_field(old, 'metadata', 'namespace')}/{name(old)}"
-                if self.acrs.by_index(POD_INDEX, key):
-                    enqueue(GC_KEY)
+            pod = new if new is not None else old
+            if pod is None:
+                return
+            key = f"{str_field(pod, 'metadata', 'namespace')}/{name(pod)}"
+            if not self.acrs.by_index(POD_INDEX, key):
+                return
+            if etype == "DELETED" or str_field(pod, "status", "phase") == "Running":
+                enqueue(GC_KEY)
+            elif str_field(pod, "spec", "nodeName"):
+                enqueue(RELEASE_KEY)
+
+        def on_node(etype: str, new: Obj | None, old: Obj | None) -> None:
+            enqueue(RELEASE_KEY)
 
         self.acs.add_handler(on_capacity)
-        self.acrs.add_handler(on_capacity)
+        if self.lvgs is not None:
+            self.lvgs.add_handler(on_capacity)
+        self.acrs.add_handler(on_acr)
         self.pods.add_handler(on_pod)
+        self.nodes.add_handler(on_node)
         enqueue(PLAN_KEY)
+        enqueue(RELEASE_KEY)
         enqueue(GC_KEY)  # starts the periodic collection (each pass requeues itself)
 
     def reconcile(self, key: str) -> Result | None:
@@ -183,6 +257,8 @@ class CapacityReservations:
             return self.plan()
         if key == GC_KEY:
             return self.collect_garbage()
+        if key == RELEASE_KEY:
+            return self.release_unchosen()
         log.warning("capacity: unknown key %r ignored", key)
         return None
 
@@ -216,13 +292,14 @@ class CapacityReservations:
             return Result(requeue_after=0.5)
         for _round in range(self.max_rounds):
             acrs = self.snapshot()
-            if not any(str_field(a, "spec", "status") == REQUESTED for a in acrs):
+            if not any(str_field(a, "spec", "Status") == REQUESTED for a in acrs):
                 return None
             by_name = {name(a): a for a in acrs}
-            decisions = plan_all(acrs, self.acs.list(), self.clock(), self.options)
+            now = self.clock()
+            decisions = self._current_planner().plan_requested(acrs, now)
             retry: float | None = None
             for decision in decisions:
-                if not self._write(by_name[decision.acr_name], decision):
+                if not self._write(by_name[decision.acr_name], decision, now):
                     break  # the ACR changed: re-plan the batch with its fresh copy
                 if decision.status == WAIT and decision.retry_after is not None:
                     wait = max(_MIN_REQUEUE, decision.retry_after.total_seconds())
@@ -231,10 +308,23 @@ class CapacityReservations:
                 return Result(requeue_after=retry) if retry is not None else None
         raise Conflict(409, "Conflict", f"ACRs kept changing during {self.max_rounds} planning rounds")
 
-    def _write(self, acr: Obj, decision: Decision) -> bool:
+    def _current_planner(self) -> CapacityPlanner:
+        with self._lock:
+            generation, kept = self._capacity_generation, self._planner
+        if kept is not None and kept[0] == generation:
+            return kept[1]
+        # Read after the generation: an AC event during the build bumps it again, and the
+        # next pass rebuilds instead of trusting a planner that may have missed it.
+        lvgs = self.lvgs.list() if self.lvgs is not None else []
+        planner = CapacityPlanner(self.acs.list(), self.options, lvgs)
+        with self._lock:
+            self._planner = (generation, planner)
+        return planner
+
+    def _write(self, acr: Obj, decision: Decision, now: datetime) -> bool:
         """Write ``decision`` with ``acr``'s resourceVersion; False after a 409 (fresh copy kept)."""
         acr_name = decision.acr_name
-        patch = merge_patch(acr, apply_decision(acr, decision))
+        patch = merge_patch(acr, apply_decision(acr, decision, now))
         if not patch:
             return True  # already written (e.g. the same WAIT message)
         stale_rv = _rv(acr)
@@ -266,8 +356,7 @@ class CapacityReservations:
         elif decision.status == REJECTED:
             log.info("ACR %s: REJECTED: %s", acr_name, decision.reason, extra=extra)
             if self.recorder is not None:
-                self.recorder.record(written, "Warning", str_field(written, "status", "reason") or REJECTED,
-                                     decision.reason)
+                self.recorder.record(written, "Warning", "Rejected", decision.reason)
         else:
             log.info("ACR %s: waiting: %s", acr_name, decision.reason, extra=extra)
         return True
@@ -275,25 +364,59 @@ class CapacityReservations:
     # -- garbage collection --------------------------------------------------------------------
 
     def collect_garbage(self) -> Result:
-        """Delete ACRs whose pod is gone and RESERVED ACRs older than the TTL."""
+        """Delete ACRs whose pod is gone or Running, and RESERVED ACRs past the TTL."""
         if not self.synced():
             return Result(requeue_after=0.5)
         acrs = self.snapshot()  # before the pods: a pod missing afterwards is not merely new
-        live = {f"{str_field(p, 'metadata', 'namespace')}/{name(p)}" for p in self.pods.list()}
-        now = self.clock()
+        pods = {f"{str_field(p, 'metadata', 'namespace')}/{name(p)}": _pod_state(p) for p in self.pods.list()}
         by_name = {name(a): a for a in acrs}
-        for acr_name in stale_reservations(acrs, live, now, self.reservation_ttl):
-            acr = by_name[acr_name]
-            key = pod_key(acr)
-            if key and key not in live:
-                if self._pod_exists(key):
-                    continue  # the pod cache is behind the ACR cache
-                why = f"its pod {key} no longer exists"
-            else:
-                created = field(acr, "metadata", "creationTimestamp")
-                why = f"RESERVED since {created}, longer than the {self.reservation_ttl} TTL"
-            self._delete(acr, why)
+        for stale in stale_reservations(acrs, pods, self.clock(), self.reservation_ttl):
+            if stale.pod_gone and self._pod_exists(stale.pod_gone):
+                continue  # the pod cache is behind the ACR cache
+            self._delete(by_name[stale.name], stale.why)
         return Result(requeue_after=self.gc_interval.total_seconds())
+
+    # -- releasing what the scheduler did not pick ---------------------------------------------
+
+    def _ac_node(self, ac_name: str) -> str:
+        return str_field(self.acs.get(None, ac_name), "spec", "NodeId")
+
+    def release_unchosen(self) -> Result | None:
+        """Narrow every RESERVED ACR whose pod is bound to that node's reservations."""
+        if not self.synced():
+            return Result(requeue_after=0.5)
+        acrs = self.snapshot()
+        pods = {f"{str_field(p, 'metadata', 'namespace')}/{name(p)}": _pod_state(p) for p in self.pods.list()}
+        node_ids = {}
+        for node in self.nodes.list():
+            node_id = map_field(node, "metadata", "annotations").get(self.node_id_key)
+            if isinstance(node_id, str) and node_id:
+                node_ids[name(node)] = node_id
+        by_name = {name(a): a for a in acrs}
+        retry = False
+        for acr_name, node_id in bound_releases(acrs, pods, node_ids):
+            acr = by_name[acr_name]
+            narrowed = narrow_to_node(acr, node_id, self._ac_node)
+            if narrowed is None:
+                continue
+            patch = merge_patch(acr, narrowed)
+            patch.setdefault("metadata", {})["resourceVersion"] = _rv(acr)
+            extra = {"kind": "AvailableCapacityReservation", "object": acr_name}
+            try:
+                written = self.client.patch(self.acr_resource, acr_name, patch)
+            except NotFound:
+                continue
+            except Conflict:
+                retry = True  # changed under us: look again with the fresh copy
+                continue
+            with self._lock:
+                self.released += 1
+                self._written[acr_name] = _Written(slim(written), _rv(acr))
+            message = f"pod bound to node {node_id}: reservations on the other nodes released"
+            log.info("ACR %s: %s", acr_name, message, extra=extra)
+            if self.recorder is not None:
+                self.recorder.record(written, "Normal", EVENT_RELEASED, message)
+        return Result(requeue_after=0.2) if retry else None
 
     def _pod_exists(self, key: str) -> bool:
         namespace, _, pod_name = key.partition("/")

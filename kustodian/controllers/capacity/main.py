@@ -1,6 +1,7 @@
 """Assembly of the capacity controller for ``kustodian controllers``.
 
-``build`` resolves the two CRDs through API discovery first: without them the caches
+``build`` resolves csi-baremetal's AC and ACR CRDs (and, if installed, its
+LogicalVolumeGroup CRD) through API discovery first: without them the caches
 would retry their watches forever and the sidecar would only time out waiting for a
 sync, so a missing CRD is refused at start with a message that says what to install.
 ``reconciler`` adapts the controller to the Manager's reconcile contract (which runs it
@@ -25,7 +26,7 @@ from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient
 from kustodian.kube.discovery import resolve
 from kustodian.kube.events import EventRecorder
-from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY
+from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY, LVG_KIND_KEY
 from kustodian.runtime.workqueue import Result
 from kustodian.settings import CapacityGroup
 
@@ -39,16 +40,17 @@ class CapacityCrdsMissing(ConfigError):
 def build(settings: CapacityGroup, client: KubeClient, recorder: EventRecorder | None = None, *,
           clock: Clock = utc_now) -> CapacityReservations:
     """The controller, wired to nothing and started nowhere."""
-    resources = resolve(client, (AC_KIND_KEY, ACR_KIND_KEY))
+    resources = resolve(client, (AC_KIND_KEY, ACR_KIND_KEY, LVG_KIND_KEY))
     missing = sorted({AC_KIND_KEY, ACR_KIND_KEY} - resources.keys())
     if missing:
         raise CapacityCrdsMissing(
-            f"the capacity controller needs the {', '.join(missing)} CRD(s): install the chart's crds/ "
+            f"the capacity controller needs the {', '.join(missing)} CRD(s): install csi-baremetal "
+            "(its operator's chart carries them) "
             "or disable it (--no-capacity / KUSTODIAN_CAPACITY__ENABLED=false)")
     return CapacityReservations(
         client, resources, options=settings.plan_options(),
         reservation_ttl=settings.reservation_ttl, gc_interval=settings.gc_interval,
-        recorder=recorder, clock=clock)
+        recorder=recorder, clock=clock, node_id_key=settings.node_id_key)
 
 
 class CapacityReconciler:

@@ -6,21 +6,32 @@ Split by what callers need, all pure:
 - ``planner``: ``plan`` (one ACR) and ``plan_all`` (every REQUESTED ACR, in order);
 - ``output``: ``apply_decision`` (the ACR to write) and ``plan_table`` (the CLI view);
 - ``validation``: field-path error lists for the admission webhook;
-- ``stale``: which ACRs the garbage collector should delete;
+- ``stale``: which ACRs the garbage collector should delete, which a bound pod shrinks;
 - ``synthetic``: a reproducible cluster for the bench harness and property tests.
 """
 
 from kustodian.policy.capacity.model import Decision, PlanOptions
-from kustodian.policy.capacity.output import PLAN_TABLE_HEADER, apply_decision, plan_table
-from kustodian.policy.capacity.planner import plan, plan_all
-from kustodian.policy.capacity.stale import pod_key, stale_reservations
+from kustodian.policy.capacity.output import PLAN_TABLE_HEADER, apply_decision, narrow_to_node, plan_table
+from kustodian.policy.capacity.planner import CapacityPlanner, plan, plan_all
+from kustodian.policy.capacity.stale import (
+    PodState,
+    StaleReservation,
+    bound_releases,
+    pod_key,
+    stale_reservations,
+)
 from kustodian.policy.capacity.validation import validate_available_capacity, validate_reservation
 
 __all__ = [
     "PLAN_TABLE_HEADER",
+    "CapacityPlanner",
     "Decision",
     "PlanOptions",
+    "PodState",
+    "StaleReservation",
     "apply_decision",
+    "bound_releases",
+    "narrow_to_node",
     "plan",
     "plan_all",
     "plan_table",

@@ -4,8 +4,14 @@ Everything the planner, the validators, the GC helpers and the CLI table agree o
 here, so that "what is an LVG class", "how big is a 4 MiB extent" and "what does a
 decision look like" are answered in exactly one place.
 
-Field names follow csi-baremetal (``AvailableCapacity`` / ``AvailableCapacityReservation``)
-but the group is ``kustodian.io/v1alpha1``.
+The objects are csi-baremetal's own (``csi-baremetal.dell.com/v1``), read and written
+exactly as its scheduler extender, capacity controller and volume manager do
+(dell/csi-baremetal ``api/generated/v1/types.pb.go``, ``api/v1/constants.go``): spec
+fields are upper camel case (``NodeId``, ``Size``, ``NodeRequests.Requested``) except
+the AvailableCapacity's lower-case ``storageClass``.  Kustodian has no CRD of its own
+for them; the ACR CRD has no ``status`` either, so what Kustodian adds for people
+(why REJECTED, since when in this status) lives in ``kustodian.io/*`` annotations,
+which the API server keeps and upstream's code carries along untouched.
 
 LVM arithmetic (the numbers csi-baremetal uses, made explicit):
 
@@ -28,18 +34,31 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
-GROUP: Final = "kustodian.io"
-API_VERSION: Final = "kustodian.io/v1alpha1"
+GROUP: Final = "csi-baremetal.dell.com"
+API_VERSION: Final = "csi-baremetal.dell.com/v1"
 AC_KIND: Final = "AvailableCapacity"
 ACR_KIND: Final = "AvailableCapacityReservation"
+LVG_KIND: Final = "LogicalVolumeGroup"
 # Kind keys, as ``policy.store`` names resources.
 AC_KIND_KEY: Final = f"{AC_KIND}.{GROUP}"
 ACR_KIND_KEY: Final = f"{ACR_KIND}.{GROUP}"
+LVG_KIND_KEY: Final = f"{LVG_KIND}.{GROUP}"
 
-STORAGE_GROUP_LABEL: Final = "kustodian.io/storage-group"
-# Which pod an ACR was made for (``<namespace>/<name>``); without it the pod is
-# ``spec.namespace`` + ``metadata.name``, as csi-baremetal names the ACR after the pod.
-POD_ANNOTATION: Final = "kustodian.io/pod"
+# api/v1/constants.go: StorageGroupLabelKey, DriveTaintKey / DriveTaintValue.  The
+# capacity controller copies a drive's taint label onto its AC; upstream's planner
+# (node_capacity.go) skips such ACs, and so does Kustodian's.
+STORAGE_GROUP_LABEL: Final = "drive.csi-baremetal.dell.com/storage-group"
+DRIVE_TAINT_LABEL: Final = "drive.csi-baremetal.dell.com/taint"
+DRIVE_TAINT_NO_SCHEDULE: Final = "NoSchedule"
+# pkg/crcontrollers/node/common/const.go: DeafultNodeIDAnnotationKey.  The csi-baremetal
+# node ID of a Kubernetes Node (what ACs and ACRs call a node) is this annotation or label.
+NODE_ID_KEY: Final = "nodes.csi-baremetal.dell.com/uuid"
+
+# What Kustodian adds to an ACR (the ACR CRD has no status to hold it).
+REASON_ANNOTATION: Final = "kustodian.io/reason"
+MESSAGE_ANNOTATION: Final = "kustodian.io/message"
+# When ``spec.Status`` last changed to its current value (RFC 3339); the TTL counts from it.
+STATUS_SINCE_ANNOTATION: Final = "kustodian.io/status-since"
 
 MIB: Final = 1 << 20
 GIB: Final = 1 << 30
@@ -64,10 +83,14 @@ LVG_MEDIA: Final[Mapping[str, str | None]] = MappingProxyType(
 REQUESTED: Final = "REQUESTED"
 RESERVED: Final = "RESERVED"
 REJECTED: Final = "REJECTED"
-ACR_STATUSES: Final = (REQUESTED, RESERVED, REJECTED)
+CANCELLED: Final = "CANCELLED"
+ACR_STATUSES: Final = (REQUESTED, RESERVED, REJECTED, CANCELLED)
+# api/v1/constants.go CSI statuses of a LogicalVolumeGroup that can never take a volume.
+LVG_UNUSABLE_STATUSES: Final = frozenset({"FAILED", "REMOVING", "REMOVED"})
+LVG_UNUSABLE_HEALTH: Final = frozenset({"BAD"})
 WAIT: Final = "WAIT"
 
-# ``status.reason`` codes written by ``apply_decision`` (``status.message`` has the text).
+# ``kustodian.io/reason`` codes written by ``apply_decision`` (``kustodian.io/message`` has the text).
 REASON_REJECTED: Final = "Rejected"
 REASON_WAITING: Final = "WaitingForLVGReservation"
 
@@ -102,25 +125,41 @@ def parse_timestamp(value: object) -> datetime | None:
         return None
     try:
         parsed = datetime.fromisoformat(value)
-    except ValueError:
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return parsed.astimezone(UTC)
+    except (ValueError, OverflowError):  # year 9999 with an offset overflows on conversion
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC)
+
+
+def format_timestamp(value: datetime) -> str:
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def plus(when: datetime, delta: timedelta) -> datetime:
+    """``when + delta``, saturating at the calendar's ends (a year-9999 timestamp is legal)."""
+    try:
+        return when + delta
+    except OverflowError:
+        return datetime.max.replace(tzinfo=UTC) if delta > timedelta(0) else datetime.min.replace(tzinfo=UTC)
 
 
 @dataclass(frozen=True)
 class PlanOptions:
     """Knobs of the planner; the defaults are what the controller runs with."""
 
-    # Minimise drives used by LVG volumes (the seed's optional feature): an ACR with an
-    # ``xLVG`` request waits while another ACR holding an ``xLVG`` reservation of the same
-    # class is RESERVED on one of its nodes.
-    sequential_lvg: bool = False
+    # Minimise drives used by LVG volumes (upstream's SequentialLVGReservation, on by
+    # default there too): an ACR with an ``xLVG`` request waits while another ACR holding
+    # an ``xLVG`` reservation of the same class is RESERVED on one of its nodes.
+    sequential_lvg: bool = True
     # ...but never longer than this after the waiting ACR was created (upstream #589).
     sequential_lvg_timeout: timedelta = timedelta(minutes=5)
     # How soon a waiting ACR should be looked at again (capped by the timeout).
     sequential_lvg_retry: timedelta = timedelta(seconds=10)
+    # Reserve on at most this many of the requested nodes (the first that fit, in the
+    # extender's order); 0 reserves on every node that fits, as upstream does.  The
+    # scheduler then chooses among fewer nodes, but an unbound pod holds far less.
+    max_reserved_nodes: int = 0
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ What is different from upstream, and why:
 Order is part of the contract, so that every replica and every re-run decides alike:
 requests are placed LVG first, then by size, then by name; ACs are tried by size, then
 by name; ``ANY`` tries HDD, then SSD, then NVME and never a volume group.  A request
-only takes ACs whose ``kustodian.io/storage-group`` label equals its ``storageGroup``
+only takes ACs whose storage-group label equals its ``StorageGroup``
 (both empty included): grouped drives are kept for their group.
 
 Speed (1,000 ACRs x 3 volumes over 1,000 nodes x 12 drives well under a second):
@@ -41,7 +41,8 @@ is built only for rejected ACRs, grouped by reason.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import json
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -49,7 +50,11 @@ from kustodian.policy.capacity.model import (
     AC_STORAGE_CLASSES,
     ANY_CLASS,
     ANY_ORDER,
+    DRIVE_TAINT_LABEL,
+    DRIVE_TAINT_NO_SCHEDULE,
     LVG_MEDIA,
+    LVG_UNUSABLE_HEALTH,
+    LVG_UNUSABLE_STATUSES,
     PE_SIZE,
     REJECTED,
     REQUESTED,
@@ -62,6 +67,7 @@ from kustodian.policy.capacity.model import (
     format_size,
     lvg_usable_size,
     parse_timestamp,
+    plus,
 )
 from kustodian.policy.capacity.validation import validate_reservation
 from kustodian.policy.objects import RawObject, field, is_deleting, list_field, name, str_field
@@ -87,32 +93,46 @@ class _Request:
 
 
 def _size_of(value: object) -> int | None:
+    if value is None:
+        return 0  # omitempty: upstream does not write a zero size
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
 
 
-def _parse_ac(ac: RawObject) -> tuple[str, tuple[int, str, str, str, str]] | None:
+def _parse_ac(ac: RawObject, bad_lvgs: Collection[str]) -> tuple[str, tuple[int, str, str, str, str]] | None:
     """``(name, (size, node, class, group, location))`` of a usable AC, else ``None``.
 
-    Twelve thousand ACs are read per batch, so plain dicts (what the JSON decoder
-    gives) take a direct path; anything else goes through the safe readers.
+    Not usable: malformed (the webhook refuses these), tainted ``NoSchedule`` (upstream's
+    node_capacity.go skips them too) and the AC of a volume group known to be failed or
+    going away.  A hundred thousand ACs are read per batch, so plain dicts (what the JSON
+    decoder gives) take a direct path; anything else goes through the safe readers.
     """
     meta, spec = ac.get("metadata"), ac.get("spec")
     if type(meta) is dict and type(spec) is dict:
         labels = meta.get("labels")
-        group = labels.get(STORAGE_GROUP_LABEL) if type(labels) is dict else None
-        ac_name, node = meta.get("name"), spec.get("nodeId")
-        storage_class, size, location = spec.get("storageClass"), spec.get("size"), spec.get("location")
+        if type(labels) is dict:
+            group = labels.get(STORAGE_GROUP_LABEL)
+            taint = labels.get(DRIVE_TAINT_LABEL)
+        else:
+            group = taint = None
+        ac_name, node = meta.get("name"), spec.get("NodeId")
+        storage_class, size, location = spec.get("storageClass"), spec.get("Size", 0), spec.get("Location")
     else:
         group = field(ac, "metadata", "labels", STORAGE_GROUP_LABEL)
-        ac_name, node = name(ac), str_field(ac, "spec", "nodeId")
-        storage_class, size = str_field(ac, "spec", "storageClass"), field(ac, "spec", "size")
-        location = str_field(ac, "spec", "location")
+        taint = field(ac, "metadata", "labels", DRIVE_TAINT_LABEL)
+        ac_name, node = name(ac), str_field(ac, "spec", "NodeId")
+        storage_class, size = str_field(ac, "spec", "storageClass"), field(ac, "spec", "Size")
+        size = 0 if size is None else size
+        location = str_field(ac, "spec", "Location")
     if (
         not isinstance(ac_name, str) or not ac_name or not isinstance(node, str) or not node
-        or storage_class not in _AC_CLASSES or type(size) is not int or size < 0
+        or type(storage_class) is not str or storage_class not in _AC_CLASSES
+        or type(size) is not int or size < 0
+        or taint == DRIVE_TAINT_NO_SCHEDULE
     ):
+        return None
+    if storage_class in LVG_MEDIA and location in bad_lvgs:
         return None
     return ac_name, (
         size,
@@ -123,15 +143,34 @@ def _parse_ac(ac: RawObject) -> tuple[str, tuple[int, str, str, str, str]] | Non
     )
 
 
+def unusable_lvgs(lvgs: Iterable[RawObject]) -> frozenset[str]:
+    """Names of LogicalVolumeGroups no volume may be placed in (FAILED, being removed, BAD)."""
+    return frozenset(
+        name(lvg) for lvg in lvgs
+        if str_field(lvg, "spec", "Status") in LVG_UNUSABLE_STATUSES
+        or str_field(lvg, "spec", "Health") in LVG_UNUSABLE_HEALTH
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """What one RESERVED ACR charged, so that it can be released exactly."""
+
+    version: str
+    charges: tuple[tuple[int, bool, int], ...]  # (AC id, LVG?, bytes)
+    lvg_keys: tuple[tuple[str, str], ...]  # (node, LVG class) it holds for sequential mode
+
+
 class _Capacity:
     """Every AC of the cluster and how much of it is already promised."""
 
-    def __init__(self, acs: Iterable[RawObject], track_lvg_holders: bool) -> None:
+    def __init__(self, acs: Iterable[RawObject], track_lvg_holders: bool,
+                 bad_lvgs: Collection[str] = frozenset()) -> None:
         best: dict[str, tuple[int, str, str, str, str]] = {}
         for ac in acs:
-            parsed = _parse_ac(ac)
+            parsed = _parse_ac(ac, bad_lvgs)
             if parsed is None:
-                continue  # the webhook refuses these; never plan on them
+                continue
             ac_name, entry = parsed
             # Names are unique in a real cluster; if a snapshot repeats one, keep a
             # choice that does not depend on input order.
@@ -144,8 +183,14 @@ class _Capacity:
         self.sizes: list[int] = [e[0] for _, e in ordered]
         self.nodes: list[str] = [e[1] for _, e in ordered]
         self.groups: list[str] = [e[3] for _, e in ordered]
+        self.is_group: list[bool] = [e[2] in LVG_MEDIA for _, e in ordered]
         self.usable: list[int] = []
         self.used: list[int] = []
+        # The ledger ``used`` is derived from: volumes holding each AC whole, LVG volumes
+        # in it and their bytes.  Counting (not overwriting) is what makes release exact.
+        self.whole_holds: list[int] = [0] * len(ordered)
+        self.lvg_holds: list[int] = [0] * len(ordered)
+        self.lvg_bytes: list[int] = [0] * len(ordered)
         buckets: dict[tuple[str, str], dict[str, list[int]]] = {}
         for i, (_, (size, node, storage_class, group, _loc)) in enumerate(ordered):
             if storage_class in LVG_MEDIA:
@@ -166,36 +211,78 @@ class _Capacity:
         # with one dict lookup: on a busy cluster most candidate nodes are such nodes.
         # Filled by ``summarize`` once the RESERVED ACRs are charged, kept by ``commit``.
         self.best: dict[tuple[str, str], dict[str, int]] = {}
+        self.summarized = False
         # (node, LVG class) -> RESERVED ACRs holding such a volume there (sequential mode).
         self.track_lvg_holders = track_lvg_holders
         self.lvg_holders: dict[tuple[str, str], set[str]] = {}
+        # ACR name -> what it charged.
+        self.held: dict[str, _Held] = {}
 
-    def hold(self, acr: RawObject) -> None:
+    def _charge(self, a: int, lvg: bool, size: int, sign: int) -> None:
+        if lvg:
+            self.lvg_holds[a] += sign
+            self.lvg_bytes[a] += sign * size
+        else:
+            self.whole_holds[a] += sign
+        if self.whole_holds[a] > 0:
+            self.used[a] = WHOLE
+        elif self.is_group[a] or self.lvg_holds[a] > 0:
+            self.used[a] = self.lvg_bytes[a]
+        else:
+            self.used[a] = FREE
+
+    def _apply(self, acr_name: str, held: _Held, sign: int) -> None:
+        touched = set()
+        for a, lvg, size in held.charges:
+            self._charge(a, lvg, size, sign)
+            touched.add((self.nodes[a], self.groups[a]))
+        if self.track_lvg_holders:
+            for key in held.lvg_keys:
+                if sign > 0:
+                    self.lvg_holders.setdefault(key, set()).add(acr_name)
+                else:
+                    holders = self.lvg_holders.get(key)
+                    if holders is not None:
+                        holders.discard(acr_name)
+        if self.summarized:
+            for node, group in touched:
+                self._refresh(node, group)
+
+    def hold(self, acr: RawObject, version: str = "") -> None:
         """Charge the ACs a RESERVED ACR holds (it may hold the same AC several times)."""
-        for item in list_field(acr, "spec", "reservationRequests"):
-            storage_class = str_field(item, "capacityRequest", "storageClass")
-            size = _size_of(field(item, "capacityRequest", "size"))
-            for ac_name in list_field(item, "reservations"):
+        charges: list[tuple[int, bool, int]] = []
+        classes: set[str] = set()
+        for item in list_field(acr, "spec", "ReservationRequests"):
+            storage_class = str_field(item, "CapacityRequest", "StorageClass")
+            size = _size_of(field(item, "CapacityRequest", "Size"))
+            if storage_class in LVG_MEDIA:
+                classes.add(storage_class)
+            for ac_name in list_field(item, "Reservations"):
                 i = self.index_of.get(ac_name) if isinstance(ac_name, str) else None
                 if i is None:
                     continue
-                current = self.used[i]
                 if storage_class in LVG_MEDIA and size is not None:
-                    if current != WHOLE:
-                        self.used[i] = max(current, 0) + align_to_extent(size)
+                    charges.append((i, True, align_to_extent(size)))
                 else:
                     # A whole-drive volume, or a request we cannot size: take it all,
                     # so a broken reservation never leads to over-promising.
-                    self.used[i] = WHOLE
-        if self.track_lvg_holders:
-            acr_name = name(acr)
-            classes = {
-                str_field(item, "capacityRequest", "storageClass")
-                for item in list_field(acr, "spec", "reservationRequests")
-            } & LVG_MEDIA.keys()
-            for node in list_field(acr, "spec", "nodeRequests", "reserved"):
-                for storage_class in classes:
-                    self.lvg_holders.setdefault((node, storage_class), set()).add(acr_name)
+                    charges.append((i, False, 0))
+        lvg_keys = tuple(
+            (node, storage_class)
+            for node in list_field(acr, "spec", "NodeRequests", "Reserved") if isinstance(node, str)
+            for storage_class in sorted(classes)
+        )
+        acr_name = name(acr)
+        self.release(acr_name)
+        held = _Held(version, tuple(charges), lvg_keys)
+        self.held[acr_name] = held
+        self._apply(acr_name, held, +1)
+
+    def release(self, acr_name: str) -> None:
+        """Undo what ``acr_name`` charged (nothing if it holds nothing)."""
+        held = self.held.pop(acr_name, None)
+        if held is not None:
+            self._apply(acr_name, held, -1)
 
     # -- placing -------------------------------------------------------------------
 
@@ -247,15 +334,6 @@ class _Capacity:
             pending[found] = charge
             chosen.append(found)
         return pending, chosen, -1
-
-    def commit(self, pending: Mapping[int, int]) -> None:
-        used = self.used
-        touched = set()
-        for a, charge in pending.items():
-            used[a] = charge
-            touched.add((self.nodes[a], self.groups[a]))
-        for node, group in touched:
-            self._refresh(node, group)
 
     # -- summaries -----------------------------------------------------------------
 
@@ -309,6 +387,7 @@ class _Capacity:
         """Compute ``best`` for every node; call once all RESERVED ACRs are charged."""
         for node, group in self.lists:
             self._refresh(node, group)
+        self.summarized = True
 
 
 _NO_ROOM: Mapping[str, int] = {}
@@ -336,17 +415,17 @@ def _describe(req: _Request, room: int | None, nodes: int) -> str:
 def _requests(acr: RawObject) -> list[_Request]:
     """The capacity requests of a *validated* ACR."""
     out = []
-    for i, item in enumerate(list_field(acr, "spec", "reservationRequests")):
-        storage_class = str_field(item, "capacityRequest", "storageClass")
-        size: int = field(item, "capacityRequest", "size")
+    for i, item in enumerate(list_field(acr, "spec", "ReservationRequests")):
+        storage_class = str_field(item, "CapacityRequest", "StorageClass")
+        size: int = field(item, "CapacityRequest", "Size") or 0
         lvg = storage_class in LVG_MEDIA
         out.append(
             _Request(
                 index=i,
-                name=str_field(item, "capacityRequest", "name"),
+                name=str_field(item, "CapacityRequest", "Name"),
                 storage_class=storage_class,
                 size=size,
-                group=str_field(item, "capacityRequest", "storageGroup"),
+                group=str_field(item, "CapacityRequest", "StorageGroup"),
                 need=align_to_extent(size) if lvg else size,
                 lvg=lvg,
                 media=LVG_MEDIA.get(storage_class),
@@ -356,7 +435,7 @@ def _requests(acr: RawObject) -> list[_Request]:
 
 
 def _requested_nodes(acr: RawObject) -> list[str]:
-    return list(dict.fromkeys(n for n in list_field(acr, "spec", "nodeRequests", "requested") if n))
+    return list(dict.fromkeys(n for n in list_field(acr, "spec", "NodeRequests", "Requested") if n))
 
 
 def _rejected(acr_name: str, reason: str) -> Decision:
@@ -377,7 +456,7 @@ def _wait_decision(
     created = parse_timestamp(field(acr, "metadata", "creationTimestamp"))
     if created is None:
         return None  # cannot tell how long it waited: never risk waiting forever
-    deadline = created + options.sequential_lvg_timeout
+    deadline = plus(created, options.sequential_lvg_timeout)
     if now >= deadline:
         return None  # waited long enough (upstream #589): no need to look for holders
     acr_name = name(acr)
@@ -482,10 +561,13 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
             break
     qualified: list[tuple[str, dict[int, int], list[int]]] = []
     failed: dict[str, tuple[int, dict[int, int]]] = {}
+    limit = options.max_reserved_nodes
     for node in alive:
         pending, chosen, failed_at = cap.try_node(node, ordered)
         if failed_at < 0:
             qualified.append((node, pending, chosen))
+            if len(qualified) == limit:
+                break
         else:
             failed[node] = (failed_at, pending)
 
@@ -493,15 +575,17 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
         return _rejected(acr_name, _rejection(cap, nodes, ordered, failed))
 
     picks: list[list[str]] = [[] for _ in reqs]
-    for _node, pending, chosen in qualified:
-        cap.commit(pending)
+    charges: list[tuple[int, bool, int]] = []
+    for _node, _pending, chosen in qualified:
         for req, a in zip(ordered, chosen, strict=True):
             picks[req.index].append(cap.names[a])
+            charges.append((a, req.lvg, req.need if req.lvg else 0))
     reserved_nodes = tuple(node for node, _, _ in qualified)
-    if cap.track_lvg_holders:
-        for storage_class in {r.storage_class for r in reqs if r.lvg}:
-            for node in reserved_nodes:
-                cap.lvg_holders.setdefault((node, storage_class), set()).add(acr_name)
+    lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
+    held = _Held(_PLANNED, tuple(charges), tuple((n, c) for n in reserved_nodes for c in lvg_classes))
+    cap.release(acr_name)
+    cap.held[acr_name] = held
+    cap._apply(acr_name, held, +1)
     return Decision(
         acr_name=acr_name,
         status=RESERVED,
@@ -510,12 +594,19 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
     )
 
 
+# The version of a hold the planner made itself: never equal to a real resourceVersion,
+# so the ACR as written (or not) replaces it at the next ``sync``.
+_PLANNED = "\x00planned"
+
+
 def plan(
     acr: RawObject,
     acs: Iterable[RawObject],
     acrs: Iterable[RawObject],
     now: datetime,
     options: PlanOptions | None = None,
+    *,
+    lvgs: Iterable[RawObject] = (),
 ) -> Decision:
     """Plan one ACR against the ACs and the other ACRs (only RESERVED ones count).
 
@@ -523,10 +614,10 @@ def plan(
     of the same name in ``acrs``) are ignored, so re-planning is idempotent.
     """
     options = options or PlanOptions()
-    cap = _Capacity(acs, options.sequential_lvg)
+    cap = _Capacity(acs, options.sequential_lvg, unusable_lvgs(lvgs))
     own = name(acr)
     for other in acrs:
-        if name(other) != own and str_field(other, "spec", "status") == RESERVED:
+        if name(other) != own and str_field(other, "spec", "Status") == RESERVED:
             cap.hold(other)
     cap.summarize()
     return _plan_one(cap, acr, now, options)
@@ -541,29 +632,84 @@ def _batch_order(acr: RawObject) -> tuple[bool, datetime, str]:
     return (created is None, created or _NO_TIME, name(acr))
 
 
+def _version(acr: RawObject) -> str:
+    """Identity of one version of an ACR: its resourceVersion, or (files, tests) its content."""
+    rv = str_field(acr, "metadata", "resourceVersion")
+    return rv if rv else json.dumps(field(acr, "spec"), sort_keys=True, default=str)
+
+
+class CapacityPlanner:
+    """The planner's state kept between passes: re-planning costs what changed, not the cluster.
+
+    Built once from the ACs (and LogicalVolumeGroups); ``plan_requested`` then takes the
+    current ACR snapshot, charges or releases only the ACRs whose version changed since
+    the last pass (a bound pod's released nodes, a deleted ACR, a decision as written)
+    and plans the REQUESTED ones.  Decisions of a pass are charged at once, under a
+    version no real object has, so the next pass replaces them with the ACR as it was
+    really written, or releases them if the write never happened.  Any change to an AC
+    or an LVG needs a new ``CapacityPlanner`` (the caller rebuilds; ACs change rarely).
+    """
+
+    def __init__(self, acs: Iterable[RawObject], options: PlanOptions | None = None,
+                 lvgs: Iterable[RawObject] = ()) -> None:
+        self.options = options or PlanOptions()
+        self._cap = _Capacity(acs, self.options.sequential_lvg, unusable_lvgs(lvgs))
+
+    def sync(self, acrs: Iterable[RawObject]) -> list[RawObject]:
+        """Charge the RESERVED ACRs as they are now; return the REQUESTED ones to plan."""
+        cap = self._cap
+        held_by = cap.held
+        todo: list[RawObject] = []
+        seen: set[str] = set()
+        for acr in acrs:
+            # Called with every ACR on every pass: plain dicts (the cache's) take a direct path.
+            meta, spec = acr.get("metadata"), acr.get("spec")
+            if type(meta) is dict and type(spec) is dict:
+                acr_name, status, rv = meta.get("name"), spec.get("Status"), meta.get("resourceVersion")
+                if type(acr_name) is not str:
+                    acr_name = ""
+            else:
+                acr_name, status, rv = name(acr), str_field(acr, "spec", "Status"), None
+            seen.add(acr_name)
+            if status == RESERVED:
+                held = held_by.get(acr_name)
+                if held is not None and type(rv) is str and rv and held.version == rv:
+                    continue  # unchanged since it was charged: the common case
+                version = _version(acr)
+                if held is None or held.version != version:
+                    cap.hold(acr, version)
+                continue
+            if acr_name in cap.held:
+                cap.release(acr_name)
+            if status == REQUESTED and not is_deleting(acr):
+                todo.append(acr)
+        for gone in cap.held.keys() - seen:
+            cap.release(gone)
+        return todo
+
+    def plan_requested(self, acrs: Iterable[RawObject], now: datetime) -> list[Decision]:
+        """Plan every REQUESTED ACR (not being deleted), oldest first, then by name."""
+        todo = self.sync(acrs)
+        if not self._cap.summarized:
+            self._cap.summarize()  # once, after the first charge of every RESERVED ACR
+        todo.sort(key=_batch_order)
+        return [_plan_one(self._cap, acr, now, self.options) for acr in todo]
+
+
 def plan_all(
     acrs: Iterable[RawObject],
     acs: Iterable[RawObject],
     now: datetime,
     options: PlanOptions | None = None,
+    *,
+    lvgs: Iterable[RawObject] = (),
 ) -> list[Decision]:
     """Plan every REQUESTED ACR (not being deleted), oldest first, then by name.
 
     RESERVED ACRs are charged first (also those being deleted: their drives are promised
     until they are gone); each ACR of the batch then sees what the earlier ones
-    reserved, exactly as if the controller had written them one by one.  REJECTED ACRs
-    are neither planned nor charged.  Returns one decision per planned ACR, in
-    planning order.
+    reserved, exactly as if the controller had written them one by one.  REJECTED and
+    CANCELLED ACRs are neither planned nor charged.  Returns one decision per planned
+    ACR, in planning order.
     """
-    options = options or PlanOptions()
-    cap = _Capacity(acs, options.sequential_lvg)
-    todo = []
-    for acr in acrs:
-        status = str_field(acr, "spec", "status")
-        if status == RESERVED:
-            cap.hold(acr)
-        elif status == REQUESTED and not is_deleting(acr):
-            todo.append(acr)
-    cap.summarize()
-    todo.sort(key=_batch_order)
-    return [_plan_one(cap, acr, now, options) for acr in todo]
+    return CapacityPlanner(acs, options, lvgs).plan_requested(acrs, now)

@@ -23,7 +23,6 @@ from kustodian.policy.capacity.model import (
     GIB,
     MIB,
     PE_SIZE,
-    POD_ANNOTATION,
     REQUESTED,
     STORAGE_GROUP_LABEL,
     lvg_usable_size,
@@ -78,7 +77,7 @@ def synthetic_cluster(
                 "apiVersion": API_VERSION,
                 "kind": AC_KIND,
                 "metadata": {"name": _uuid(rng), "labels": labels},
-                "spec": {"location": location, "nodeId": node, "storageClass": storage_class, "size": size},
+                "spec": {"Location": location, "NodeId": node, "storageClass": storage_class, "Size": size},
             })
     reservations: list[dict[str, Any]] = []
     for i in range(acrs):
@@ -89,30 +88,28 @@ def synthetic_cluster(
         requests = []
         for v in range(volumes_per_acr):
             request: dict[str, Any] = {
-                "name": f"pvc-{i:06d}-{v}",
-                "storageClass": rng.choice(_REQUEST_CLASSES),
+                "Name": f"pvc-{i:06d}-{v}",
+                "StorageClass": rng.choice(_REQUEST_CLASSES),
                 # MiB granularity plus a stray byte now and then: alignment matters.
-                "size": rng.randrange(1, 512) * GIB // 4 + rng.choice((0, 0, 0, 1, MIB)),
+                "Size": rng.randrange(1, 512) * GIB // 4 + rng.choice((0, 0, 0, 1, MIB)),
             }
             if group:
-                request["storageGroup"] = group
-            requests.append({"capacityRequest": request, "reservations": []})
+                request["StorageGroup"] = group
+            requests.append({"CapacityRequest": request})
         reservations.append({
             "apiVersion": API_VERSION,
             "kind": ACR_KIND,
             "metadata": {
-                "name": pod,
-                "annotations": {POD_ANNOTATION: f"{namespace}/{pod}"},
+                "name": f"{namespace}-{pod}",
                 "creationTimestamp": (_EPOCH + timedelta(seconds=rng.randrange(0, 3600)))
                 .isoformat()
                 .replace("+00:00", "Z"),
             },
             "spec": {
-                "namespace": namespace,
-                "status": REQUESTED,
-                "nodeRequests": {"requested": rng.sample(candidates, min(nodes_per_acr, len(candidates))),
-                                 "reserved": []},
-                "reservationRequests": requests,
+                "Namespace": namespace,
+                "Status": REQUESTED,
+                "NodeRequests": {"Requested": rng.sample(candidates, min(nodes_per_acr, len(candidates)))},
+                "ReservationRequests": requests,
             },
         })
     return acs, reservations

@@ -1,10 +1,16 @@
-"""Admission validation for AvailableCapacity and AvailableCapacityReservation objects.
+"""Validation of csi-baremetal AvailableCapacity and AvailableCapacityReservation objects.
 
-The webhook refuses bad objects before the planner ever sees them, so the planner can
-treat a malformed ACR as a plain rejection instead of a crash.  Like cert-manager's
-``field.ErrorList``, every problem is collected with its field path
-(``spec.reservationRequests[1].capacityRequest.size: must be a non-negative integer,
-got -5``); the caller joins them into one message.
+The webhook refuses bad objects before the planner ever sees them, the planner treats a
+malformed ACR as a plain rejection instead of a crash, and ``kustodian capacity plan
+--from DIR`` reports them.  Like cert-manager's ``field.ErrorList``, every problem is
+collected with its field path (``spec.ReservationRequests[1].CapacityRequest.Size: must
+be a non-negative integer, got -5``); the caller joins them into one message.
+
+Upstream's objects are protobuf structs serialised with ``omitempty``: a zero ``Size``
+(the AC of a drive that is not clean), an empty ``Reservations`` or ``Reserved`` list
+and an empty ``StorageGroup`` are *absent*, so absence means zero/empty here, never
+"required".  What upstream always writes (names, node IDs, classes, the status) is
+required.
 
 JSON has no separate integer type on the Python side of the decoder, so the checks are
 strict on purpose: ``True`` is not a size (``bool`` is an ``int`` subclass), nor is
@@ -42,8 +48,8 @@ def _object_error(errors: list[str], path: str, value: Any) -> None:
 
 def _check_size(errors: list[str], path: str, value: Any) -> None:
     if value is _MISSING or value is None:
-        errors.append(f"{path}: required")
-    elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return  # omitempty: a zero size is not written
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         errors.append(f"{path}: must be a non-negative integer, got {value!r}")
     elif value > MAX_SIZE:
         errors.append(f"{path}: must be at most {MAX_SIZE}, got {value!r}")
@@ -105,40 +111,42 @@ def validate_available_capacity(obj: RawObject) -> list[str]:
     if not isinstance(spec, Mapping):
         _object_error(errors, "spec", spec)
         return errors
-    _check_name(errors, "spec.location", _get(spec, "location"))
-    _check_name(errors, "spec.nodeId", _get(spec, "nodeId"))
+    _check_name(errors, "spec.Location", _get(spec, "Location"))
+    _check_name(errors, "spec.NodeId", _get(spec, "NodeId"))
     _check_choice(errors, "spec.storageClass", _get(spec, "storageClass"), AC_STORAGE_CLASSES)
-    _check_size(errors, "spec.size", _get(spec, "size"))
+    _check_size(errors, "spec.Size", _get(spec, "Size"))
     labels = field(obj, "metadata", "labels")
-    if isinstance(labels, Mapping):
+    if labels is not None and not isinstance(labels, Mapping):
+        errors.append(f"metadata.labels: must be an object, got {labels!r}")
+    elif isinstance(labels, Mapping):
         group = labels.get(STORAGE_GROUP_LABEL, _MISSING)
         _check_optional_str(errors, f"metadata.labels[{STORAGE_GROUP_LABEL}]", group)
     return errors
 
 
 def _check_request(errors: list[str], path: str, item: Any, seen: set[str]) -> list[str] | None:
-    """Check one ``reservationRequests[i]``; return its reservations (``None`` if absent)."""
+    """Check one ``ReservationRequests[i]``; return its reservations (``None`` if absent)."""
     if not isinstance(item, Mapping):
         errors.append(f"{path}: must be an object, got {item!r}")
         return None
-    request = _get(item, "capacityRequest")
-    cpath = f"{path}.capacityRequest"
+    request = _get(item, "CapacityRequest")
+    cpath = f"{path}.CapacityRequest"
     if not isinstance(request, Mapping):
         _object_error(errors, cpath, request)
     else:
-        req_name = _get(request, "name")
-        _check_name(errors, f"{cpath}.name", req_name)
+        req_name = _get(request, "Name")
+        _check_name(errors, f"{cpath}.Name", req_name)
         if isinstance(req_name, str) and req_name:
             if req_name in seen:
-                errors.append(f"{cpath}.name: duplicate request name {req_name!r}")
+                errors.append(f"{cpath}.Name: duplicate request name {req_name!r}")
             seen.add(req_name)
-        _check_choice(errors, f"{cpath}.storageClass", _get(request, "storageClass"), REQUEST_STORAGE_CLASSES)
-        _check_size(errors, f"{cpath}.size", _get(request, "size"))
-        _check_optional_str(errors, f"{cpath}.storageGroup", _get(request, "storageGroup"))
-    raw = _get(item, "reservations")
+        _check_choice(errors, f"{cpath}.StorageClass", _get(request, "StorageClass"), REQUEST_STORAGE_CLASSES)
+        _check_size(errors, f"{cpath}.Size", _get(request, "Size"))
+        _check_optional_str(errors, f"{cpath}.StorageGroup", _get(request, "StorageGroup"))
+    raw = _get(item, "Reservations")
     if raw is _MISSING or raw is None:
         return None
-    return _check_name_list(errors, f"{path}.reservations", raw, required=False)
+    return _check_name_list(errors, f"{path}.Reservations", raw, required=False)
 
 
 def validate_reservation(obj: RawObject) -> list[str]:
@@ -152,63 +160,60 @@ def validate_reservation(obj: RawObject) -> list[str]:
     _check_name(errors, "metadata.name", _get(_get(obj, "metadata"), "name"))
     created = _get(_get(obj, "metadata"), "creationTimestamp")
     _check_optional_str(errors, "metadata.creationTimestamp", created)
-    status_obj = _get(obj, "status")
-    if status_obj is not _MISSING and status_obj is not None:
-        if isinstance(status_obj, Mapping):
-            _check_optional_str(errors, "status.reason", _get(status_obj, "reason"))
-            _check_optional_str(errors, "status.message", _get(status_obj, "message"))
-        else:
-            errors.append(f"status: must be an object, got {status_obj!r}")
+    annotations = _get(_get(obj, "metadata"), "annotations")
+    if annotations is not _MISSING and annotations is not None and not isinstance(annotations, Mapping):
+        errors.append(f"metadata.annotations: must be an object, got {annotations!r}")
     spec = _get(obj, "spec")
     if not isinstance(spec, Mapping):
         _object_error(errors, "spec", spec)
         return errors
-    _check_name(errors, "spec.namespace", _get(spec, "namespace"))
-    status = _get(spec, "status")
-    _check_choice(errors, "spec.status", status, ACR_STATUSES)
+    # omitempty again: the extender's ACR for a pod without a namespace has none ("default")
+    _check_optional_str(errors, "spec.Namespace", _get(spec, "Namespace"))
+    status = _get(spec, "Status")
+    _check_choice(errors, "spec.Status", status, ACR_STATUSES)
 
     requested: list[str] = []
     reserved: list[str] = []
-    node_requests = _get(spec, "nodeRequests")
+    node_requests = _get(spec, "NodeRequests")
     if node_requests is _MISSING or node_requests is None:
-        errors.append("spec.nodeRequests: required")
+        errors.append("spec.NodeRequests: required")
     elif not isinstance(node_requests, Mapping):
-        _object_error(errors, "spec.nodeRequests", node_requests)
+        _object_error(errors, "spec.NodeRequests", node_requests)
     else:
         requested = _check_name_list(
-            errors, "spec.nodeRequests.requested", _get(node_requests, "requested"), required=True
+            errors, "spec.NodeRequests.Requested", _get(node_requests, "Requested"), required=True
         )
         reserved = _check_name_list(
-            errors, "spec.nodeRequests.reserved", _get(node_requests, "reserved"), required=False
+            errors, "spec.NodeRequests.Reserved", _get(node_requests, "Reserved"), required=False
         )
 
-    requests = _get(spec, "reservationRequests")
+    requests = _get(spec, "ReservationRequests")
     all_reservations: list[tuple[int, list[str] | None]] = []
     if requests is _MISSING or requests is None:
-        errors.append("spec.reservationRequests: required")
+        errors.append("spec.ReservationRequests: required")
     elif not isinstance(requests, list):
-        errors.append(f"spec.reservationRequests: must be a list, got {requests!r}")
+        errors.append(f"spec.ReservationRequests: must be a list, got {requests!r}")
     elif not requests:
-        errors.append("spec.reservationRequests: must hold at least one request")
+        errors.append("spec.ReservationRequests: must hold at least one request")
     else:
         seen: set[str] = set()
         for i, item in enumerate(requests):
             all_reservations.append(
-                (i, _check_request(errors, f"spec.reservationRequests[{i}]", item, seen))
+                (i, _check_request(errors, f"spec.ReservationRequests[{i}]", item, seen))
             )
 
     if status == RESERVED:
         if not reserved:
-            errors.append("spec.nodeRequests.reserved: a RESERVED reservation needs at least one node")
+            errors.append("spec.NodeRequests.Reserved: a RESERVED reservation needs at least one node")
         requested_set = set(requested)
         for j, node in enumerate(reserved):
             if node not in requested_set:
-                errors.append(f"spec.nodeRequests.reserved[{j}]: node {node!r} was not requested")
+                errors.append(f"spec.NodeRequests.Reserved[{j}]: node {node!r} was not requested")
         for i, acs in all_reservations:
             got = len(acs or [])
             if reserved and got != len(reserved):
                 errors.append(
-                    f"spec.reservationRequests[{i}].reservations: must list one AC per reserved node "
+                    f"spec.ReservationRequests[{i}].Reservations: must list one AC per reserved node "
                     f"({len(reserved)}), got {got}"
                 )
     return errors

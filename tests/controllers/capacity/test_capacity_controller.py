@@ -1,13 +1,17 @@
-"""The capacity controller against the real API server: reservations, rejections, GC, 409s.
+"""The capacity controller against the real API server with csi-baremetal's own CRDs applied.
 
-ACs and ACRs are cluster-scoped, so every test uses node names and object names
-derived from its namespace (other tests' objects never fit its nodes) and deletes
-what it created by label.
+Objects are in upstream's format, as csi-baremetal's extender and capacity controller
+write them: ACRs named ``<namespace>-<pod>`` (pods named plainly, as in a real cluster),
+ACs and ACRs naming csi-baremetal node IDs, Kubernetes Nodes carrying the ID in the
+``nodes.csi-baremetal.dell.com/uuid`` annotation.  ACs, ACRs and Nodes are
+cluster-scoped, so every test derives their names from its namespace (other tests'
+objects never fit its nodes) and deletes what it created by label.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -28,8 +32,8 @@ from tests.support import wait_for
 
 pytestmark = pytest.mark.api
 
-CRDS = Path(__file__).resolve().parents[3] / "charts" / "kustodian" / "crds"
 LABEL = "kustodian-test"
+API = "csi-baremetal.dell.com/v1"
 
 
 class FakeClock:
@@ -40,14 +44,13 @@ class FakeClock:
         return self.now
 
 
-
-
 @pytest.fixture(scope="module")
-def crds(kube_api: KubeApi) -> None:
-    for crd in ("availablecapacities.kustodian.io.yaml", "availablecapacityreservations.kustodian.io.yaml"):
-        kube_api.kubectl("apply", "-f", str(CRDS / crd))
-    for crd in ("availablecapacities", "availablecapacityreservations"):
-        kube_api.kubectl("wait", "--for=condition=Established", f"crd/{crd}.kustodian.io", "--timeout=30s")
+def crds(kube_api: KubeApi, upstream: Path) -> None:
+    """csi-baremetal's CRDs, verbatim from its operator's chart."""
+    kube_api.kubectl("apply", "-f", str(upstream / "csi-baremetal" / "crds"))
+    for crd in ("availablecapacities", "availablecapacityreservations", "logicalvolumegroups"):
+        kube_api.kubectl("wait", "--for=condition=Established", f"crd/{crd}.csi-baremetal.dell.com",
+                         "--timeout=30s")
 
 
 class Cluster:
@@ -57,58 +60,74 @@ class Cluster:
         self.api, self.ns, self.ctl = kube_api, namespace, ctl
 
     def node(self, n: str) -> str:
+        """The csi-baremetal node ID of test node ``n``."""
         return f"{self.ns}-{n}"
+
+    def k8s_node(self, n: str) -> dict[str, Any]:
+        return {"apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": f"k8s-{self.node(n)}", "labels": {LABEL: self.ns},
+                             "annotations": {"nodes.csi-baremetal.dell.com/uuid": self.node(n)}}}
 
     def apply(self, *objs: dict[str, Any]) -> None:
         self.api.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List",
                                                                 "items": list(objs)}))
 
-    def ac(self, name: str, node: str, storage_class: str, size: int) -> dict[str, Any]:
-        return {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacity",
-                "metadata": {"name": f"{self.ns}-{name}", "labels": {LABEL: self.ns}},
-                "spec": {"location": f"uuid-{name}", "nodeId": self.node(node), "storageClass": storage_class,
-                         "size": size}}
+    def ac(self, name: str, node: str, storage_class: str, size: int, **labels: str) -> dict[str, Any]:
+        return {"apiVersion": API, "kind": "AvailableCapacity",
+                "metadata": {"name": f"{self.ns}-{name}", "labels": {LABEL: self.ns, **labels}},
+                "spec": {"Location": f"uuid-{name}", "NodeId": self.node(node), "storageClass": storage_class,
+                         "Size": size}}
 
-    def acr(self, name: str, nodes: list[str], requests: list[tuple[str, str, int]],
+    def acr(self, pod: str, nodes: list[str], requests: list[tuple[str, str, int]],
             status: str = "REQUESTED") -> dict[str, Any]:
-        """An ACR named like its pod (``<ns>-<name>`` in the test namespace), and that pod."""
-        return {"apiVersion": "kustodian.io/v1alpha1", "kind": "AvailableCapacityReservation",
-                "metadata": {"name": f"{self.ns}-{name}", "labels": {LABEL: self.ns}},
-                "spec": {"namespace": self.ns, "status": status,
-                         "nodeRequests": {"requested": [self.node(n) for n in nodes]},
-                         "reservationRequests": [
-                             {"capacityRequest": {"name": r, "storageClass": sc, "size": size}}
+        """The ACR of pod ``pod`` as the extender creates it: ``<namespace>-<pod>``."""
+        return {"apiVersion": API, "kind": "AvailableCapacityReservation",
+                "metadata": {"name": f"{self.ns}-{pod}", "labels": {LABEL: self.ns}},
+                "spec": {"Namespace": self.ns, "Status": status,
+                         "NodeRequests": {"Requested": [self.node(n) for n in nodes]},
+                         "ReservationRequests": [
+                             {"CapacityRequest": {"Name": r, "StorageClass": sc, "Size": size}}
                              for r, sc, size in requests]}}
 
     def pod(self, name: str) -> dict[str, Any]:
-        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"{self.ns}-{name}", "namespace": self.ns},
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": self.ns},
                 "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
 
-    def get(self, name: str) -> dict[str, Any] | None:
+    def bind(self, pod: str, n: str) -> None:
+        """What the scheduler's Binding does once it picked node ``n``: set ``spec.nodeName``.
+
+        kube-testserver serves no ``pods/binding`` subresource (README: ``/status`` only) and
+        does not validate built-in kinds, so the binding's effect is written as a patch; the
+        controller sees the same watch event a real binding produces.
+        """
+        self.api.kubectl("patch", "pod", pod, "-n", self.ns, "--type=merge",
+                         "-p", json.dumps({"spec": {"nodeName": f"k8s-{self.node(n)}"}}))
+
+    def get(self, pod: str) -> dict[str, Any] | None:
         try:
-            return self.api.client.get(self.ctl.acr_resource, f"{self.ns}-{name}")
+            return self.api.client.get(self.ctl.acr_resource, f"{self.ns}-{pod}")
         except NotFound:
             return None
 
-    def wait_status(self, name: str, status: str) -> dict[str, Any]:
+    def wait_status(self, pod: str, status: str) -> dict[str, Any]:
         got: dict[str, Any] = {}
 
         def done() -> bool:
             nonlocal got
-            got = self.get(name) or {}
-            return bool(got.get("spec", {}).get("status") == status)
+            got = self.get(pod) or {}
+            return bool(got.get("spec", {}).get("Status") == status)
 
-        wait_for(done, f"ACR {name} {status}")
+        wait_for(done, f"ACR of {pod} {status}")
         return got
 
     def reservations(self, acr: dict[str, Any]) -> dict[str, list[str]]:
         prefix = f"{self.ns}-"
-        return {item["capacityRequest"]["name"]: [a.removeprefix(prefix) for a in item.get("reservations", [])]
-                for item in acr["spec"]["reservationRequests"]}
+        return {item["CapacityRequest"]["Name"]: [a.removeprefix(prefix) for a in item.get("Reservations", [])]
+                for item in acr["spec"]["ReservationRequests"]}
 
-    def events(self, name: str) -> list[dict[str, Any]]:
+    def events(self, pod: str) -> list[dict[str, Any]]:
         items, _ = self.api.client.list(EVENTS, self.ns)
-        return [e for e in items if e["involvedObject"].get("name") == f"{self.ns}-{name}"]
+        return [e for e in items if e["involvedObject"].get("name") == f"{self.ns}-{pod}"]
 
 
 Factory = Callable[..., tuple[Cluster, CapacityReservations, Controller | None]]
@@ -142,7 +161,8 @@ def capacity(kube_api: KubeApi, namespace: str, crds: None) -> Iterator[Factory]
         for cache in ctl.caches:
             cache.stop(timeout=1)
         recorder.close()
-    for kind in ("availablecapacityreservations.kustodian.io", "availablecapacities.kustodian.io"):
+    for kind in ("availablecapacityreservations.csi-baremetal.dell.com",
+                 "availablecapacities.csi-baremetal.dell.com", "nodes"):
         kube_api.kubectl("delete", kind, "-l", f"{LABEL}={namespace}", "--wait=false")
 
 
@@ -154,14 +174,14 @@ def test_lvg_volumes_share_one_drive_on_every_requested_node(capacity: Factory) 
                   cluster.acr("app", ["n1", "n2"], [("pvc1", "HDD", 10 * GIB), ("pvc2", "HDDLVG", 20 * GIB),
                                                     ("pvc3", "HDDLVG", 10 * GIB), ("pvc4", "HDD", 100 * GIB)]))
     acr = cluster.wait_status("app", "RESERVED")
-    assert acr["spec"]["nodeRequests"]["reserved"] == [cluster.node("n1"), cluster.node("n2")]
+    assert acr["spec"]["NodeRequests"]["Reserved"] == [cluster.node("n1"), cluster.node("n2")]
     assert cluster.reservations(acr) == {
         "pvc1": ["n1-d100", "n2-d100"],
         "pvc2": ["n1-d50", "n2-d50"],
         "pvc3": ["n1-d50", "n2-d50"],
         "pvc4": ["n1-d200", "n2-d200"],
     }
-    assert "reason" not in acr.get("status", {})
+    assert "kustodian.io/reason" not in acr["metadata"].get("annotations", {})
 
 
 def test_an_impossible_reservation_is_rejected_with_a_reason_and_a_warning_event(capacity: Factory) -> None:
@@ -169,14 +189,14 @@ def test_an_impossible_reservation_is_rejected_with_a_reason_and_a_warning_event
     cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.pod("big"),
                   cluster.acr("big", ["n1"], [("data", "HDD", 1024 * GIB)]))
     acr = cluster.wait_status("big", "REJECTED")
-    assert acr["status"]["reason"] == "Rejected"
-    assert "data (HDD 1 TiB)" in acr["status"]["message"]
-    assert "no free HDD/HDDLVG drive" not in acr["status"]["message"]  # plain request: plain wording
-    assert acr["spec"]["nodeRequests"]["reserved"] == []
+    assert acr["metadata"]["annotations"]["kustodian.io/reason"] == "Rejected"
+    assert "data (HDD 1 TiB)" in acr["metadata"]["annotations"]["kustodian.io/message"]
+    assert "no free HDD/HDDLVG drive" not in acr["metadata"]["annotations"]["kustodian.io/message"]  # plain request: plain wording
+    assert "Reserved" not in acr["spec"]["NodeRequests"]  # omitempty, as upstream
     wait_for(lambda: bool(cluster.events("big")), "the Warning event")
     (event,) = cluster.events("big")
     assert (event["type"], event["reason"]) == ("Warning", "Rejected")
-    assert event["message"] == acr["status"]["message"]
+    assert event["message"] == acr["metadata"]["annotations"]["kustodian.io/message"]
 
 
 def test_acrs_created_together_never_share_a_plain_drive(capacity: Factory) -> None:
@@ -185,15 +205,15 @@ def test_acrs_created_together_never_share_a_plain_drive(capacity: Factory) -> N
     cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.ac("d2", "n1", "HDD", 100 * GIB),
                   *(cluster.pod(n) for n in names),
                   *(cluster.acr(n, ["n1"], [("data", "HDD", 50 * GIB)]) for n in names))
-    wait_for(lambda: all((cluster.get(n) or {}).get("spec", {}).get("status") != "REQUESTED" for n in names),
+    wait_for(lambda: all((cluster.get(n) or {}).get("spec", {}).get("Status") != "REQUESTED" for n in names),
              "every ACR decided")
     acrs = [cluster.get(n) or {} for n in names]
-    reserved = [a for a in acrs if a["spec"]["status"] == "RESERVED"]
+    reserved = [a for a in acrs if a["spec"]["Status"] == "RESERVED"]
     assert len(reserved) == 2
     drives = [d for a in reserved for d in cluster.reservations(a)["data"]]
     assert sorted(drives) == ["d1", "d2"]
-    (rejected,) = [a for a in acrs if a["spec"]["status"] == "REJECTED"]
-    assert "every HDD drive reserved" in rejected["status"]["message"]
+    (rejected,) = [a for a in acrs if a["spec"]["Status"] == "REJECTED"]
+    assert "every HDD drive reserved" in rejected["metadata"]["annotations"]["kustodian.io/message"]
 
 
 def test_a_reservation_whose_pod_is_gone_is_collected(capacity: Factory, kube_api: KubeApi) -> None:
@@ -201,13 +221,13 @@ def test_a_reservation_whose_pod_is_gone_is_collected(capacity: Factory, kube_ap
     cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.pod("web"),
                   cluster.acr("web", ["n1"], [("data", "HDD", 10 * GIB)]))
     cluster.wait_status("web", "RESERVED")
-    kube_api.client.delete(PODS, f"{cluster.ns}-web", cluster.ns)
+    kube_api.client.delete(PODS, "web", cluster.ns)
     wait_for(lambda: cluster.get("web") is None, "the orphaned ACR deleted")
     assert ctl.collected == 1
     wait_for(lambda: any(e["reason"] == "ReservationCollected" for e in cluster.events("web")), "the event")
     (event,) = [e for e in cluster.events("web") if e["reason"] == "ReservationCollected"]
     assert event["type"] == "Warning"
-    assert f"its pod {cluster.ns}/{cluster.ns}-web no longer exists" in event["message"]
+    assert f"its pod {cluster.ns}/web no longer exists" in event["message"]
 
 
 def test_a_reservation_older_than_the_ttl_is_collected(capacity: Factory) -> None:
@@ -241,29 +261,159 @@ def test_a_concurrent_edit_leads_to_a_re_plan_not_an_overwrite(capacity: Factory
     ctl.acrs.stop(timeout=1)  # the cache keeps the copy that asks for n1
     # the scheduler extender moves the request to n2 after our cache read, before our write
     kube_api.kubectl("patch", "availablecapacityreservation", f"{cluster.ns}-moving", "--type=merge",
-                     "-p", json.dumps({"spec": {"nodeRequests": {"requested": [cluster.node("n2")]}}}))
+                     "-p", json.dumps({"spec": {"NodeRequests": {"Requested": [cluster.node("n2")]}}}))
     assert ctl.reconcile(PLAN_KEY) is None  # plan from stale -> 409 -> re-read -> re-plan -> write
     assert (ctl.conflicts, ctl.writes) == (1, 1)
     acr = cluster.get("moving") or {}
-    assert acr["spec"]["status"] == "RESERVED"
-    assert acr["spec"]["nodeRequests"] == {"requested": [cluster.node("n2")], "reserved": [cluster.node("n2")]}
+    assert acr["spec"]["Status"] == "RESERVED"
+    assert acr["spec"]["NodeRequests"] == {"Requested": [cluster.node("n2")], "Reserved": [cluster.node("n2")]}
     assert cluster.reservations(acr) == {"data": ["d2"]}
     # the next batch plans from our own write, not from the frozen REQUESTED copy
     (ours,) = [a for a in ctl.snapshot() if a["metadata"]["name"] == acr["metadata"]["name"]]
-    assert ours["spec"]["status"] == "RESERVED"
+    assert ours["spec"]["Status"] == "RESERVED"
     assert ctl.reconcile(PLAN_KEY) is None and ctl.writes == 1
 
 
 def test_sequential_lvg_mode_waits_for_the_holder_then_reserves(capacity: Factory, kube_api: KubeApi) -> None:
-    cluster, _, _ = capacity(sequential_lvg=True)
+    cluster, _, _ = capacity()  # sequential LVG mode is the default, as upstream
     cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.pod("first"), cluster.pod("second"),
                   cluster.acr("first", ["n1"], [("data", "HDDLVG", 10 * GIB)]))
     cluster.wait_status("first", "RESERVED")
     cluster.apply(cluster.acr("second", ["n1"], [("data", "HDDLVG", 10 * GIB)]))
-    wait_for(lambda: (cluster.get("second") or {}).get("status", {}).get("reason") == "WaitingForLVGReservation",
+    wait_for(lambda: (cluster.get("second") or {}).get("metadata", {}).get("annotations", {}).get("kustodian.io/reason") == "WaitingForLVGReservation",
              "second waiting")
-    assert (cluster.get("second") or {})["spec"]["status"] == "REQUESTED"
+    assert (cluster.get("second") or {})["spec"]["Status"] == "REQUESTED"
     kube_api.kubectl("delete", "availablecapacityreservation", f"{cluster.ns}-first")  # its volume was created
     acr = cluster.wait_status("second", "RESERVED")
     assert cluster.reservations(acr) == {"data": ["d1"]}
-    assert "reason" not in acr.get("status", {})
+    assert "kustodian.io/reason" not in acr["metadata"].get("annotations", {})
+
+
+# -- upstream's objects, binding, lifecycle ----------------------------------------------------
+
+
+def test_upstream_example_objects_are_planned_and_written_in_upstream_format(
+        capacity: Factory, kube_api: KubeApi, upstream: Path) -> None:
+    """csi-baremetal/derived: an HDD AC, an LVG AC (+ its LVG) and the extender's ACR default-web-0."""
+    derived = upstream / "csi-baremetal" / "derived"
+    files = [str(derived / f) for f in ("drive.yaml", "lvg.yaml", "ac.yaml")]
+    kube_api.kubectl("create", "-f", "-", input=json.dumps(
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "namespace": "default"},
+         "spec": {"containers": [{"name": "c", "image": "busybox"}]}}))
+    try:
+        for f in files:
+            kube_api.kubectl("apply", "--validate=strict", "-f", f)
+        _, ctl, _ = capacity()
+        kube_api.kubectl("apply", "--validate=strict", "-f", str(derived / "acr.yaml"))
+
+        def reserved() -> bool:
+            acr = kube_api.client.get(ctl.acr_resource, "default-web-0")
+            return bool(acr["spec"]["Status"] == "RESERVED")
+
+        wait_for(reserved, "default-web-0 RESERVED")
+        acr = kube_api.client.get(ctl.acr_resource, "default-web-0")
+        spec = acr["spec"]
+        # exactly what upstream's ReservationHelper.UpdateReservation would write, stored unpruned
+        assert spec["Namespace"] == "default"
+        assert spec["NodeRequests"] == {"Requested": ["b7e8a0f4-6c1d-4f38-9a52-0d3e6f1c2a71",
+                                                      "5d2c9e31-8a47-4b6e-b1f0-7c9a3e2d4f58"],
+                                        "Reserved": ["b7e8a0f4-6c1d-4f38-9a52-0d3e6f1c2a71"]}
+        assert spec["ReservationRequests"] == [
+            {"CapacityRequest": {"Name": "www-web-0", "StorageClass": "HDD", "Size": 107374182400},
+             "Reservations": ["6a1b2c3d-4e5f-4a6b-8c7d-8e9f0a1b2c3d"]},
+            {"CapacityRequest": {"Name": "logs-web-0", "StorageClass": "HDDLVG", "Size": 10737418240},
+             "Reservations": ["0c9d8e7f-6a5b-4c3d-9e2f-1a0b9c8d7e6f"]},
+        ]
+        assert set(acr["metadata"]["annotations"]) >= {"kustodian.io/status-since"}
+        # kubectl reads it back with upstream's printer columns
+        out = kube_api.kubectl("get", "acr", "default-web-0").stdout
+        assert "RESERVED" in out and "default" in out
+    finally:
+        kube_api.kubectl("delete", "--ignore-not-found", "-f", str(derived / "acr.yaml"))
+        for f in files:
+            kube_api.kubectl("delete", "--ignore-not-found", "-f", f)
+        kube_api.kubectl("delete", "pod", "web-0", "-n", "default", "--ignore-not-found", "--wait=false")
+
+
+def test_a_bound_pod_releases_the_other_nodes_reservations_within_2s(capacity: Factory) -> None:
+    cluster, ctl, _ = capacity()
+    nodes = ["n1", "n2", "n3"]
+    cluster.apply(*(cluster.k8s_node(n) for n in nodes),
+                  *(cluster.ac(f"{n}-d", n, "HDD", 100 * GIB) for n in nodes),
+                  cluster.pod("web"), cluster.pod("next"),
+                  cluster.acr("web", nodes, [("data", "HDD", 10 * GIB)]))
+    acr = cluster.wait_status("web", "RESERVED")
+    assert acr["spec"]["NodeRequests"]["Reserved"] == [cluster.node(n) for n in nodes]  # hoarding 3 drives
+    # a second pod that fits only on n1 and n3 is rejected while "web" holds every drive
+    cluster.apply(cluster.acr("next", ["n1", "n3"], [("data", "HDD", 10 * GIB)]))
+    cluster.wait_status("next", "REJECTED")
+
+    bound_at = time.monotonic()
+    cluster.bind("web", "n2")  # the scheduler picked n2
+
+    def narrowed() -> bool:
+        got = cluster.get("web") or {}
+        return bool(got.get("spec", {}).get("NodeRequests", {}).get("Reserved") == [cluster.node("n2")])
+
+    wait_for(narrowed, "web's reservations narrowed to n2", timeout=2)
+    assert time.monotonic() - bound_at < 2
+    acr = cluster.get("web") or {}
+    assert acr["spec"]["Status"] == "RESERVED"
+    assert cluster.reservations(acr) == {"data": ["n2-d"]}  # what the volume manager will look up
+    assert ctl.released == 1
+    wait_for(lambda: any(e["reason"] == "ReservationNarrowed" for e in cluster.events("web")), "the event")
+    # n1 and n3 are free again: when the extender asks again, "next" gets them
+    cluster.api.kubectl("patch", "acr", f"{cluster.ns}-next", "--type=merge",
+                        "-p", json.dumps({"spec": {"Status": "REQUESTED"}}))
+    acr = cluster.wait_status("next", "RESERVED")
+    assert cluster.reservations(acr) == {"data": ["n1-d", "n3-d"]}
+
+
+def test_an_acr_named_after_its_living_pod_is_never_collected(capacity: Factory) -> None:
+    """The old GC looked for a pod named like the whole ACR (``<ns>-<pod>``) and deleted this one."""
+    cluster, ctl, runtime = capacity()
+    assert runtime is not None
+    cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.pod("db-0"),
+                  cluster.acr("db-0", ["n1"], [("data", "HDD", 10 * GIB)]))
+    cluster.wait_status("db-0", "RESERVED")
+    for _ in range(3):
+        runtime.enqueue(GC_KEY)
+        assert runtime.wait_idle(5)
+    assert cluster.get("db-0") is not None
+    assert ctl.collected == 0
+
+
+def test_the_acr_of_a_running_pod_is_collected(capacity: Factory) -> None:
+    cluster, ctl, _ = capacity()
+    cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.pod("app"),
+                  cluster.acr("app", ["n1"], [("data", "HDD", 10 * GIB)]))
+    cluster.wait_status("app", "RESERVED")
+    cluster.api.kubectl("patch", "pod", "app", "-n", cluster.ns, "--subresource=status", "--type=merge",
+                        "-p", json.dumps({"status": {"phase": "Running"}}))
+    wait_for(lambda: cluster.get("app") is None, "the Running pod's ACR deleted")
+    assert ctl.collected == 1
+    wait_for(lambda: any(e["reason"] == "ReservationCollected" for e in cluster.events("app")), "the event")
+    (event,) = [e for e in cluster.events("app") if e["reason"] == "ReservationCollected"]
+    assert f"its pod {cluster.ns}/app is Running" in event["message"]
+
+
+def test_ttl_counts_from_the_last_status_change(capacity: Factory) -> None:
+    """Rejected for 59 minutes, reserved one minute ago: one minute old, not an hour."""
+    clock = FakeClock()
+    cluster, ctl, runtime = capacity(clock=clock, reservation_ttl=timedelta(minutes=10))
+    assert runtime is not None
+    cluster.apply(cluster.pod("late"), cluster.acr("late", ["n1"], [("data", "HDD", 10 * GIB)]))
+    cluster.wait_status("late", "REJECTED")  # no AC yet
+    clock.now += timedelta(minutes=59)
+    cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB))
+    cluster.api.kubectl("patch", "acr", f"{cluster.ns}-late", "--type=merge",
+                        "-p", json.dumps({"spec": {"Status": "REQUESTED"}}))  # the extender asks again
+    cluster.wait_status("late", "RESERVED")
+    clock.now += timedelta(minutes=2)
+    runtime.enqueue(GC_KEY)
+    assert runtime.wait_idle(5)
+    assert cluster.get("late") is not None
+    clock.now += timedelta(minutes=10)
+    runtime.enqueue(GC_KEY)
+    wait_for(lambda: cluster.get("late") is None, "the expired ACR deleted")
+    assert ctl.collected == 1

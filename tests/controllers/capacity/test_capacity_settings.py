@@ -15,18 +15,19 @@ from kustodian.settings import ControllersSettings
 def test_defaults() -> None:
     s = ControllersSettings().capacity
     assert (s.sequential_lvg, s.lvg_wait_timeout, s.reservation_ttl,
-            s.gc_interval) == (False, timedelta(seconds=300), timedelta(hours=1), timedelta(seconds=60))
-    assert s.plan_options().sequential_lvg is False
+            s.gc_interval) == (True, timedelta(seconds=300), timedelta(hours=1), timedelta(seconds=60))
+    assert s.plan_options().sequential_lvg is True  # as upstream, bounded by the wait timeout (#589)
+    assert s.node_id_key == "nodes.csi-baremetal.dell.com/uuid"
 
 
 def test_env_names_the_chart_sets(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("KUSTODIAN_CAPACITY__SEQUENTIAL_LVG", "true")
+    monkeypatch.setenv("KUSTODIAN_CAPACITY__SEQUENTIAL_LVG", "false")
     monkeypatch.setenv("KUSTODIAN_CAPACITY__LVG_WAIT_TIMEOUT", "2m")
     monkeypatch.setenv("KUSTODIAN_CAPACITY__RESERVATION_TTL", "7200")
     monkeypatch.setenv("KUSTODIAN_CAPACITY__GC_INTERVAL", "30s")
     s = ControllersSettings().capacity
     options = s.plan_options()
-    assert (options.sequential_lvg, options.sequential_lvg_timeout) == (True, timedelta(minutes=2))
+    assert (options.sequential_lvg, options.sequential_lvg_timeout) == (False, timedelta(minutes=2))
     assert (s.reservation_ttl, s.gc_interval) == (timedelta(hours=2), timedelta(seconds=30))
 
 

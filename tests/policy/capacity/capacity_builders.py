@@ -21,24 +21,30 @@ CREATED = "2024-01-01T11:59:00Z"
 
 
 def ac(
-    name: str, node: str, storage_class: str, size: int, *, group: str | None = None, location: str | None = None
+    name: str, node: str, storage_class: str, size: int, *, group: str | None = None, location: str | None = None,
+    tainted: bool = False,
 ) -> dict[str, Any]:
-    labels = {"kustodian.io/storage-group": group} if group is not None else {}
+    labels = {"drive.csi-baremetal.dell.com/storage-group": group} if group is not None else {}
+    if tainted:
+        labels["drive.csi-baremetal.dell.com/taint"] = "NoSchedule"
+    spec: dict[str, Any] = {"Location": location or f"loc-{name}", "NodeId": node, "storageClass": storage_class}
+    if size:
+        spec["Size"] = size  # omitempty, as upstream writes it
     return {
-        "apiVersion": "kustodian.io/v1alpha1",
+        "apiVersion": "csi-baremetal.dell.com/v1",
         "kind": "AvailableCapacity",
         "metadata": {"name": name, "labels": labels},
-        "spec": {"location": location or f"loc-{name}", "nodeId": node, "storageClass": storage_class, "size": size},
+        "spec": spec,
     }
 
 
 def req(
     name: str, storage_class: str, size: int, *, group: str | None = None, reservations: Sequence[str] = ()
 ) -> dict[str, Any]:
-    capacity: dict[str, Any] = {"name": name, "storageClass": storage_class, "size": size}
+    capacity: dict[str, Any] = {"Name": name, "StorageClass": storage_class, "Size": size}
     if group is not None:
-        capacity["storageGroup"] = group
-    return {"capacityRequest": capacity, "reservations": list(reservations)}
+        capacity["StorageGroup"] = group
+    return {"CapacityRequest": capacity, "Reservations": list(reservations)}
 
 
 def acr(
@@ -61,14 +67,14 @@ def acr(
     if deleting:
         metadata["deletionTimestamp"] = "2024-01-01T12:00:00Z"
     return {
-        "apiVersion": "kustodian.io/v1alpha1",
+        "apiVersion": "csi-baremetal.dell.com/v1",
         "kind": "AvailableCapacityReservation",
         "metadata": metadata,
         "spec": {
-            "namespace": namespace,
-            "status": status,
-            "nodeRequests": {"requested": list(nodes), "reserved": list(reserved)},
-            "reservationRequests": [dict(r) for r in requests],
+            "Namespace": namespace,
+            "Status": status,
+            "NodeRequests": {"Requested": list(nodes), "Reserved": list(reserved)},
+            "ReservationRequests": [dict(r) for r in requests],
         },
     }
 
@@ -95,7 +101,7 @@ def aligned(size: int) -> int:
 
 
 def usable_for_lvg(ac_obj: Mapping[str, Any]) -> int:
-    size: int = ac_obj["spec"]["size"]
+    size: int = ac_obj["spec"].get("Size", 0)
     if ac_obj["spec"]["storageClass"] in _MEDIA:
         return size // _PE * _PE
     return max(0, (size - MiB) // _PE * _PE)
@@ -126,25 +132,26 @@ def assert_sound(acs: Sequence[Mapping[str, Any]], acrs: Iterable[Mapping[str, A
     lvg: dict[str, int] = defaultdict(int)
     for obj in acrs:
         spec = obj["spec"]
-        if spec["status"] != "RESERVED":
+        if spec["Status"] != "RESERVED":
             continue
-        reserved = spec["nodeRequests"]["reserved"]
-        requested = spec["nodeRequests"]["requested"]
+        reserved = spec["NodeRequests"]["Reserved"]
+        requested = spec["NodeRequests"]["Requested"]
         assert reserved, obj["metadata"]["name"]
         assert [n for n in requested if n in reserved] == reserved  # requested order, no strangers
-        for item in spec["reservationRequests"]:
-            capacity = item["capacityRequest"]
-            assert len(item["reservations"]) == len(reserved)
-            for node, ac_name in zip(reserved, item["reservations"], strict=True):
+        for item in spec["ReservationRequests"]:
+            capacity = item["CapacityRequest"]
+            assert len(item["Reservations"]) == len(reserved)
+            for node, ac_name in zip(reserved, item["Reservations"], strict=True):
                 target = by_name[ac_name]
                 labels = target["metadata"].get("labels") or {}
-                assert target["spec"]["nodeId"] == node
-                assert labels.get("kustodian.io/storage-group", "") == capacity.get("storageGroup", "")
-                assert compatible(capacity["storageClass"], target["spec"]["storageClass"])
-                if capacity["storageClass"] in _MEDIA:
-                    lvg[ac_name] += aligned(capacity["size"])
+                assert target["spec"]["NodeId"] == node
+                assert labels.get("drive.csi-baremetal.dell.com/storage-group", "") == capacity.get("StorageGroup", "")
+                assert labels.get("drive.csi-baremetal.dell.com/taint") != "NoSchedule"
+                assert compatible(capacity["StorageClass"], target["spec"]["storageClass"])
+                if capacity["StorageClass"] in _MEDIA:
+                    lvg[ac_name] += aligned(capacity["Size"])
                 else:
-                    assert target["spec"]["size"] >= capacity["size"]
+                    assert target["spec"].get("Size", 0) >= capacity["Size"]
                     whole[ac_name] += 1
     for ac_name, count in whole.items():
         assert count == 1 and ac_name not in lvg, f"{ac_name} promised to {count} whole volumes + LVG"

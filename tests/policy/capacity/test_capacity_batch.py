@@ -100,7 +100,10 @@ SEQ_ACS = [ac("a-vg", "a", "HDDLVG", GiB), ac("a-ssd", "a", "SSD", GiB), ac("b-v
            ac("a-svg", "a", "SSDLVG", GiB)]
 
 SEQ_CASES = [
-    SeqCase("off-by-default-plans-beside-an-lvg-holder", _lvg("pod"), [HOLDER], options=PlanOptions()),
+    # On by default, as upstream's SequentialLVGReservation.
+    SeqCase("on-by-default-waits-beside-an-lvg-holder", _lvg("pod"), [HOLDER], options=PlanOptions(),
+            status="WAIT", retry_after=timedelta(seconds=10)),
+    SeqCase("off-plans-beside-an-lvg-holder", _lvg("pod"), [HOLDER], options=PlanOptions(sequential_lvg=False)),
     SeqCase(
         "waits-while-an-lvg-acr-of-the-same-class-is-reserved-on-its-node",
         _lvg("pod"),
@@ -194,3 +197,12 @@ def test_wait_reason_stays_short_when_holders_are_everywhere() -> None:
     assert d.status == "WAIT"
     assert "h0 (HDDLVG on n0, HDDLVG on n1, HDDLVG on n2, HDDLVG on n3, HDDLVG on n4 and 2 more)" in d.reason
     assert "h4 (" in d.reason and "h5 (" not in d.reason and "and 1 more reservations" in d.reason
+
+
+@pytest.mark.parametrize(("limit", "nodes"), [(0, ("a", "b", "c")), (2, ("a", "b")), (1, ("a",))],
+                         ids=["zero-reserves-on-every-fitting-node", "two", "one"])
+def test_max_reserved_nodes_takes_the_first_that_fit(limit: int, nodes: tuple[str, ...]) -> None:
+    acs = [ac(f"{n}1", n, "HDD", GiB) for n in "abc"] + [ac("d1", "d", "HDD", MiB)]
+    target = acr("pod", [req("v", "HDD", GiB)], ["d", "a", "b", "c"])
+    d = plan(target, acs, [], NOW, PlanOptions(max_reserved_nodes=limit))
+    assert d.reserved_nodes == nodes

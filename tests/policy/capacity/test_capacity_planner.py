@@ -298,8 +298,8 @@ CASES = [
         "REJECTED",
         reason_has=(
             "invalid reservation: ",
-            "spec.reservationRequests[1].capacityRequest.storageClass: must be one of",
-            "spec.reservationRequests[1].capacityRequest.size: must be a non-negative integer, got -5",
+            "spec.ReservationRequests[1].CapacityRequest.StorageClass: must be one of",
+            "spec.ReservationRequests[1].CapacityRequest.Size: must be a non-negative integer, got -5",
         ),
     ),
     Case(
@@ -401,7 +401,9 @@ CASES = [
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_plan(case: Case) -> None:
-    decision = plan(case.target, case.acs, case.others, NOW)
+    # Placement rules alone: sequential LVG mode (which would make these WAIT beside an
+    # LVG holder) has its own table in test_capacity_batch.
+    decision = plan(case.target, case.acs, case.others, NOW, PlanOptions(sequential_lvg=False))
     assert decision.acr_name == "pod"
     assert decision.status == case.status, decision.reason
     assert decision.reserved_nodes == case.nodes
@@ -432,5 +434,38 @@ def test_decision_is_immutable() -> None:
         d.reservations["v"] = ("b",)  # type: ignore[index]
 
 
-def test_options_default_to_non_sequential() -> None:
-    assert PlanOptions().sequential_lvg is False
+def test_options_default_to_sequential_as_upstream() -> None:
+    assert PlanOptions().sequential_lvg is True
+
+
+def _lvg(name: str, status: str, health: str = "GOOD") -> dict[str, Any]:
+    """A LogicalVolumeGroup as csi-baremetal's KubeClient.ConstructLVGCR writes it."""
+    return {"apiVersion": "csi-baremetal.dell.com/v1", "kind": "LogicalVolumeGroup", "metadata": {"name": name},
+            "spec": {"Name": name, "Node": "n1", "Locations": ["drive-1"], "Size": GiB, "Status": status,
+                     "Health": health}}
+
+
+LVG_STATE_CASES = [
+    ("created-good-lvg-is-used", _lvg("vg-1", "CREATED"), "RESERVED"),
+    ("creating-lvg-is-used", _lvg("vg-1", "CREATING"), "RESERVED"),
+    ("failed-lvg-is-not-used", _lvg("vg-1", "FAILED"), "REJECTED"),
+    ("lvg-being-removed-is-not-used", _lvg("vg-1", "REMOVING"), "REJECTED"),
+    ("bad-health-lvg-is-not-used", _lvg("vg-1", "CREATED", "BAD"), "REJECTED"),
+    ("another-lvg-failing-changes-nothing", _lvg("vg-2", "FAILED"), "RESERVED"),
+]
+
+
+@pytest.mark.parametrize(("lvg", "status"), [c[1:] for c in LVG_STATE_CASES], ids=[c[0] for c in LVG_STATE_CASES])
+def test_the_state_of_the_logical_volume_group_decides_whether_its_ac_is_used(lvg: dict[str, Any], status: str) -> None:
+    # The LVG AC's Location is the LVG's name (RecreateACToLVGSC).
+    acs = [ac("lvg-ac", "n1", "HDDLVG", GiB, location="vg-1")]
+    decision = plan(acr("pod", [req("v", "HDDLVG", 8 * MiB)], ["n1"]), acs, [], NOW, lvgs=[lvg])
+    assert decision.status == status, decision.reason
+
+
+@pytest.mark.parametrize(("value", "status"), [("NoSchedule", "REJECTED"), ("test", "RESERVED")],
+                         ids=["no-schedule-taint-hides-the-drive", "other-taint-values-do-not"])
+def test_a_drive_tainted_no_schedule_is_never_planned(value: str, status: str) -> None:
+    obj = ac("hdd", "n1", "HDD", GiB)
+    obj["metadata"]["labels"]["drive.csi-baremetal.dell.com/taint"] = value
+    assert plan(acr("pod", [req("v", "HDD", MiB)], ["n1"]), [obj], [], NOW).status == status

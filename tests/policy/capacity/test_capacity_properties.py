@@ -88,7 +88,7 @@ def test_input_order_does_not_change_the_plan(
     shuffled_acs = rng.sample(acs, len(acs))
     shuffled_acrs = rng.sample(acrs, len(acrs))
     for a in shuffled_acrs:
-        rng.shuffle(a["spec"]["reservationRequests"])  # the ACR's own request order is irrelevant too
+        rng.shuffle(a["spec"]["ReservationRequests"])  # the ACR's own request order is irrelevant too
     assert plan_all(shuffled_acrs, shuffled_acs, NOW, options) == expected
 
 
@@ -107,7 +107,7 @@ def test_a_rejection_names_every_requested_node(cluster: tuple[list[Any], list[A
     acs, acrs = cluster
     by_name = {a["metadata"]["name"]: a for a in acrs}
     for d in plan_all(acrs, acs, NOW):
-        nodes = by_name[d.acr_name]["spec"]["nodeRequests"]["requested"]
+        nodes = by_name[d.acr_name]["spec"]["NodeRequests"]["Requested"]
         if d.status == "REJECTED" and nodes:
             assert d.reason.startswith("no requested node can hold every volume: ")
             assert all(f"{n}:" in d.reason or f"{n}," in d.reason for n in nodes)

@@ -28,16 +28,16 @@ def test_shape_and_validity(nodes: int, drives: int, acrs: int, volumes: int, pe
         assert validate_available_capacity(a) == []
     for r in reservations:
         assert validate_reservation(r) == []
-        assert r["spec"]["status"] == "REQUESTED"
-        assert len(r["spec"]["reservationRequests"]) == volumes
-        requested = r["spec"]["nodeRequests"]["requested"]
+        assert r["spec"]["Status"] == "REQUESTED"
+        assert len(r["spec"]["ReservationRequests"]) == volumes
+        requested = r["spec"]["NodeRequests"]["Requested"]
         assert 1 <= len(requested) <= per_acr and len(set(requested)) == len(requested)
 
 
 def test_grouped_requests_ask_for_nodes_that_have_the_group() -> None:
     acs, reservations = synthetic_cluster(50, 4, 400, 2, seed=3)
-    grouped_nodes = {a["spec"]["nodeId"] for a in acs if a["metadata"]["labels"]}
-    grouped = [r for r in reservations if r["spec"]["reservationRequests"][0]["capacityRequest"].get("storageGroup")]
+    grouped_nodes = {a["spec"]["NodeId"] for a in acs if a["metadata"]["labels"]}
+    grouped = [r for r in reservations if r["spec"]["ReservationRequests"][0]["CapacityRequest"].get("StorageGroup")]
     assert grouped
     for r in grouped:
-        assert set(r["spec"]["nodeRequests"]["requested"]) <= grouped_nodes
+        assert set(r["spec"]["NodeRequests"]["Requested"]) <= grouped_nodes
