@@ -43,7 +43,7 @@ from typing import Any, Literal, cast
 from kustodian.policy.objects import RawObject, map_field, name, namespace
 from kustodian.policy.reclaim.annotations import configmap_source
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration
-from kustodian.policy.reclaim.schedule import schedule_error
+from kustodian.policy.reclaim.schedule import strict_schedule_error
 
 __all__ = [
     "CONFIG_KEY",
@@ -175,7 +175,7 @@ def parse_config_json(text: str, *, source: str) -> ReclaimConfig:
                 if not isinstance(schedule, str):
                     problem(path, f"the schedule must be a string, got {_json_type(schedule)}")
                     continue
-                reason = schedule_error(schedule)
+                reason = strict_schedule_error(schedule)
                 if reason is not None:
                     problem(
                         path, f"{json.dumps(schedule, ensure_ascii=False)} is not a valid schedule: {reason}"
