@@ -59,6 +59,7 @@ from kustodian.policy.reclaim.precedence import (
     InvalidSchedule,
     effective_schedule,
     storage_class_name,
+    writeback_values,
 )
 from kustodian.policy.reclaim.stagger import stagger, stagger_key
 from kustodian.policy.store import Indexers
@@ -103,11 +104,17 @@ def reconcile_annotations(
     namespace_obj: RawObject | None,
     storageclass_obj: RawObject | None,
     config: ReclaimConfig | None = None,
+    *,
+    capable: bool = True,
 ) -> AnnotationChange | None:
-    """The whole decision for one PVC: effective schedule, staggering, ownership."""
+    """The whole decision for one PVC: effective schedule, staggering, ownership.
+
+    ``capable``: the PVC's driver advertises ReclaimSpace (``upstream.driver_capable``).
+    """
     cfg = config if config is not None else ReclaimConfig()
-    effective = effective_schedule(pvc, namespace_obj, storageclass_obj, cfg)
-    return desired_annotations(pvc, effective, stagger_window=stagger_window_for(cfg))
+    effective = effective_schedule(pvc, namespace_obj, storageclass_obj, cfg, capable=capable)
+    writeback = writeback_values(pvc, namespace_obj, storageclass_obj, cfg, capable=capable)
+    return desired_annotations(pvc, effective, stagger_window=stagger_window_for(cfg), writeback=writeback)
 
 
 def desired_annotations(
@@ -115,12 +122,16 @@ def desired_annotations(
     effective: Effective | None,
     *,
     stagger_window: timedelta | None = None,
+    writeback: frozenset[str] = frozenset(),
 ) -> AnnotationChange | None:
-    """The minimal change bringing ``pvc`` in line with ``effective``; ``None`` when there is none."""
+    """The minimal change bringing ``pvc`` in line with ``effective``; ``None`` when there is none.
+
+    ``writeback``: values csi-addons may have written (``precedence.writeback_values``).
+    """
     if is_deleting(pvc):
         return None
     annots = annotations_of(pvc)
-    owner = schedule_owner(pvc)
+    owner = schedule_owner(pvc, writeback)
     rv = str_field(pvc, "metadata", "resourceVersion")
 
     if owner is ScheduleOwner.USER:
@@ -139,7 +150,11 @@ def desired_annotations(
             MappingProxyType(change), "schedule edited on the PVC: it belongs to the user now", rv
         )
 
-    # NOBODY or KUSTODIAN: the schedule, if any, is ours to keep in line with the sources.
+    if owner is ScheduleOwner.CSI_ADDONS and not isinstance(effective, EffectiveSchedule):
+        return None  # csi-addons' own copy and nothing for us to write: removing it would only flap
+
+    # NOBODY, KUSTODIAN or CSI_ADDONS: the schedule, if any, is ours to keep in line with the sources.
+    # A KUSTODIAN schedule that differs from ``applied`` was written back by csi-addons: re-assert.
     if isinstance(effective, InvalidSchedule):
         return None
     if isinstance(effective, EffectiveSchedule) and effective.source == PVC_SOURCE:
