@@ -85,7 +85,9 @@ def _atoi(expr: str) -> int:
         raise RobfigError(f'failed to parse int from {expr}: strconv.Atoi: parsing "{expr}": invalid syntax')
     num = int(expr)
     if not -(2**63) <= num < 2**63:
-        raise RobfigError(f'failed to parse int from {expr}: strconv.Atoi: parsing "{expr}": value out of range')
+        raise RobfigError(
+            f'failed to parse int from {expr}: strconv.Atoi: parsing "{expr}": value out of range'
+        )
     if num < 0:
         raise RobfigError(f"negative number ({num}) not allowed: {expr}")
     return num
@@ -320,8 +322,7 @@ def _descriptor(spec: str, loc: tzinfo) -> RobfigSchedule:
         except DurationError as exc:
             raise RobfigError(f"failed to parse duration {spec}: {exc.reason}") from None
         second = 1_000_000_000
-        if nanos < second:
-            nanos = second
+        nanos = max(nanos, second)
         nanos -= nanos % second
         return RobfigSchedule(loc, timedelta(microseconds=nanos // 1000))
     raise RobfigError(f"unrecognized descriptor: {spec}")

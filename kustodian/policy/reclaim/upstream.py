@@ -30,7 +30,7 @@ modelled here once, from its source at the pinned commit
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
@@ -43,15 +43,15 @@ from kustodian.policy.reclaim.schedule import robfig_accepts
 __all__ = [
     "CSI_ADDONS_CONFIG",
     "DEFAULT_SCHEDULE",
+    "KEYROTATION",
+    "RECLAIMSPACE",
     "CsiAddonsConfig",
     "CsiAddonsConfigError",
     "Feature",
-    "KEYROTATION",
-    "RECLAIMSPACE",
     "UpstreamOutcome",
     "driver_capable",
-    "pvc_driver",
     "parse_csi_addons_config",
+    "pvc_driver",
     "staggered_next",
     "upstream_derivation",
     "upstream_outcome",
@@ -166,7 +166,9 @@ def pvc_driver(pv: RawObject | None, storageclass_obj: RawObject | None) -> str:
     return str_field(storageclass_obj, "provisioner") if storageclass_obj is not None else ""
 
 
-def driver_capable(driver: str, csi_addons_nodes: Iterable[RawObject], feature: Feature = RECLAIMSPACE) -> bool:
+def driver_capable(
+    driver: str, csi_addons_nodes: Iterable[RawObject], feature: Feature = RECLAIMSPACE
+) -> bool:
     """Does a connected CSIAddonsNode of ``driver`` advertise ``feature``?
 
     csi-addons asks its connection pool (``checkDriverSupportCapability``); the pool holds
@@ -185,7 +187,9 @@ def driver_capable(driver: str, csi_addons_nodes: Iterable[RawObject], feature: 
         if str_field(node, "status", "state") != "Connected":
             continue
         caps = map_field(node, "status").get("capabilities")
-        if isinstance(caps, list) and any(isinstance(c, str) and c.startswith(feature.capability) for c in caps):
+        if isinstance(caps, list) and any(
+            isinstance(c, str) and c.startswith(feature.capability) for c in caps
+        ):
             return True
     return False
 
@@ -239,7 +243,8 @@ def upstream_derivation(
     its cache can hold.  ``None``: no level has one (or a ``false`` disables it).
     """
     key = feature.schedule_key
-    if any(_is_false(o, feature.enable_key) for o in (pvc, namespace_obj, storageclass_obj if _sc_name(pvc) else None)):
+    sc = storageclass_obj if _sc_name(pvc) else None
+    if any(_is_false(o, feature.enable_key) for o in (pvc, namespace_obj, sc)):
         return None
     if capable:
         ns_schedule = _schedule_of(namespace_obj, key)
@@ -253,6 +258,7 @@ def upstream_outcome(
     pv: RawObject | None,
     namespace_obj: RawObject | None,
     storageclass_obj: RawObject | None,
+    *,
     config: CsiAddonsConfig,
     capable: bool,
     feature: Feature = RECLAIMSPACE,

@@ -115,13 +115,15 @@ OUTCOMES = [
                          ids=[o[0] for o in OUTCOMES])
 def test_upstream_outcome(claim: dict[str, Any], ns_ann: dict[str, str], sc_ann: dict[str, str],
                           config: CsiAddonsConfig, capable: bool, expected: UpstreamOutcome) -> None:
-    got = upstream_outcome(claim, PV, namespace(annotations=ns_ann), storageclass(annotations=sc_ann), config, capable)
+    got = upstream_outcome(claim, PV, namespace(annotations=ns_ann), storageclass(annotations=sc_ann),
+                           config=config, capable=capable)
     assert got == expected
 
 
 def test_unbound_or_not_csi_gets_nothing() -> None:
-    assert upstream_outcome(pvc(), PV, None, None, PVC_MODE, True).cronjob_schedule is None
-    assert upstream_outcome(bound({SCHEDULE: "@daily"}), {"spec": {}}, None, None, PVC_MODE, True).cronjob_schedule is None
+    assert upstream_outcome(pvc(), PV, None, None, config=PVC_MODE, capable=True).cronjob_schedule is None
+    assert upstream_outcome(bound({SCHEDULE: "@daily"}), {"spec": {}}, None, None, config=PVC_MODE,
+                            capable=True).cronjob_schedule is None
 
 
 def test_staggered_next_is_fnv_of_the_uid_within_the_cap() -> None:
