@@ -79,8 +79,10 @@ def build(settings: ControllersSettings, client: KubeClient, recorder: EventReco
           registry: CollectorRegistry | None = None) -> Assembly:
     units: list[Unit] = []
     if settings.reclaim_space:
+        csi_ns, _, csi_name = settings.reclaim_csi_addons_config.partition("/")
         reclaim = ReclaimPropagation(client, config_namespace=settings.namespace,
-                                     config_name=settings.reclaim_config_name, recorder=recorder)
+                                     config_name=settings.reclaim_config_name, recorder=recorder,
+                                     csi_addons_config=(csi_ns, csi_name))
 
         def reconcile(key: str) -> Result | None:
             reclaim.reconcile(key)

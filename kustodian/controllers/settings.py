@@ -25,6 +25,9 @@ class ControllersSettings(CapacitySettings):
     reclaim_config_name: str = Field(
         "kustodian-reclaim-config",
         description="Name of the central reclaim-space ConfigMap (in --namespace)")
+    reclaim_csi_addons_config: str = Field(
+        "csi-addons-system/csi-addons-config", pattern=r"^[a-z0-9-]+/[a-z0-9.-]+$",
+        description="namespace/name of csi-addons' own ConfigMap (schedule-precedence is read from it)")
     sync_timeout: float = Field(300.0, gt=0, description="Seconds to wait for the caches before giving up")
     node_cleanup: bool = Field(False, description="Run the node-loss cleanup controller")
     node_cleanup_storage_classes: list[str] = Field(

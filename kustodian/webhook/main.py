@@ -81,7 +81,10 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     if settings.reclaim_space:
         from kustodian.webhook.features.reclaim import ReclaimPolicyWebhook
 
-        reclaim = ReclaimPolicyWebhook(settings.namespace, settings.reclaim_config_name)
+        csi_ns, _, csi_name = settings.reclaim_csi_addons_config.partition("/")
+        reclaim = ReclaimPolicyWebhook(settings.namespace, settings.reclaim_config_name,
+                                       csi_addons_config=(csi_ns, csi_name),
+                                       csi_addons_users=tuple(settings.reclaim_csi_addons_users))
         _merge(needs, reclaim.needed_kinds())
 
     resources = resolve(client, needs)
@@ -94,7 +97,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         reclaim.recorder = recorder
         # just our ConfigMap (field selector), under its own key: a kind-wide ConfigMap cache
         # that admin deletion rules may need stays separate
-        caches["ConfigMap#reclaim-config"] = reclaim.config_cache(client)
+        caches.update(reclaim.config_caches(client))
     view = CacheView(caches)
     if rules is not None:
         DeletionGuard(rules, view, recorder).register(registry)

@@ -35,6 +35,12 @@ class WebhookSettings(KubeSettings):
     reclaim_space: bool = Field(True, description="Enable the reclaim-space policy webhook")
     reclaim_config_name: str = Field("kustodian-reclaim-config", description="Name of the central "
                                      "reclaim-space ConfigMap (in --namespace)")
+    reclaim_csi_addons_config: str = Field(
+        "csi-addons-system/csi-addons-config", pattern=r"^[a-z0-9-]+/[a-z0-9.-]+$",
+        description="namespace/name of csi-addons' own ConfigMap (schedule-precedence is read from it)")
+    reclaim_csi_addons_users: list[str] = Field(
+        default_factory=lambda: ["system:serviceaccount:csi-addons-system:csi-addons-controller-manager"],
+        description="Users whose schedule writes are never refused (csi-addons' controller)")
     capacity: bool = Field(True, description="Validate AvailableCapacity / Reservation objects")
     graceful_timeout: int = Field(10, ge=0, le=300, description="Seconds to finish in-flight reviews on stop")
 
