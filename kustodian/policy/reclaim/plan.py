@@ -94,13 +94,14 @@ def plan(
     csi_addons: CsiAddonsConfig | None = None,
     pvs: Iterable[RawObject] = (),
     csi_addons_nodes: Iterable[RawObject] = (),
-    cronjobs: Iterable[RawObject] = (),
+    cronjobs: Iterable[RawObject] | None = None,
 ) -> list[PlanRow]:
     """One row per PVC (not being deleted), sorted by namespace then name.
 
     ``csi_addons``: csi-addons' configuration (its precedence wins over ``config``'s);
     ``pvs``/``csi_addons_nodes``/``cronjobs``: PersistentVolumes, CSIAddonsNodes and
-    ReclaimSpaceCronJobs, for the driver check and upstream's staggering.
+    ReclaimSpaceCronJobs, for the driver check and upstream's staggering (with ``cronjobs``
+    given, a cron job csi-addons has no reason to revisit yet is reported as it is).
     """
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
@@ -113,10 +114,12 @@ def plan(
     pv_by_name = {name(pv): pv for pv in pvs}
     nodes = list(csi_addons_nodes)
     uid_by_pvc: dict[tuple[str, str], str] = {}
-    for job in cronjobs:
+    job_by_pvc: dict[tuple[str, str], str] = {}
+    for job in cronjobs or ():
         target = str_field(job, "spec", "jobTemplate", "spec", "target", "persistentVolumeClaim")
         if target:
             uid_by_pvc[(namespace(job), target)] = str_field(job, "metadata", "uid")
+            job_by_pvc[(namespace(job), target)] = str_field(job, "spec", "schedule")
     window = stagger_window_for(cfg)
     rows: list[PlanRow] = []
     for pvc in pvcs:
@@ -131,6 +134,17 @@ def plan(
         pending = desired_annotations(pvc, effective, stagger_window=window, writeback=writeback) is not None
         final, outcome = converge(pvc, pv, ns_obj, sc_obj, cfg=cfg, upstream_cfg=upstream_cfg,
                                   capable=capable)
+        key = (namespace(pvc), name(pvc))
+        first = reconcile_annotations(pvc, ns_obj, sc_obj, cfg, capable=capable)
+        if cronjobs is not None and (first is None or SCHEDULE not in first.annotations):
+            # csi-addons does not watch Namespaces: a Namespace change alone reaches a PVC only at its
+            # next reconcile (a change to the PVC or its StorageClass, a restart, the periodic resync)
+            current = job_by_pvc.get(key)
+            without_ns = upstream_outcome(pvc, pv, None, sc_obj, config=upstream_cfg, capable=capable)
+            if current != outcome.cronjob_schedule and current == without_ns.cronjob_schedule:
+                outcome = replace(outcome, cronjob_schedule=current,
+                                  reason=f"{outcome.reason}; csi-addons applies it at its next reconcile "
+                                         "of this PVC (it does not watch Namespaces)")
         row = _row(pvc, effective, window, now, pending)
         predicted = {k: annotations_of(final).get(k) for k in PREDICTED_KEYS}
         next_run, detail = row.next_run, row.detail

@@ -44,6 +44,7 @@ from typing import Any
 from kustodian.policy.objects import RawObject, is_deleting, str_field
 from kustodian.policy.reclaim.annotations import (
     APPLIED,
+    PREVIOUS,
     PVC_SOURCE,
     SCHEDULE,
     SOURCE,
@@ -136,16 +137,20 @@ def desired_annotations(
 
     if owner is ScheduleOwner.USER:
         if APPLIED in annots:  # the user removed our marker: they adopted the schedule
+            adopted: dict[str, str | None] = {APPLIED: None}
+            if PREVIOUS in annots:
+                adopted[PREVIOUS] = None
             return AnnotationChange(
-                MappingProxyType({APPLIED: None}),
+                MappingProxyType(adopted),
                 "schedule adopted by the user: dropping Kustodian's mark",
                 rv,
             )
         return None
     if owner is ScheduleOwner.USER_EDITED:
         change: dict[str, str | None] = {SOURCE: None}
-        if APPLIED in annots:
-            change[APPLIED] = None
+        for key in (APPLIED, PREVIOUS):
+            if key in annots:
+                change[key] = None
         return AnnotationChange(
             MappingProxyType(change), "schedule edited on the PVC: it belongs to the user now", rv
         )
@@ -163,9 +168,15 @@ def desired_annotations(
     if isinstance(effective, EffectiveSchedule):
         schedule = stagger(effective.schedule, stagger_key(pvc), stagger_window)
         want = {SCHEDULE: schedule, SOURCE: effective.source, APPLIED: schedule}
+        old = annots.get(APPLIED)
+        if isinstance(old, str) and old != schedule:
+            want[PREVIOUS] = old
         reason = f'schedule "{schedule}" from {effective.source}'
     else:
         want = {SCHEDULE: None, SOURCE: None, APPLIED: None}
+        old = annots.get(APPLIED)
+        if isinstance(old, str):
+            want[PREVIOUS] = old  # so a stale write-back of it is recognised after the removal
         if owner is ScheduleOwner.NOBODY:
             reason = "dropping stale Kustodian marks"
         elif isinstance(effective, Disabled):

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from kustodian.policy.reclaim.annotations import APPLIED, CRONJOB, ENABLE, SCHEDULE, SOURCE
+from kustodian.policy.reclaim.annotations import APPLIED, CRONJOB, ENABLE, PREVIOUS, SCHEDULE, SOURCE
 from kustodian.policy.reclaim.config import ReclaimConfig
 from kustodian.policy.reclaim.mutation import apply_change
 from kustodian.policy.reclaim.precedence import Disabled, EffectiveSchedule
@@ -53,7 +53,7 @@ SCENARIOS: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any], Recla
      pvc(annotations={SCHEDULE: "0 3 * * *", SOURCE: SC, APPLIED: "@daily"}), namespace(), sc("@daily"), NO_CONFIG,
      {SOURCE: None, APPLIED: None}),
     ("2-storageclass-updated-kustodian-pvc-follows", kustodian_pvc("@daily", SC), namespace(), sc("@weekly"), NO_CONFIG,
-     {SCHEDULE: "@weekly", APPLIED: "@weekly"}),
+     {SCHEDULE: "@weekly", APPLIED: "@weekly", PREVIOUS: "@daily"}),
     ("2-storageclass-updated-user-pvc-untouched", pvc(annotations={SCHEDULE: "@daily"}), namespace(), sc("@weekly"), NO_CONFIG, None),
     ("2-storageclass-unchanged-kustodian-pvc-in-sync", kustodian_pvc("@daily", SC), namespace(), sc("@daily"), NO_CONFIG, None),
     ("2-namespace-added-over-storageclass-source-switches", kustodian_pvc("@daily", SC),
@@ -63,22 +63,22 @@ SCENARIOS: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any], Recla
     ("3-user-removes-kustodian-schedule-it-comes-back", pvc(annotations={SOURCE: SC, APPLIED: "@daily"}), namespace(),
      sc("@daily"), NO_CONFIG, {SCHEDULE: "@daily"}),
     ("3-user-removes-kustodian-schedule-no-source-left-marks-dropped", pvc(annotations={SOURCE: SC, APPLIED: "@daily"}),
-     namespace(), sc(), NO_CONFIG, {SOURCE: None, APPLIED: None}),
+     namespace(), sc(), NO_CONFIG, {SOURCE: None, APPLIED: None, PREVIOUS: "@daily"}),
     ("3-storageclass-removed-kustodian-pvc-cleared", kustodian_pvc("@daily", SC), namespace(), sc(), NO_CONFIG,
-     {SCHEDULE: None, SOURCE: None, APPLIED: None}),
+     {SCHEDULE: None, SOURCE: None, APPLIED: None, PREVIOUS: "@daily"}),
     ("3-storageclass-removed-falls-back-to-configmap", kustodian_pvc("@daily", SC), namespace(), sc(), CONFIG,
-     {SCHEDULE: "@monthly", SOURCE: CM_SOURCE, APPLIED: "@monthly"}),
+     {SCHEDULE: "@monthly", SOURCE: CM_SOURCE, APPLIED: "@monthly", PREVIOUS: "@daily"}),
     ("3-storageclass-removed-user-pvc-untouched", pvc(annotations={SCHEDULE: "@daily"}), namespace(), sc(), NO_CONFIG, None),
     # Ownership edge cases
     ("user-deletes-marker-adopts-schedule", pvc(annotations={SCHEDULE: "@daily", APPLIED: "@daily"}), namespace(), sc("@weekly"),
      NO_CONFIG, {APPLIED: None}),
     ("pvc-disables-kustodian-schedule-removed", kustodian_pvc("@daily", SC, annotations={ENABLE: "false"}), namespace(),
-     sc("@daily"), NO_CONFIG, {SCHEDULE: None, SOURCE: None, APPLIED: None}),
+     sc("@daily"), NO_CONFIG, {SCHEDULE: None, SOURCE: None, APPLIED: None, PREVIOUS: "@daily"}),
     ("namespace-disables-kustodian-schedule-removed", kustodian_pvc("@daily", SC), namespace(annotations={ENABLE: "false"}),
-     sc("@daily"), NO_CONFIG, {SCHEDULE: None, SOURCE: None, APPLIED: None}),
+     sc("@daily"), NO_CONFIG, {SCHEDULE: None, SOURCE: None, APPLIED: None, PREVIOUS: "@daily"}),
     ("kill-switch-removes-kustodian-schedule", kustodian_pvc("@monthly", CM_SOURCE), namespace(), sc(),
      ReclaimConfig(source=CM_SOURCE, storageclass_schedules={"rook-ceph-block": "@monthly"}, enabled=False),
-     {SCHEDULE: None, SOURCE: None, APPLIED: None}),
+     {SCHEDULE: None, SOURCE: None, APPLIED: None, PREVIOUS: "@monthly"}),
     ("kill-switch-leaves-user-schedule", pvc(annotations={SCHEDULE: "@daily"}), namespace(), sc(),
      ReclaimConfig(source=CM_SOURCE, enabled=False), None),
     ("invalid-source-schedule-changes-nothing", kustodian_pvc("@daily", SC), namespace(), sc("every day"), NO_CONFIG, None),
@@ -87,8 +87,13 @@ SCENARIOS: list[tuple[str, dict[str, Any], dict[str, Any], dict[str, Any], Recla
     ("sc-mode-writes-nothing-csi-addons-ignores-pvcs", pvc(), namespace(annotations={SCHEDULE: "@hourly"}), sc("@weekly"),
      ReclaimConfig(precedence="storageclass"), None),
     ("sc-mode-removes-what-kustodian-wrote-before", kustodian_pvc("@weekly", SC), namespace(), sc("@weekly"),
-     ReclaimConfig(precedence="storageclass"), {SCHEDULE: None, SOURCE: None, APPLIED: None}),
+     ReclaimConfig(precedence="storageclass"), {SCHEDULE: None, SOURCE: None, APPLIED: None, PREVIOUS: "@weekly"}),
     # csi-addons writes the schedule annotation too: its write-back is not a user edit
+    ("stale-writeback-of-the-previous-value-is-reasserted",
+     kustodian_pvc("@weekly", SC, annotations={SCHEDULE: "@daily", PREVIOUS: "@daily"}), namespace(), sc("@weekly"),
+     NO_CONFIG, {SCHEDULE: "@weekly"}),
+    ("stale-writeback-after-removal-is-removed-again", pvc(annotations={SCHEDULE: "@daily", PREVIOUS: "@daily"}),
+     namespace(), sc(), NO_CONFIG, {SCHEDULE: None}),
     ("writeback-of-storageclass-value-over-staggered-is-reasserted",
      kustodian_pvc("17 4 * * *", SC, annotations={SCHEDULE: "@daily", CRONJOB: "data-1"}), namespace(), sc("@daily"),
      ReclaimConfig(stagger_window=timedelta(hours=6)), {SCHEDULE: "17 4 * * *"}),
@@ -137,7 +142,8 @@ def test_merge_patch_carries_resource_version() -> None:
     change = reconcile_annotations(kustodian_pvc("@daily", SC, resource_version="77"), namespace(), sc(), NO_CONFIG)
     assert change is not None
     assert change.merge_patch() == {
-        "metadata": {"annotations": {SCHEDULE: None, SOURCE: None, APPLIED: None}, "resourceVersion": "77"}
+        "metadata": {"annotations": {SCHEDULE: None, SOURCE: None, APPLIED: None, PREVIOUS: "@daily"},
+                     "resourceVersion": "77"}
     }
 
 
@@ -164,7 +170,7 @@ def test_unstaggered_create_is_staggered_by_the_controller() -> None:
     claim = kustodian_pvc("@daily", SC, name="data-abc12")
     change = reconcile_annotations(claim, namespace(), sc("@daily"), ReclaimConfig(stagger_window=timedelta(hours=2)))
     assert change is not None
-    assert set(change.annotations) == {SCHEDULE, APPLIED}
+    assert set(change.annotations) == {SCHEDULE, APPLIED, PREVIOUS}
 
 
 @pytest.mark.parametrize(
