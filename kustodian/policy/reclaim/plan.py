@@ -139,9 +139,12 @@ def plan(
         if cronjobs is not None and (first is None or SCHEDULE not in first.annotations):
             # csi-addons does not watch Namespaces: a Namespace change alone reaches a PVC only at its
             # next reconcile (a change to the PVC or its StorageClass, a restart, the periodic resync)
+            # ... unless a PVC event is still on its way to csi-addons: its cron job then disagrees with
+            # the PVC's own schedule (Kustodian, say, has just removed it), and it reconciles anyway.
             current = job_by_pvc.get(key)
+            seen = annotations_of(pvc).get(SCHEDULE) == current
             without_ns = upstream_outcome(pvc, pv, None, sc_obj, config=upstream_cfg, capable=capable)
-            if current != outcome.cronjob_schedule and current == without_ns.cronjob_schedule:
+            if seen and current != outcome.cronjob_schedule and current == without_ns.cronjob_schedule:
                 outcome = replace(outcome, cronjob_schedule=current,
                                   reason=f"{outcome.reason}; csi-addons applies it at its next reconcile "
                                          "of this PVC (it does not watch Namespaces)")
