@@ -82,7 +82,8 @@ def build(settings: ControllersSettings, client: KubeClient, recorder: EventReco
         csi_ns, _, csi_name = settings.reclaim_csi_addons_config.partition("/")
         reclaim = ReclaimPropagation(client, config_namespace=settings.namespace,
                                      config_name=settings.reclaim_config_name, recorder=recorder,
-                                     csi_addons_config=(csi_ns, csi_name))
+                                     csi_addons_config=(csi_ns, csi_name),
+                                     keyrotation=settings.reclaim_keyrotation)
 
         def reconcile(key: str) -> Result | None:
             reclaim.reconcile(key)

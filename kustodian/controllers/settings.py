@@ -28,6 +28,8 @@ class ControllersSettings(CapacitySettings):
     reclaim_csi_addons_config: str = Field(
         "csi-addons-system/csi-addons-config", pattern=r"^[a-z0-9-]+/[a-z0-9.-]+$",
         description="namespace/name of csi-addons' own ConfigMap (schedule-precedence is read from it)")
+    reclaim_keyrotation: bool = Field(
+        False, description="Propagate keyrotation.csiaddons.openshift.io schedules by the same rules")
     sync_timeout: float = Field(300.0, gt=0, description="Seconds to wait for the caches before giving up")
     node_cleanup: bool = Field(False, description="Run the node-loss cleanup controller")
     node_cleanup_storage_classes: list[str] = Field(

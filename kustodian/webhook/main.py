@@ -84,7 +84,8 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         csi_ns, _, csi_name = settings.reclaim_csi_addons_config.partition("/")
         reclaim = ReclaimPolicyWebhook(settings.namespace, settings.reclaim_config_name,
                                        csi_addons_config=(csi_ns, csi_name),
-                                       csi_addons_users=tuple(settings.reclaim_csi_addons_users))
+                                       csi_addons_users=tuple(settings.reclaim_csi_addons_users),
+                                       keyrotation=settings.reclaim_keyrotation)
         _merge(needs, reclaim.needed_kinds())
 
     resources = resolve(client, needs)

@@ -41,6 +41,8 @@ class WebhookSettings(KubeSettings):
     reclaim_csi_addons_users: list[str] = Field(
         default_factory=lambda: ["system:serviceaccount:csi-addons-system:csi-addons-controller-manager"],
         description="Users whose schedule writes are never refused (csi-addons' controller)")
+    reclaim_keyrotation: bool = Field(
+        False, description="Inject keyrotation.csiaddons.openshift.io schedules by the same rules")
     capacity: bool = Field(True, description="Validate AvailableCapacity / Reservation objects")
     graceful_timeout: int = Field(10, ge=0, le=300, description="Seconds to finish in-flight reviews on stop")
 

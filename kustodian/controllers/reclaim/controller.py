@@ -37,11 +37,18 @@ from kustodian.kube.resources import (
 )
 from kustodian.policy.objects import field
 from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
+from kustodian.policy.reclaim.keyrotation import KEYROTATION_KEYS, reconcile_keyrotation
 from kustodian.policy.reclaim.precedence import storage_class_name
-from kustodian.policy.reclaim.propagation import INDEXERS, AnnotationChange, reconcile_annotations
+from kustodian.policy.reclaim.propagation import (
+    INDEXERS,
+    AnnotationChange,
+    merge_changes,
+    reconcile_annotations,
+)
 from kustodian.policy.reclaim.tracker import LastGoodConfig
 from kustodian.policy.reclaim.upstream import (
     CSI_ADDONS_CONFIG,
+    KEYROTATION,
     CsiAddonsConfig,
     CsiAddonsConfigError,
     driver_capable,
@@ -52,7 +59,7 @@ from kustodian.policy.reclaim.upstream import (
 log = logging.getLogger(__name__)
 
 Enqueue = Callable[[str], None]
-_POLICY_KEYS = (SCHEDULE, ENABLE)
+_POLICY_KEYS = (SCHEDULE, ENABLE, KEYROTATION_KEYS[SCHEDULE], KEYROTATION_KEYS[ENABLE])
 _BY_SC = "storageclass"
 CSI_ADDONS_NODE = "CSIAddonsNode.csiaddons.openshift.io"
 
@@ -66,8 +73,9 @@ def _policy(obj: Mapping[str, Any] | None) -> tuple[Any, ...]:
 class ReclaimPropagation:
     def __init__(self, client: KubeClient, *, config_namespace: str, config_name: str,
                  recorder: EventRecorder | None = None,
-                 csi_addons_config: tuple[str, str] = CSI_ADDONS_CONFIG) -> None:
+                 csi_addons_config: tuple[str, str] = CSI_ADDONS_CONFIG, keyrotation: bool = False) -> None:
         self.client = client
+        self.keyrotation = keyrotation  # the same machinery for keyrotation.csiaddons.openshift.io (opt-in)
         self.recorder = recorder
         self.config_ref = (config_namespace, config_name)
         self.pvcs = WatchCache(client, PERSISTENT_VOLUME_CLAIMS,
@@ -176,9 +184,15 @@ class ReclaimPropagation:
         volume = field(pvc, "spec", "volumeName")
         pv = self.pvs.get(None, str(volume)) if volume else None
         nodes = self.csi_addons_nodes.list() if self.csi_addons_nodes is not None else []
-        capable = driver_capable(pvc_driver(pv, sc), nodes)
+        driver = pvc_driver(pv, sc)
         config = replace(self.tracker.in_force, precedence=self.csi_addons_config().precedence)
-        return reconcile_annotations(pvc, self.namespaces.get(None, ns), sc, config, capable=capable)
+        ns_obj = self.namespaces.get(None, ns)
+        change = reconcile_annotations(pvc, ns_obj, sc, config, capable=driver_capable(driver, nodes))
+        if not self.keyrotation:
+            return change
+        rotation = reconcile_keyrotation(pvc, ns_obj, sc, precedence=config.precedence,
+                                         capable=driver_capable(driver, nodes, KEYROTATION))
+        return merge_changes(change, rotation)
 
     def reconcile(self, key: str) -> None:
         namespace, _, name = key.partition("/")

@@ -69,6 +69,7 @@ __all__ = [
     "INDEXERS",
     "AnnotationChange",
     "desired_annotations",
+    "merge_changes",
     "reconcile_annotations",
     "stagger_window_for",
 ]
@@ -93,6 +94,18 @@ class AnnotationChange:
         if self.resource_version:
             metadata["resourceVersion"] = self.resource_version
         return {"metadata": metadata}
+
+
+def merge_changes(*changes: AnnotationChange | None) -> AnnotationChange | None:
+    """One patch for several decisions on the same PVC (reclaim space and key rotation)."""
+    present = [c for c in changes if c is not None]
+    if not present:
+        return None
+    merged: dict[str, str | None] = {}
+    for change in present:
+        merged.update(change.annotations)
+    return AnnotationChange(MappingProxyType(merged), "; ".join(c.reason for c in present),
+                            present[0].resource_version)
 
 
 def stagger_window_for(config: ReclaimConfig) -> timedelta | None:

@@ -39,12 +39,15 @@ from kustodian.kube.view import CacheView
 from kustodian.policy.objects import field
 from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
 from kustodian.policy.reclaim.config import ReclaimConfig
-from kustodian.policy.reclaim.mutation import mutate_on_create
+from kustodian.policy.reclaim.keyrotation import reconcile_keyrotation
+from kustodian.policy.reclaim.mutation import patch_ops
 from kustodian.policy.reclaim.precedence import storage_class_name
+from kustodian.policy.reclaim.propagation import merge_changes, reconcile_annotations
 from kustodian.policy.reclaim.schedule import schedule_warning
 from kustodian.policy.reclaim.tracker import LastGoodConfig
 from kustodian.policy.reclaim.upstream import (
     CSI_ADDONS_CONFIG,
+    KEYROTATION,
     CsiAddonsConfig,
     CsiAddonsConfigError,
     driver_capable,
@@ -78,7 +81,9 @@ def _policy_annotations(obj: Any) -> tuple[Any, ...]:
 class ReclaimPolicyWebhook:
     def __init__(self, namespace: str, config_name: str, recorder: EventRecorder | None = None, *,
                  csi_addons_config: tuple[str, str] = CSI_ADDONS_CONFIG,
-                 csi_addons_users: tuple[str, ...] = DEFAULT_CSI_ADDONS_USERS) -> None:
+                 csi_addons_users: tuple[str, ...] = DEFAULT_CSI_ADDONS_USERS,
+                 keyrotation: bool = False) -> None:
+        self.keyrotation = keyrotation
         self.config_ref = (namespace, config_name)
         self.csi_addons_ref = csi_addons_config
         self.csi_addons_users = frozenset(csi_addons_users)
@@ -161,9 +166,15 @@ class ReclaimPolicyWebhook:
         ns_obj = self.view.get(KIND_NAMESPACE, "", req.namespace)
         sc_name = storage_class_name(pvc)
         sc_obj = self.view.get(KIND_STORAGECLASS, "", sc_name) if sc_name else None
-        capable = driver_capable(pvc_driver(None, sc_obj), self.view.list(CSI_ADDONS_NODE))
+        nodes = self.view.list(CSI_ADDONS_NODE)
+        driver = pvc_driver(None, sc_obj)
         config = replace(self.current_config(), precedence=self.csi_addons_config().precedence)
-        ops = mutate_on_create(pvc, ns_obj, sc_obj, config, capable=capable)
+        change = reconcile_annotations(pvc, ns_obj, sc_obj, config, capable=driver_capable(driver, nodes))
+        if self.keyrotation:
+            change = merge_changes(change, reconcile_keyrotation(
+                pvc, ns_obj, sc_obj, precedence=config.precedence,
+                capable=driver_capable(driver, nodes, KEYROTATION)))
+        ops = patch_ops(pvc, change)
         if ops:
             log.debug("PVC %s/%s: reclaim-space schedule injected", req.namespace, req.name)
         return patched(ops)
