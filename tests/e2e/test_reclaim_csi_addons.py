@@ -17,6 +17,7 @@ StorageClass, with Kustodian started afresh after the "before" PVCs exist.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import subprocess
 import sys
@@ -240,6 +241,16 @@ class Cluster:
         return run
 
 
+def set_kustodian_config(client: Any, config: dict[str, Any] | None) -> None:
+    """Kustodian's own ConfigMap (what csi-addons lacks: central map, staggering); None deletes it."""
+    with contextlib.suppress(NotFound):
+        client.delete(CONFIG_MAPS, "kustodian-reclaim-config", "kustodian")
+    if config is not None:
+        client.create(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                    "metadata": {"name": "kustodian-reclaim-config", "namespace": "kustodian"},
+                                    "data": {"config.json": json.dumps(config)}})
+
+
 def pvc_precedence_story(kube_api: KubeApi, binary: Path, tmp: Path, csi: Proc) -> list[str]:
     ns = f"rs-{uuid.uuid4().hex[:8]}"
     sc = f"rsc-{uuid.uuid4().hex[:8]}"
@@ -265,6 +276,9 @@ def pvc_precedence_story(kube_api: KubeApi, binary: Path, tmp: Path, csi: Proc) 
         c.step("StorageClass annotation changed", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "@weekly"}))
         c.step("StorageClass annotation removed", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: None}))
         c.step("StorageClass annotation added", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "@hourly"}))
+        c.step("Kustodian staggering on (csi-addons' write-back of the raw @hourly must not win)",
+               lambda: set_kustodian_config(client, {"stagger-window": "6h"}))
+        c.step("Kustodian staggering off", lambda: set_kustodian_config(client, None))
         c.step("Namespace schedule (no driver advertises ReclaimSpace)",
                c.annotate(NAMESPACES, ns, {SCHEDULE: "@monthly"}))
         c.step("a user edits one PVC", c.annotate(PERSISTENT_VOLUME_CLAIMS, after[0], {SCHEDULE: "0 5 * * *"}, ns))
@@ -276,6 +290,7 @@ def pvc_precedence_story(kube_api: KubeApi, binary: Path, tmp: Path, csi: Proc) 
         c.step("StorageClass annotation changed again", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "0 2 * * *"}))
     finally:
         stop_kustodian(kube_api, k)
+        set_kustodian_config(client, None)
         with contextlib.suppress(NotFound):
             client.delete(STORAGE_CLASSES, sc)
     assert "Traceback" not in k.controllers.text(), k.controllers.text()[-4000:]
