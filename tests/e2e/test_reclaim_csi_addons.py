@@ -177,6 +177,15 @@ class Cluster:
         self.client.patch(PERSISTENT_VOLUME_CLAIMS, name, {"status": {"phase": "Bound"}}, self.ns,
                           subresource="status")
 
+    def require(self, what: str, names: list[str], schedule: str | None) -> None:
+        """The intent, not just agreement with the plan: these PVCs run ``schedule`` from the StorageClass."""
+        actual = self.actual()
+        source = f"storageclass/{self.sc}" if schedule is not None else None
+        wrong = [n for n in names if actual[n] != ({SCHEDULE: schedule, SOURCE: source, APPLIED: schedule}, schedule)]
+        if wrong:
+            self.misses.append(f"{what}: {len(wrong)} of {len(names)} PVCs do not run {schedule!r} from the "
+                               f"StorageClass: {[(n, actual[n]) for n in wrong]}")
+
     def bind_all(self, names: list[str]) -> Callable[[], None]:
         def run() -> None:
             for name in names:
@@ -271,11 +280,17 @@ def pvc_precedence_story(kube_api: KubeApi, binary: Path, tmp: Path, csi: Proc) 
         time.sleep(0.2)
     k = start_kustodian(kube_api, tmp)
     try:
+        everyone = before + after
         c.step("Kustodian starts: takes over csi-addons' copies", lambda: None)
+        c.require("Kustodian starts", before, "@daily")
         c.step("PVCs created through the webhook", c.bind_all(after))
+        c.require("PVCs created through the webhook", everyone, "@daily")
         c.step("StorageClass annotation changed", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "@weekly"}))
+        c.require("StorageClass annotation changed", everyone, "@weekly")
         c.step("StorageClass annotation removed", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: None}))
+        c.require("StorageClass annotation removed", everyone, None)
         c.step("StorageClass annotation added", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "@hourly"}))
+        c.require("StorageClass annotation added", everyone, "@hourly")
         c.step("Kustodian staggering on (csi-addons' write-back of the raw @hourly must not win)",
                lambda: set_kustodian_config(client, {"stagger-window": "6h"}))
         c.step("Kustodian staggering off", lambda: set_kustodian_config(client, None))
@@ -287,7 +302,10 @@ def pvc_precedence_story(kube_api: KubeApi, binary: Path, tmp: Path, csi: Proc) 
         c.step("Namespace enabled again", c.annotate(NAMESPACES, ns, {ENABLE: None}))
         c.step("disabled on the StorageClass", c.annotate(STORAGE_CLASSES, sc, {ENABLE: "false"}))
         c.step("StorageClass enabled again", c.annotate(STORAGE_CLASSES, sc, {ENABLE: None}))
+        # after[0] was edited by a user, after[1] stays disabled on the PVC: every other PVC follows
+        c.require("Namespace schedule, user edit, disables undone", before + after[2:], "@hourly")
         c.step("StorageClass annotation changed again", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "0 2 * * *"}))
+        c.require("StorageClass annotation changed again", before + after[2:], "0 2 * * *")
     finally:
         stop_kustodian(kube_api, k)
         set_kustodian_config(client, None)
