@@ -182,6 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--config-namespace", default="kustodian", help="Namespace of the reclaim ConfigMap")
     p.add_argument("--config-name", default="kustodian-reclaim-config", help="Name of the reclaim ConfigMap")
+    p.add_argument("--csi-addons-config", default="csi-addons-system/csi-addons-config",
+                   help="namespace/name of csi-addons' own ConfigMap (its schedule-precedence and stagger)")
     add_settings_flags(p, ToolSettings)
     p.set_defaults(func=_cmd_plan("reclaim_plan"))
 

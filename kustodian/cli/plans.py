@@ -49,29 +49,55 @@ def _objects(args: argparse.Namespace, kinds: dict[str, Any]) -> dict[str, list[
     return found
 
 
-def reclaim_plan(args: argparse.Namespace) -> int:
+RECLAIM_KINDS = ("PersistentVolumeClaim", "Namespace", "StorageClass.storage.k8s.io", "ConfigMap",
+                 "PersistentVolume", "CSIAddonsNode.csiaddons.openshift.io",
+                 "ReclaimSpaceCronJob.csiaddons.openshift.io")
+
+
+def reclaim_rows(objs: dict[str, list[dict[str, Any]]], config_ref: tuple[str, str],
+                 csi_addons_ref: tuple[str, str], now: datetime) -> list[Any]:
+    """Plan rows from gathered objects (``RECLAIM_KINDS``); ValueError names a bad ConfigMap."""
     from kustodian.policy.reclaim.config import ConfigError, parse_config
     from kustodian.policy.reclaim.plan import plan
+    from kustodian.policy.reclaim.upstream import CsiAddonsConfigError, parse_csi_addons_config
 
-    kinds = {"PersistentVolumeClaim": None, "Namespace": None, "StorageClass.storage.k8s.io": None,
-             "ConfigMap": None}
-    objs = _objects(args, kinds)
     config = None
+    csi_addons_cm = None
     for cm in objs["ConfigMap"]:
         meta = cm.get("metadata") or {}
-        if (meta.get("namespace"), meta.get("name")) == (args.config_namespace, args.config_name):
+        ref = (meta.get("namespace"), meta.get("name"))
+        if ref == config_ref:
             try:
                 config = parse_config(cm)
             except ConfigError as exc:
-                ref = f"{args.config_namespace}/{args.config_name}"
-                sys.stderr.write(f"reclaim config {ref} is invalid: {exc}\n")
-                return 2
-    now = datetime.now(UTC)
-    rows = plan(objs["PersistentVolumeClaim"], objs["Namespace"], objs["StorageClass.storage.k8s.io"],
-                config, now)
-    print_rows(("NAMESPACE", "PVC", "SCHEDULE", "SOURCE", "NEXT RUN", "STATUS"), (
+                raise ValueError(f"reclaim config {'/'.join(config_ref)} is invalid: {exc}") from None
+        if ref == csi_addons_ref:
+            csi_addons_cm = cm
+    try:
+        csi_addons = parse_csi_addons_config(csi_addons_cm)
+    except CsiAddonsConfigError as exc:
+        where = "/".join(csi_addons_ref)
+        raise ValueError(f"csi-addons config {where} would stop csi-addons: {exc}") from None
+    return plan(objs["PersistentVolumeClaim"], objs["Namespace"], objs["StorageClass.storage.k8s.io"],
+                config, now,
+                csi_addons=csi_addons, pvs=objs["PersistentVolume"],
+                csi_addons_nodes=objs["CSIAddonsNode.csiaddons.openshift.io"],
+                cronjobs=objs["ReclaimSpaceCronJob.csiaddons.openshift.io"])
+
+
+def reclaim_plan(args: argparse.Namespace) -> int:
+    objs = _objects(args, dict.fromkeys(RECLAIM_KINDS))
+    csi_ns, _, csi_name = str(args.csi_addons_config).partition("/")
+    try:
+        rows = reclaim_rows(objs, (args.config_namespace, args.config_name), (csi_ns, csi_name),
+                            datetime.now(UTC))
+    except ValueError as exc:
+        sys.stderr.write(f"{exc}\n")
+        return 2
+    print_rows(("NAMESPACE", "PVC", "SCHEDULE", "SOURCE", "NEXT RUN", "CRON JOB", "STATUS"), (
         (r.namespace, r.pvc, r.schedule or "-", r.source or "-",
-         r.next_run.strftime("%Y-%m-%d %H:%M UTC") if r.next_run else "-",
+         r.next_run.strftime("%Y-%m-%d %H:%M:%S UTC") if r.next_run else "-",
+         r.cronjob if r.cronjob is not None else "-",
          str(r.status) + (" (pending)" if r.pending else "") + (f": {r.detail}" if r.detail else ""))
         for r in rows))
     return 0

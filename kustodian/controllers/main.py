@@ -36,7 +36,9 @@ def build(settings: ControllersSettings, client: KubeClient, recorder: EventReco
     if settings.reclaim.enabled:
         manager.add(ReclaimPropagation(client, config_namespace=settings.kube.namespace,
                                        config_name=settings.reclaim.config_name, recorder=recorder,
-                                       caches=manager.cache))
+                                       caches=manager.cache,
+                                       csi_addons_config=settings.reclaim.csi_addons_config_ref,
+                                       keyrotation=settings.reclaim.keyrotation))
     if settings.node_cleanup.enabled:
         from kustodian.controllers.node_cleanup.controller import NodeCleanup
 

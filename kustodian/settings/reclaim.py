@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from kustodian.settings.common import Group
+from kustodian.settings.types import CommaList
 
 __all__ = ["ReclaimGroup"]
 
@@ -14,3 +15,16 @@ class ReclaimGroup(Group):
                                             "(controllers)")
     config_name: str = Field("kustodian-reclaim-config",
                              description="Name of the central reclaim-space ConfigMap (in --namespace)")
+    csi_addons_config: str = Field(
+        "csi-addons-system/csi-addons-config", pattern=r"^[a-z0-9-]+/[a-z0-9.-]+$",
+        description="namespace/name of csi-addons' own ConfigMap (schedule-precedence is read from it)")
+    csi_addons_users: CommaList = Field(
+        default_factory=lambda: ["system:serviceaccount:csi-addons-system:csi-addons-controller-manager"],
+        description="Users whose schedule writes are never refused (csi-addons' controller; webhook)")
+    keyrotation: bool = Field(
+        False, description="Also keyrotation.csiaddons.openshift.io schedules, by the same rules")
+
+    @property
+    def csi_addons_config_ref(self) -> tuple[str, str]:
+        namespace, _, name = self.csi_addons_config.partition("/")
+        return namespace, name

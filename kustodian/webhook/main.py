@@ -90,7 +90,10 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     if settings.reclaim.enabled:
         from kustodian.webhook.features.reclaim import ReclaimPolicyWebhook
 
-        reclaim = ReclaimPolicyWebhook(settings.kube.namespace, settings.reclaim.config_name)
+        reclaim = ReclaimPolicyWebhook(settings.kube.namespace, settings.reclaim.config_name,
+                                       csi_addons_config=settings.reclaim.csi_addons_config_ref,
+                                       csi_addons_users=tuple(settings.reclaim.csi_addons_users),
+                                       keyrotation=settings.reclaim.keyrotation)
         _merge(needs, reclaim.needed_kinds())
 
     # kinds served now get caches; CRD-served kinds are then followed as CRDs come and go
@@ -101,7 +104,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         reclaim.recorder = recorder
         # just our ConfigMap (field selector), under its own key: a kind-wide ConfigMap cache
         # that admin deletion rules may need stays separate
-        caches["ConfigMap#reclaim-config"] = reclaim.config_cache(client)
+        caches.update(reclaim.config_caches(client))
     view = CacheView(caches, kinds)
     if rules is not None:
         # events only about objects the caches hold: a forged review writes none

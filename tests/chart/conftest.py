@@ -36,8 +36,9 @@ ALL_ON: dict[str, Any] = {
         "extraAdmissionRules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"],
                                  "operations": ["DELETE"], "resources": ["widgets"], "scope": "Cluster"}],
     },
-    "reclaimSpace": {"enabled": True, "config": {"auto-reclaim-storageclass": {"rbd": "@weekly"},
-                                                 "precedence": "pvc", "timeout": "5m"}},
+    # precedence is csi-addons' own setting, read from its csi-addons-config (not Kustodian's config)
+    "reclaimSpace": {"enabled": True, "config": {"auto-reclaim-storageclass": {"rbd": "@weekly"}, "timeout": "5m"},
+                     "csiAddonsConfig": "storage-system/csi-addons-config"},
     "nodeCleanup": {"enabled": True, "storageClasses": ["local-nvme"], "delay": "15m",
                     "detectRecreatedNodes": True},
     "capacity": {"enabled": True, "sequentialLvg": True},

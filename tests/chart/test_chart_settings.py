@@ -65,6 +65,10 @@ def _routes(model: type[Settings], command: str, values: Values,
     return {"init": by_init, "flags": by_flags, "env": by_env}
 
 
+CSI_ADDONS_CONFIG = "csi-addons-system/csi-addons-config"
+CSI_ADDONS_USER = "system:serviceaccount:csi-addons-system:csi-addons-controller-manager"
+
+
 def _webhook_values(v: dict[str, Any]) -> Values:
     tls = v.get("tls", {})
     builtin = tls.get("mode", "builtin") == "builtin" and tls.get("builtin", {}).get("inProcessRotation", True)
@@ -79,7 +83,9 @@ def _webhook_values(v: dict[str, Any]) -> Values:
                 else {"cert_file": "/tls/tls.crt", "key_file": "/tls/tls.key",
                       "server_name": f"{FULLNAME}.{NAMESPACE}.svc"}),
         "deletion_guard": {"enabled": guard_on},
-        "reclaim": {"enabled": reclaim.get("enabled", True), "config_name": "kustodian-reclaim-config"},
+        "reclaim": {"enabled": reclaim.get("enabled", True), "config_name": "kustodian-reclaim-config",
+                    "csi_addons_config": reclaim.get("csiAddonsConfig", CSI_ADDONS_CONFIG),
+                    "csi_addons_users": reclaim.get("csiAddonsUsers", [CSI_ADDONS_USER])},
         "capacity": {"enabled": v.get("capacity", {}).get("enabled", False)},
     }
     if guard_on and guard.get("rules"):
@@ -93,7 +99,8 @@ def _controllers_values(v: dict[str, Any]) -> Values:
         "kube": {"namespace": NAMESPACE}, "log": {"format": "json", "level": "info"},
         "leader_election": {"identity": POD, "lease_name": "kustodian-controllers"},
         "reclaim": {"enabled": v.get("reclaimSpace", {}).get("enabled", True),
-                    "config_name": "kustodian-reclaim-config"},
+                    "config_name": "kustodian-reclaim-config",
+                    "csi_addons_config": v.get("reclaimSpace", {}).get("csiAddonsConfig", CSI_ADDONS_CONFIG)},
         "node_cleanup": {"enabled": cleanup.get("enabled", False),
                          "storage_classes": cleanup.get("storageClasses", []),
                          "delay": cleanup.get("delay", "10m"),

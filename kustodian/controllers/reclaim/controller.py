@@ -7,31 +7,62 @@ reconciled from the caches whatever woke it up, so missed or repeated events are
 harmless.  Only PVCs whose marker says Kustodian wrote the schedule (or that have
 none) are changed; the decision carries the resourceVersion it was computed from,
 so a user's concurrent edit yields 409, and the retry re-reads and sees it.
+
+csi-addons runs beside it and writes the same PVC annotation (see
+``policy.reclaim.annotations``): its configuration (``csi-addons-config``: precedence,
+read from csi-addons' own namespace), the PVs (each PVC's CSI driver) and the
+CSIAddonsNodes (which drivers advertise ReclaimSpace) are cached as well, so every
+decision is the one csi-addons' own rules lead to.  Without the CSIAddonsNode CRD there
+is no csi-addons and no driver counts as capable.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from kustodian.kube.cache import NAMESPACE_INDEX, WatchCache, standalone_caches
 from kustodian.kube.client import KubeClient
+from kustodian.kube.discovery import resolve
 from kustodian.kube.errors import Conflict, NotFound
 from kustodian.kube.events import EventRecorder
-from kustodian.kube.resources import CONFIG_MAPS, NAMESPACES, PERSISTENT_VOLUME_CLAIMS, STORAGE_CLASSES
+from kustodian.kube.resources import (
+    CONFIG_MAPS,
+    NAMESPACES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    STORAGE_CLASSES,
+)
 from kustodian.policy.objects import field
 from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
+from kustodian.policy.reclaim.keyrotation import KEYROTATION_KEYS, reconcile_keyrotation
 from kustodian.policy.reclaim.precedence import storage_class_name
-from kustodian.policy.reclaim.propagation import INDEXERS, AnnotationChange, reconcile_annotations
+from kustodian.policy.reclaim.propagation import (
+    INDEXERS,
+    AnnotationChange,
+    merge_changes,
+    reconcile_annotations,
+)
 from kustodian.policy.reclaim.tracker import LastGoodConfig
+from kustodian.policy.reclaim.upstream import (
+    CSI_ADDONS_CONFIG,
+    KEYROTATION,
+    CsiAddonsConfig,
+    CsiAddonsConfigError,
+    driver_capable,
+    parse_csi_addons_config,
+    pvc_driver,
+)
 from kustodian.runtime.manager import CacheFactory
 
 log = logging.getLogger(__name__)
 
 Enqueue = Callable[[str], None]
-_POLICY_KEYS = (SCHEDULE, ENABLE)
+_POLICY_KEYS = (SCHEDULE, ENABLE, KEYROTATION_KEYS[SCHEDULE], KEYROTATION_KEYS[ENABLE])
 _BY_SC = "storageclass"
+CSI_ADDONS_NODE = "CSIAddonsNode.csiaddons.openshift.io"
 
 
 def _policy(obj: Mapping[str, Any] | None) -> tuple[Any, ...]:
@@ -46,8 +77,10 @@ class ReclaimPropagation:
     name = "reclaim-space"
 
     def __init__(self, client: KubeClient, *, config_namespace: str, config_name: str,
-                 recorder: EventRecorder | None = None, caches: CacheFactory | None = None) -> None:
+                 recorder: EventRecorder | None = None, caches: CacheFactory | None = None,
+                 csi_addons_config: tuple[str, str] = CSI_ADDONS_CONFIG, keyrotation: bool = False) -> None:
         self.client = client
+        self.keyrotation = keyrotation  # the same machinery for keyrotation.csiaddons.openshift.io (opt-in)
         self.recorder = recorder
         self.config_ref = (config_namespace, config_name)
         cache = caches if caches is not None else standalone_caches(client)
@@ -58,12 +91,35 @@ class ReclaimPropagation:
         self.configmaps = cache(CONFIG_MAPS, namespace=config_namespace,
                                 field_selector=f"metadata.name={config_name}")
         self.tracker = LastGoodConfig()
+        self.csi_addons_ref = csi_addons_config
+        self.csi_addons_configmaps = cache(CONFIG_MAPS, namespace=csi_addons_config[0],
+                                           field_selector=f"metadata.name={csi_addons_config[1]}")
+        self.pvs = cache(PERSISTENT_VOLUMES)  # shared with node cleanup under one Manager
+        node_res = resolve(client, [CSI_ADDONS_NODE]).get(CSI_ADDONS_NODE)
+        self.csi_addons_nodes = cache(node_res) if node_res is not None else None
+        self._csi_addons = CsiAddonsConfig()
+        self._csi_addons_version: str | None = None
         self.writes = 0
         self.conflicts = 0
 
     @property
     def caches(self) -> list[WatchCache]:
-        return [self.pvcs, self.namespaces, self.storageclasses, self.configmaps]
+        extra = [self.csi_addons_nodes] if self.csi_addons_nodes is not None else []
+        return [self.pvcs, self.namespaces, self.storageclasses, self.configmaps, self.csi_addons_configmaps,
+                self.pvs, *extra]
+
+    def csi_addons_config(self) -> CsiAddonsConfig:
+        """csi-addons' configuration as it will run it; the last good one if csi-addons would refuse it."""
+        cm = self.csi_addons_configmaps.get(*self.csi_addons_ref)
+        version = None if cm is None else str(field(cm, "metadata", "resourceVersion"))
+        if version != self._csi_addons_version:
+            self._csi_addons_version = version
+            try:
+                self._csi_addons = parse_csi_addons_config(cm)
+            except CsiAddonsConfigError as exc:
+                log.error("csi-addons ConfigMap %s/%s would stop csi-addons from starting: %s",
+                          *self.csi_addons_ref, exc)
+        return self._csi_addons
 
     def wire(self, enqueue: Enqueue) -> None:
         """Turn watch events into PVC keys to reconcile."""
@@ -92,6 +148,20 @@ class ReclaimPropagation:
                 for pvc in self.pvcs.list():
                     enqueue(_key(pvc))
 
+        def on_everything(etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+            for pvc in self.pvcs.list():
+                enqueue(_key(pvc))
+
+        def on_pv(etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+            obj = new or old
+            ref = field(obj, "spec", "claimRef")
+            if isinstance(ref, Mapping) and ref.get("namespace") and ref.get("name"):
+                enqueue(f"{ref['namespace']}/{ref['name']}")
+
+        self.csi_addons_configmaps.add_handler(on_everything)
+        if self.csi_addons_nodes is not None:
+            self.csi_addons_nodes.add_handler(on_everything)
+        self.pvs.add_handler(on_pv)
         self.pvcs.add_handler(on_pvc)
         self.storageclasses.add_handler(on_sc)
         self.namespaces.add_handler(on_ns)
@@ -119,9 +189,19 @@ class ReclaimPropagation:
     def decide(self, pvc: Mapping[str, Any]) -> AnnotationChange | None:
         ns = str(field(pvc, "metadata", "namespace"))
         sc_name = storage_class_name(pvc)
-        return reconcile_annotations(pvc, self.namespaces.get(None, ns),
-                                     self.storageclasses.get(None, sc_name) if sc_name else None,
-                                     self.tracker.in_force)
+        sc = self.storageclasses.get(None, sc_name) if sc_name else None
+        volume = field(pvc, "spec", "volumeName")
+        pv = self.pvs.get(None, str(volume)) if volume else None
+        nodes = self.csi_addons_nodes.list() if self.csi_addons_nodes is not None else []
+        driver = pvc_driver(pv, sc)
+        config = replace(self.tracker.in_force, precedence=self.csi_addons_config().precedence)
+        ns_obj = self.namespaces.get(None, ns)
+        change = reconcile_annotations(pvc, ns_obj, sc, config, capable=driver_capable(driver, nodes))
+        if not self.keyrotation:
+            return change
+        rotation = reconcile_keyrotation(pvc, ns_obj, sc, precedence=config.precedence,
+                                         capable=driver_capable(driver, nodes, KEYROTATION))
+        return merge_changes(change, rotation)
 
     def reconcile(self, key: str) -> None:
         namespace, _, name = key.partition("/")

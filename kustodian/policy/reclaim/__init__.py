@@ -6,7 +6,10 @@ Its design doc lists what that leaves unsolved -- annotating hundreds of PVCs, n
 central control, no way to tell which PVC schedules a controller may update when a
 StorageClass changes -- and this package is Kustodian's answer, as pure functions:
 
-``schedule``     parse/validate a schedule exactly as robfig/cron would, and ``next_run``
+``robfig``       robfig/cron's ParseStandard and Next, ported (checked against the real library)
+``schedule``     robfig's language plus Kustodian's explanations and warnings, and ``next_run``
+``upstream``     csi-addons' own rules: its ConfigMap, enable order, driver check, write-back, stagger
+``keyrotation``  the same policy for ``keyrotation.csiaddons.openshift.io`` (opt-in)
 ``duration``     Go's ``time.ParseDuration`` (``@every 1h30m``, ConfigMap durations)
 ``config``       the central ConfigMap (``config.json``) -> ``ReclaimConfig``
 ``annotations``  annotation keys, the ``source`` marker format, who owns a PVC's schedule
@@ -18,6 +21,7 @@ StorageClass changes -- and this package is Kustodian's answer, as pure function
 ``plan``         rows for ``kustodian reclaim plan``
 
 Kustodian only ever writes schedules onto PVCs, where csi-addons reads them first,
-and marks each one it wrote; a schedule it did not write is the user's and is never
+and marks each one it wrote.  csi-addons writes the same annotation; ``annotations``
+says how its write-backs are told from a person's edit.  A person's schedule is never
 changed.
 """

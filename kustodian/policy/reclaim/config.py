@@ -14,8 +14,12 @@ errors, and every problem is reported at once with its path
 ``timeout``                    Go duration, > 0 (csi-addons' reclaim operation timeout)
 ``auto-reclaim-storageclass``  ``{storageclass-name: schedule}``
 ``reclaim-space-enable``       ``"true"`` | ``"false"``; ``"false"`` is Kustodian's kill switch
-``precedence``                 ``"pvc"`` (default) | ``"storageclass"``: must match csi-addons'
-                               ``schedule-precedence``
+
+What csi-addons itself has is *not* here: ``schedule-precedence`` and
+``cronjob-stagger-window`` are read from csi-addons' own ConfigMap ``csi-addons-config``
+(``upstream.parse_csi_addons_config``); a ``precedence`` key is refused with that hint.
+This ConfigMap adds only what csi-addons lacks: the central StorageClass schedule map,
+Kustodian's own per-PVC staggering and the kill switch.
 ``stagger-window``             Go duration >= 1m; absent = no staggering
 
 Decision on bare words: the design doc's own example writes ``"daily"`` and
@@ -38,13 +42,13 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from difflib import get_close_matches
 from types import MappingProxyType
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from kustodian.errors import EXIT_CONFIG, KustodianError
 from kustodian.policy.objects import RawObject, map_field, name, namespace
 from kustodian.policy.reclaim.annotations import configmap_source
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration
-from kustodian.policy.reclaim.schedule import schedule_error
+from kustodian.policy.reclaim.schedule import strict_schedule_error
 
 __all__ = [
     "CONFIG_KEY",
@@ -62,7 +66,6 @@ CONFIG_KEY = "config.json"
 DEFAULT_CONFIG_MAP = ("csi-addons-system", "csi-addons-reclaim-config")
 
 Precedence = Literal["pvc", "storageclass"]
-_PRECEDENCES: tuple[Precedence, ...] = ("pvc", "storageclass")
 _KEYS = ("timeout", "auto-reclaim-storageclass", "reclaim-space-enable", "precedence", "stagger-window")
 _MIN_STAGGER = timedelta(minutes=1)
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -157,11 +160,9 @@ def parse_config_json(text: str, *, source: str) -> ReclaimConfig:
 
     precedence: Precedence = "pvc"
     if "precedence" in doc:
-        value = doc["precedence"]
-        if value in _PRECEDENCES:
-            precedence = cast(Precedence, value)
-        else:
-            problem("precedence", f'must be "pvc" or "storageclass", got {json.dumps(value)}')
+        # csi-addons has this setting; a second copy here could only disagree with it
+        problem("precedence", 'is csi-addons\' own setting: set "schedule-precedence" in its ConfigMap '
+                '"csi-addons-config" (Kustodian reads it from there) and remove it here')
 
     schedules: dict[str, str] = {}
     if "auto-reclaim-storageclass" in doc:
@@ -178,7 +179,7 @@ def parse_config_json(text: str, *, source: str) -> ReclaimConfig:
                 if not isinstance(schedule, str):
                     problem(path, f"the schedule must be a string, got {_json_type(schedule)}")
                     continue
-                reason = schedule_error(schedule)
+                reason = strict_schedule_error(schedule)
                 if reason is not None:
                     problem(
                         path, f"{json.dumps(schedule, ensure_ascii=False)} is not a valid schedule: {reason}"

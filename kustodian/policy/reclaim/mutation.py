@@ -33,9 +33,12 @@ def mutate_on_create(
     namespace_obj: RawObject | None,
     storageclass_obj: RawObject | None,
     config: ReclaimConfig | None = None,
+    *,
+    capable: bool = True,
 ) -> list[dict[str, Any]]:
     """RFC 6902 ops adding the effective schedule and Kustodian's marks; ``[]`` when none are due."""
-    return patch_ops(pvc, reconcile_annotations(pvc, namespace_obj, storageclass_obj, config))
+    change = reconcile_annotations(pvc, namespace_obj, storageclass_obj, config, capable=capable)
+    return patch_ops(pvc, change)
 
 
 def patch_ops(pvc: RawObject, change: AnnotationChange | None) -> list[dict[str, Any]]:

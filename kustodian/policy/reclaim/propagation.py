@@ -44,6 +44,7 @@ from typing import Any
 from kustodian.policy.objects import RawObject, is_deleting, str_field
 from kustodian.policy.reclaim.annotations import (
     APPLIED,
+    PREVIOUS,
     PVC_SOURCE,
     SCHEDULE,
     SOURCE,
@@ -59,6 +60,7 @@ from kustodian.policy.reclaim.precedence import (
     InvalidSchedule,
     effective_schedule,
     storage_class_name,
+    writeback_values,
 )
 from kustodian.policy.reclaim.stagger import stagger, stagger_key
 from kustodian.policy.store import Indexers
@@ -67,6 +69,7 @@ __all__ = [
     "INDEXERS",
     "AnnotationChange",
     "desired_annotations",
+    "merge_changes",
     "reconcile_annotations",
     "stagger_window_for",
 ]
@@ -93,6 +96,18 @@ class AnnotationChange:
         return {"metadata": metadata}
 
 
+def merge_changes(*changes: AnnotationChange | None) -> AnnotationChange | None:
+    """One patch for several decisions on the same PVC (reclaim space and key rotation)."""
+    present = [c for c in changes if c is not None]
+    if not present:
+        return None
+    merged: dict[str, str | None] = {}
+    for change in present:
+        merged.update(change.annotations)
+    return AnnotationChange(MappingProxyType(merged), "; ".join(c.reason for c in present),
+                            present[0].resource_version)
+
+
 def stagger_window_for(config: ReclaimConfig) -> timedelta | None:
     """Staggering only means something when csi-addons reads the PVC (``pvc`` precedence)."""
     return config.stagger_window if config.precedence == "pvc" else None
@@ -103,11 +118,17 @@ def reconcile_annotations(
     namespace_obj: RawObject | None,
     storageclass_obj: RawObject | None,
     config: ReclaimConfig | None = None,
+    *,
+    capable: bool = True,
 ) -> AnnotationChange | None:
-    """The whole decision for one PVC: effective schedule, staggering, ownership."""
+    """The whole decision for one PVC: effective schedule, staggering, ownership.
+
+    ``capable``: the PVC's driver advertises ReclaimSpace (``upstream.driver_capable``).
+    """
     cfg = config if config is not None else ReclaimConfig()
-    effective = effective_schedule(pvc, namespace_obj, storageclass_obj, cfg)
-    return desired_annotations(pvc, effective, stagger_window=stagger_window_for(cfg))
+    effective = effective_schedule(pvc, namespace_obj, storageclass_obj, cfg, capable=capable)
+    writeback = writeback_values(pvc, namespace_obj, storageclass_obj, cfg, capable=capable)
+    return desired_annotations(pvc, effective, stagger_window=stagger_window_for(cfg), writeback=writeback)
 
 
 def desired_annotations(
@@ -115,31 +136,43 @@ def desired_annotations(
     effective: Effective | None,
     *,
     stagger_window: timedelta | None = None,
+    writeback: frozenset[str] = frozenset(),
 ) -> AnnotationChange | None:
-    """The minimal change bringing ``pvc`` in line with ``effective``; ``None`` when there is none."""
+    """The minimal change bringing ``pvc`` in line with ``effective``; ``None`` when there is none.
+
+    ``writeback``: values csi-addons may have written (``precedence.writeback_values``).
+    """
     if is_deleting(pvc):
         return None
     annots = annotations_of(pvc)
-    owner = schedule_owner(pvc)
+    owner = schedule_owner(pvc, writeback)
     rv = str_field(pvc, "metadata", "resourceVersion")
 
     if owner is ScheduleOwner.USER:
         if APPLIED in annots:  # the user removed our marker: they adopted the schedule
+            adopted: dict[str, str | None] = {APPLIED: None}
+            if PREVIOUS in annots:
+                adopted[PREVIOUS] = None
             return AnnotationChange(
-                MappingProxyType({APPLIED: None}),
+                MappingProxyType(adopted),
                 "schedule adopted by the user: dropping Kustodian's mark",
                 rv,
             )
         return None
     if owner is ScheduleOwner.USER_EDITED:
         change: dict[str, str | None] = {SOURCE: None}
-        if APPLIED in annots:
-            change[APPLIED] = None
+        for key in (APPLIED, PREVIOUS):
+            if key in annots:
+                change[key] = None
         return AnnotationChange(
             MappingProxyType(change), "schedule edited on the PVC: it belongs to the user now", rv
         )
 
-    # NOBODY or KUSTODIAN: the schedule, if any, is ours to keep in line with the sources.
+    if owner is ScheduleOwner.CSI_ADDONS and not isinstance(effective, EffectiveSchedule):
+        return None  # csi-addons' own copy and nothing for us to write: removing it would only flap
+
+    # NOBODY, KUSTODIAN or CSI_ADDONS: the schedule, if any, is ours to keep in line with the sources.
+    # A KUSTODIAN schedule that differs from ``applied`` was written back by csi-addons: re-assert.
     if isinstance(effective, InvalidSchedule):
         return None
     if isinstance(effective, EffectiveSchedule) and effective.source == PVC_SOURCE:
@@ -148,9 +181,15 @@ def desired_annotations(
     if isinstance(effective, EffectiveSchedule):
         schedule = stagger(effective.schedule, stagger_key(pvc), stagger_window)
         want = {SCHEDULE: schedule, SOURCE: effective.source, APPLIED: schedule}
+        old = annots.get(APPLIED)
+        if isinstance(old, str) and old != schedule:
+            want[PREVIOUS] = old
         reason = f'schedule "{schedule}" from {effective.source}'
     else:
         want = {SCHEDULE: None, SOURCE: None, APPLIED: None}
+        old = annots.get(APPLIED)
+        if isinstance(old, str):
+            want[PREVIOUS] = old  # so a stale write-back of it is recognised after the removal
         if owner is ScheduleOwner.NOBODY:
             reason = "dropping stale Kustodian marks"
         elif isinstance(effective, Disabled):

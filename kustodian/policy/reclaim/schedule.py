@@ -1,38 +1,21 @@
-"""Reclaim-space schedules, parsed the way csi-addons parses them -- and no looser.
+"""Reclaim-space schedules: exactly robfig/cron's language, with Kustodian's explanations.
 
 csi-addons hands every ``reclaimspace.csiaddons.openshift.io/schedule`` value to
-robfig/cron's ``ParseStandard``; when that fails it does not report anything to the
-user, it logs a line and silently runs ``@weekly`` instead.  A schedule Kustodian lets
-through must therefore be one robfig accepts *and* means what the user thinks it
-means.  We implement robfig's standard grammar ourselves (so the refusal reasons
-are ours and precise) and use croniter only to walk the calendar:
+robfig/cron's ``ParseStandard``; when that fails it logs a line and runs ``@weekly``.
+Acceptance is therefore robfig's, to the byte (``robfig``: a line-for-line port, checked
+against the real library by the ``cronoracle`` test): a webhook that refused a value
+robfig accepts would block csi-addons' own PVC writes.  One addition, as upstream
+documents it: the empty string is accepted and means ``@weekly``.
 
-* five fields, ``minute hour day-of-month month day-of-week``, each a comma list of
-  ``*``, ``?`` (day fields only), ``N``, ``N-M``, with an optional ``/step``
-  (``N/step`` means ``N-max/step``, as in robfig); month and weekday names
-  (``jan``, ``mon``) in any case.  Six fields (seconds) are refused: the standard
-  parser has no seconds field, croniter would quietly accept one.
-* descriptors ``@yearly @annually @monthly @weekly @daily @midnight @hourly`` and
-  ``@every <Go duration>``; case-sensitive and without surrounding spaces, like robfig.
-* an optional ``CRON_TZ=<zone> `` or ``TZ=<zone> `` prefix; the zone must load with
-  ``zoneinfo``.  Without a prefix robfig uses the controller's local zone, which is
-  UTC in the csi-addons image, so we evaluate in UTC.
+Kustodian's own grammar below is kept for what robfig's messages lack: when robfig
+refuses a value, the reason given is Kustodian's (field name, range, ``did you mean
+"@daily"?``) where it has one, robfig's message otherwise.  Values robfig accepts but
+that are probably mistakes (``1,,2``, ``*-5``, ``0 0 30 2 *``, which never fires) are
+accepted: csi-addons runs them as robfig reads them, and :func:`schedule_warning` says
+what Kustodian's stricter reading objects to, for a warning rather than a refusal.
 
-Stricter than robfig where robfig's leniency is a trap: empty list items (``1,,2``),
-``*-5`` (robfig reads ``*``), ``+5``, ``?`` outside the day fields, ``TZ=`` with an
-empty zone (robfig: UTC) or ``Local``, ``@every`` shorter than 1s or with a fractional
-second (robfig silently rounds), and expressions that can never fire (``0 0 30 2 *``,
-robfig returns the zero time).  Where croniter is looser than robfig we follow robfig:
-weekday ``7``, ``L``/``W``/``#``/``H`` and a seconds field are refused.  Bare words
-(``daily``, ``every day``) are refused with a hint (``did you mean "@daily"?``)
-rather than guessed at: the same string must mean the same thing in every place it
-can be written.
-
-Day matching follows robfig, not croniter: when either day field "has a star" (``*``,
-``?``, ``*/1``) both must match, otherwise either may.  We hand croniter a canonical
-numeric expression that encodes exactly that, then re-check each candidate against
-the parsed fields, so a wall-clock time skipped by a DST jump is skipped (robfig) and
-not moved to the next valid minute (croniter).
+``next_run`` is robfig's ``Schedule.Next`` (the port), in UTC, as csi-addons computes it
+before its own per-cron-job staggering (``upstream.staggered_next``).
 
 The webhook parses the same handful of strings thousands of times a minute, so
 parses are cached; failures are cached as their reason and re-raised as a fresh
@@ -45,7 +28,7 @@ import json
 import re
 from calendar import monthrange
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta, tzinfo
 from functools import lru_cache
 from zoneinfo import ZoneInfo
@@ -54,8 +37,18 @@ from croniter import croniter
 
 from kustodian.errors import EXIT_CONFIG, KustodianError
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration_ns
+from kustodian.policy.reclaim.robfig import RobfigError, RobfigSchedule, parse_standard
 
-__all__ = ["DESCRIPTORS", "ReclaimSchedule", "ScheduleError", "parse_schedule", "schedule_error"]
+__all__ = [
+    "DESCRIPTORS",
+    "ReclaimSchedule",
+    "ScheduleError",
+    "parse_schedule",
+    "robfig_accepts",
+    "schedule_error",
+    "schedule_warning",
+    "strict_schedule_error",
+]
 
 # robfig/cron's descriptors, as the five-field expression each stands for.
 DESCRIPTORS: Mapping[str, str] = {
@@ -194,35 +187,20 @@ class ReclaimSchedule:
     zone: str  # "UTC" when no CRON_TZ=/TZ= prefix was given
     descriptor: str | None  # "@daily", "@every", ... or None for a five-field expression
     every: timedelta | None  # for @every: the delay between runs
-    cron: CronFields | None  # for everything else
+    cron: CronFields | None  # for everything else (None when only robfig's reading exists)
+    robfig: RobfigSchedule | None = None  # robfig's own reading: what csi-addons runs
 
     @property
     def tz(self) -> tzinfo:
         return ZoneInfo(self.zone)
 
-    def next_run(self, after: datetime) -> datetime:
-        """The first run strictly after ``after`` (timezone-aware), in UTC.
-
-        ``@every`` follows robfig's ``ConstantDelaySchedule``: ``after`` truncated to
-        the second, plus the delay.  Five-field schedules are evaluated on the wall
-        clock of the schedule's zone.
-        """
+    def next_run(self, after: datetime) -> datetime | None:
+        """robfig's ``Next(after)`` in UTC; ``None`` when it never fires (robfig's zero time)."""
         if after.tzinfo is None or after.utcoffset() is None:
             raise ValueError("next_run needs a timezone-aware datetime")
-        if self.every is not None:
-            return (after.replace(microsecond=0) + self.every).astimezone(UTC)
-        assert self.cron is not None
-        local = after.astimezone(self.tz)
-        walker = croniter(self.cron.croniter_expression(), local)
-        # A skipped wall-clock time (DST spring-forward) is all croniter can offer that
-        # robfig would not run; at most a handful in a row can be rejected.
-        for _ in range(100):
-            candidate: datetime = walker.get_next(datetime)
-            if self.cron.matches(candidate):
-                return candidate.astimezone(UTC)
-        raise RuntimeError(
-            f"no run found for {_quote(self.text)} after {after.isoformat()}"
-        )  # pragma: no cover
+        assert self.robfig is not None
+        got = self.robfig.next(after)
+        return got.astimezone(UTC) if got is not None else None
 
 
 def parse_schedule(text: str) -> ReclaimSchedule:
@@ -239,17 +217,57 @@ def schedule_error(text: str) -> str | None:
     return result if isinstance(result, str) else None
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
-def _parse_cached(text: str) -> ReclaimSchedule | str:
+def robfig_accepts(text: str) -> bool:
+    """Would ``cron.ParseStandard`` accept ``text``?  (``""`` is not: csi-addons runs ``@weekly``.)"""
     try:
-        return _parse(text)
+        parse_standard(text)
+    except RobfigError:
+        return False
+    return True
+
+
+def strict_schedule_error(text: str) -> str | None:
+    """For Kustodian's own inputs (its ConfigMap): refused by robfig *or* by Kustodian's stricter reading."""
+    if text == "":
+        return "empty (csi-addons would run @weekly: write @weekly)"
+    return schedule_error(text) or schedule_warning(text)
+
+
+def schedule_warning(text: str) -> str | None:
+    """Why Kustodian's stricter reading objects to a value robfig accepts, or ``None``."""
+    if text == "" or not robfig_accepts(text):
+        return None
+    try:
+        _parse(text)
     except ScheduleError as e:
         return e.reason
+    return None
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _parse_cached(text: str) -> ReclaimSchedule | str:
+    if text == "":  # documented by csi-addons: an empty schedule means @weekly
+        weekly = _parse_cached("@weekly")
+        assert isinstance(weekly, ReclaimSchedule)
+        return replace(weekly, text="")
+    try:
+        robfig = parse_standard(text)
+    except RobfigError as exc:
+        try:
+            _parse(text)
+        except ScheduleError as e:
+            return e.reason
+        return str(exc)  # pragma: no cover - Kustodian's grammar is stricter than robfig's
+    try:
+        ours = _parse(text)
+    except ScheduleError:
+        return ReclaimSchedule(text=text, zone="UTC", descriptor=None, every=None, cron=None, robfig=robfig)
+    return replace(ours, robfig=robfig)
 
 
 def _parse(text: str) -> ReclaimSchedule:
     if not text.strip():
-        raise ScheduleError(text, "empty")
+        raise ScheduleError(text, "empty" if not text else "only whitespace")
     if len(text) > _MAX_LENGTH:
         raise ScheduleError(text[:40] + "...", f"longer than {_MAX_LENGTH} characters")
 

@@ -8,6 +8,16 @@ schedule does not parse, but only when the request *changes* that schedule: an
 object that already carries a bad value (from before Kustodian) must still be
 updatable, or finalizer removal and deletion would wedge.
 
+Validation never blocks csi-addons, which writes the same schedule annotation on PVCs:
+requests from its service account (``reclaim_csi_addons_users``) are never refused, an
+UPDATE is judged only on the policy annotations it *changes* (a pre-existing value,
+valid or not, never wedges an unrelated update), and the language accepted is exactly
+robfig's (``policy.reclaim.schedule``).  Values robfig accepts that are probably
+mistakes get an admission warning instead.  Injection follows csi-addons' own rules:
+its ``schedule-precedence`` (from ``csi-addons-config``) and, for a Namespace schedule,
+whether the PVC's driver (its StorageClass's provisioner: a new PVC is not bound yet)
+has a CSIAddonsNode advertising ReclaimSpace.
+
 A ConfigMap that got in while the webhook was down and does not parse is reported
 (log + Warning event, once per resourceVersion) and the last good configuration
 stays in force.
@@ -18,6 +28,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from kustodian.kube.cache import WatchCache
@@ -28,9 +39,21 @@ from kustodian.kube.view import CacheView
 from kustodian.policy.objects import field
 from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
 from kustodian.policy.reclaim.config import ReclaimConfig
-from kustodian.policy.reclaim.mutation import mutate_on_create
+from kustodian.policy.reclaim.keyrotation import reconcile_keyrotation
+from kustodian.policy.reclaim.mutation import patch_ops
 from kustodian.policy.reclaim.precedence import storage_class_name
+from kustodian.policy.reclaim.propagation import merge_changes, reconcile_annotations
+from kustodian.policy.reclaim.schedule import schedule_warning
 from kustodian.policy.reclaim.tracker import LastGoodConfig
+from kustodian.policy.reclaim.upstream import (
+    CSI_ADDONS_CONFIG,
+    KEYROTATION,
+    CsiAddonsConfig,
+    CsiAddonsConfigError,
+    driver_capable,
+    parse_csi_addons_config,
+    pvc_driver,
+)
 from kustodian.policy.reclaim.validation import (
     KIND_CONFIGMAP,
     KIND_NAMESPACE,
@@ -45,6 +68,8 @@ from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied, 
 log = logging.getLogger(__name__)
 
 _POLICY_KEYS = (SCHEDULE, ENABLE)
+CSI_ADDONS_NODE = "CSIAddonsNode.csiaddons.openshift.io"
+DEFAULT_CSI_ADDONS_USERS = ("system:serviceaccount:csi-addons-system:csi-addons-controller-manager",)
 
 
 def _policy_annotations(obj: Any) -> tuple[Any, ...]:
@@ -54,8 +79,17 @@ def _policy_annotations(obj: Any) -> tuple[Any, ...]:
 
 
 class ReclaimPolicyWebhook:
-    def __init__(self, namespace: str, config_name: str, recorder: EventRecorder | None = None) -> None:
+    def __init__(self, namespace: str, config_name: str, recorder: EventRecorder | None = None, *,
+                 csi_addons_config: tuple[str, str] = CSI_ADDONS_CONFIG,
+                 csi_addons_users: tuple[str, ...] = DEFAULT_CSI_ADDONS_USERS,
+                 keyrotation: bool = False) -> None:
+        self.keyrotation = keyrotation
         self.config_ref = (namespace, config_name)
+        self.csi_addons_ref = csi_addons_config
+        self.csi_addons_users = frozenset(csi_addons_users)
+        self._csi_addons_cache: WatchCache | None = None
+        self._csi_addons = CsiAddonsConfig()
+        self._csi_addons_version: str | None = None
         self.recorder = recorder
         self.view: CacheView | None = None
         self._config_cache: WatchCache | None = None
@@ -63,7 +97,7 @@ class ReclaimPolicyWebhook:
         self._tracker = LastGoodConfig()
 
     def needed_kinds(self) -> dict[str, dict[str, Indexer]]:
-        return {KIND_NAMESPACE: {}, KIND_STORAGECLASS: {}}
+        return {KIND_NAMESPACE: {}, KIND_STORAGECLASS: {}, CSI_ADDONS_NODE: {}}
 
     def config_cache(self, client: KubeClient) -> WatchCache:
         """A cache of just the central ConfigMap (a field selector, not every ConfigMap)."""
@@ -71,6 +105,28 @@ class ReclaimPolicyWebhook:
         self._config_cache = WatchCache(client, CONFIG_MAPS, namespace=ns,
                                         field_selector=f"metadata.name={name}")
         return self._config_cache
+
+    def config_caches(self, client: KubeClient) -> dict[str, WatchCache]:
+        """Kustodian's ConfigMap and csi-addons' own ``csi-addons-config`` (one object each)."""
+        ns, name = self.csi_addons_ref
+        self._csi_addons_cache = WatchCache(client, CONFIG_MAPS, namespace=ns,
+                                            field_selector=f"metadata.name={name}")
+        return {"ConfigMap#reclaim-config": self.config_cache(client),
+                "ConfigMap#csi-addons-config": self._csi_addons_cache}
+
+    def csi_addons_config(self) -> CsiAddonsConfig:
+        cache = self._csi_addons_cache
+        cm = cache.get(*self.csi_addons_ref) if cache is not None else None
+        version = None if cm is None else str(field(cm, "metadata", "resourceVersion"))
+        with self._lock:
+            if version != self._csi_addons_version:
+                self._csi_addons_version = version
+                try:
+                    self._csi_addons = parse_csi_addons_config(cm)
+                except CsiAddonsConfigError as exc:
+                    log.error("csi-addons ConfigMap %s/%s would stop csi-addons from starting: %s",
+                              *self.csi_addons_ref, exc)
+            return self._csi_addons
 
     def register(self, registry: Registry, view: CacheView) -> None:
         self.view = view
@@ -110,7 +166,15 @@ class ReclaimPolicyWebhook:
         ns_obj = self.view.get(KIND_NAMESPACE, "", req.namespace)
         sc_name = storage_class_name(pvc)
         sc_obj = self.view.get(KIND_STORAGECLASS, "", sc_name) if sc_name else None
-        ops = mutate_on_create(pvc, ns_obj, sc_obj, self.current_config())
+        nodes = self.view.list(CSI_ADDONS_NODE)
+        driver = pvc_driver(None, sc_obj)
+        config = replace(self.current_config(), precedence=self.csi_addons_config().precedence)
+        change = reconcile_annotations(pvc, ns_obj, sc_obj, config, capable=driver_capable(driver, nodes))
+        if self.keyrotation:
+            change = merge_changes(change, reconcile_keyrotation(
+                pvc, ns_obj, sc_obj, precedence=config.precedence,
+                capable=driver_capable(driver, nodes, KEYROTATION)))
+        ops = patch_ops(pvc, change)
         if ops:
             log.debug("PVC %s/%s: reclaim-space schedule injected", req.namespace, req.name)
         return patched(ops)
@@ -124,11 +188,31 @@ class ReclaimPolicyWebhook:
                 return allowed()
             if req.operation == "UPDATE" and field(req.old_object, "data") == field(obj, "data"):
                 return allowed()
-        elif req.operation == "UPDATE" and _policy_annotations(req.old_object) == _policy_annotations(obj):
-            return allowed()  # the schedule did not change: never block unrelated updates
+        else:
+            if req.user_info.username in self.csi_addons_users:
+                return allowed()  # csi-addons writing back the schedule it runs: never block it
+            if req.operation == "UPDATE":
+                if _policy_annotations(req.old_object) == _policy_annotations(obj):
+                    return allowed()  # the schedule did not change: never block unrelated updates
+                obj = _only_changed_policy(req.old_object, obj)
         if req.kind_key == KIND_CONFIGMAP and not field(obj, "metadata", "namespace"):
             obj = {**obj, "metadata": {**obj.get("metadata", {}), "namespace": req.namespace}}
         errors = validate_object(req.kind_key, obj, config_map=self.config_ref)
         if errors:
             return denied("; ".join(errors), code=422, reason="Invalid")
+        value = field(obj, "metadata", "annotations", SCHEDULE) if req.kind_key != KIND_CONFIGMAP else None
+        warning = schedule_warning(value) if isinstance(value, str) else None
+        if warning:
+            return allowed(warnings=(f"{SCHEDULE}: {value!r} is accepted (csi-addons runs it as robfig/cron "
+                                     f"reads it) but looks wrong: {warning}",))
         return allowed()
+
+
+def _only_changed_policy(old: Any, new: dict[str, Any]) -> dict[str, Any]:
+    """``new`` keeping only the policy annotations whose value differs from ``old`` (what it changes)."""
+    old_ann = field(old, "metadata", "annotations")
+    old_ann = old_ann if isinstance(old_ann, Mapping) else {}
+    new_ann = field(new, "metadata", "annotations")
+    new_ann = new_ann if isinstance(new_ann, Mapping) else {}
+    kept = {k: v for k, v in new_ann.items() if k not in _POLICY_KEYS or old_ann.get(k) != v}
+    return {**new, "metadata": {**new.get("metadata", {}), "annotations": kept}}

@@ -147,3 +147,38 @@ def test_a_concurrent_user_edit_wins_over_a_stale_decision(
         assert ann(kube_api, namespace, "p") == {SCHEDULE: "@monthly"}
     finally:
         client.delete(STORAGE_CLASSES, name)
+
+
+KR = "keyrotation.csiaddons.openshift.io/schedule"
+
+
+@pytest.mark.parametrize("keyrotation", [False, True], ids=["keyrotation-off-by-default", "keyrotation-on"])
+def test_key_rotation_schedules_follow_the_same_rules_when_switched_on(
+        kube_api: KubeApi, namespace: str, keyrotation: bool) -> None:
+    ctl = ReclaimPropagation(kube_api.client, config_namespace=namespace, config_name="reclaim-config",
+                             keyrotation=keyrotation)
+    queue = Queue()
+    ctl.wire(queue)
+    for cache in ctl.caches:
+        cache.start()
+    client = kube_api.client
+    name = f"kr-{namespace}"
+    try:
+        for cache in ctl.caches:
+            assert cache.wait_synced(10)
+        client.create(STORAGE_CLASSES, {**sc(name, "@daily"),
+                                        "metadata": {"name": name, "annotations": {SCHEDULE: "@daily",
+                                                                                   KR: "@monthly"}}})
+        client.create(PERSISTENT_VOLUME_CLAIMS, pvc(namespace, "p", name))
+        settle(ctl, queue, kube_api, namespace, lambda: ann(kube_api, namespace, "p").get(SCHEDULE) == "@daily",
+               "reclaim schedule")
+        got = ann(kube_api, namespace, "p")
+        if keyrotation:
+            assert (got.get(KR), got.get("keyrotation.kustodian.io/source")) == ("@monthly", f"storageclass/{name}")
+        else:
+            assert KR not in got
+        assert got[SOURCE] == f"storageclass/{name}"
+    finally:
+        for cache in ctl.caches:
+            cache.stop(timeout=1)
+        client.delete(STORAGE_CLASSES, name)

@@ -26,7 +26,6 @@ def test_full_config() -> None:
                 "timeout": "10m",
                 "auto-reclaim-storageclass": {"rbd-sc": "@daily", "rbd1-sc": "CRON_TZ=Europe/Paris 0 3 * * 0"},
                 "reclaim-space-enable": "true",
-                "precedence": "storageclass",
                 "stagger-window": "6h",
             }
         )
@@ -36,7 +35,6 @@ def test_full_config() -> None:
         timeout=timedelta(minutes=10),
         storageclass_schedules={"rbd-sc": "@daily", "rbd1-sc": "CRON_TZ=Europe/Paris 0 3 * * 0"},
         enabled=True,
-        precedence="storageclass",
         stagger_window=timedelta(hours=6),
     )
     assert config.schedule_for("rbd-sc") == "@daily"
@@ -91,7 +89,7 @@ PROBLEMS: list[tuple[str, Any, list[str]]] = [
     ("timeout-zero", {"timeout": "0s"}, ['config.json: timeout: must be positive, got "0s"']),
     ("enable-json-bool", {"reclaim-space-enable": False}, ['config.json: reclaim-space-enable: must be the string "false", not a JSON boolean']),
     ("enable-yes", {"reclaim-space-enable": "yes"}, ['config.json: reclaim-space-enable: must be "true" or "false", got "yes"']),
-    ("precedence-namespace", {"precedence": "namespace"}, ['config.json: precedence: must be "pvc" or "storageclass", got "namespace"']),
+    ("precedence-belongs-to-csi-addons", {"precedence": "storageclass"}, ['config.json: precedence: is csi-addons\' own setting: set "schedule-precedence" in its ConfigMap "csi-addons-config" (Kustodian reads it from there) and remove it here']),
     ("stagger-too-short", {"stagger-window": "30s"}, ['config.json: stagger-window: must be at least 1m (cron schedules have minute resolution), got "30s"']),
     ("stagger-negative", {"stagger-window": "-1h"}, ['config.json: stagger-window: must be positive, got "-1h"']),
     ("storageclasses-list", {"auto-reclaim-storageclass": ["rbd-sc"]}, ["config.json: auto-reclaim-storageclass: must be an object, got an array"]),

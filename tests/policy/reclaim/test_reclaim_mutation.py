@@ -65,6 +65,7 @@ CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, ReclaimConfig | No
             {"op": "replace", "path": ESC_SCHEDULE, "value": "@daily"},
             {"op": "replace", "path": ESC_SOURCE, "value": SC},
             {"op": "replace", "path": ESC_APPLIED, "value": "@daily"},
+            {"op": "add", "path": "/metadata/annotations/reclaimspace.kustodian.io~1previous", "value": "@weekly"},
         ],
     ),
     (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 
@@ -70,3 +71,64 @@ def test_plan_without_configmap() -> None:
 def test_plan_needs_aware_now() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
         plan([], [], [], None, datetime(2024, 7, 11))
+
+
+# -- what csi-addons will do --------------------------------------------------------------------
+
+from kustodian.policy.reclaim.annotations import APPLIED, CRONJOB, SOURCE  # noqa: E402
+from kustodian.policy.reclaim.upstream import CsiAddonsConfig, staggered_next  # noqa: E402
+
+DRIVER = "rbd.csi.example.com"
+
+
+def bound_pvc(name: str, **kwargs: Any) -> dict[str, Any]:
+    claim = pvc(name, **kwargs)
+    claim["spec"]["volumeName"] = f"pv-{name}"
+    claim["status"] = {"phase": "Bound"}
+    return claim
+
+
+def pv(name: str) -> dict[str, object]:
+    return {"metadata": {"name": f"pv-{name}"}, "spec": {"csi": {"driver": DRIVER, "volumeHandle": name}}}
+
+
+def cronjob(target: str, schedule: str, uid: str) -> dict[str, object]:
+    return {"metadata": {"name": f"{target}-1", "namespace": "test", "uid": uid},
+            "spec": {"schedule": schedule, "jobTemplate": {"spec": {"target": {"persistentVolumeClaim": target}}}}}
+
+
+def test_plan_predicts_annotations_cron_job_and_upstream_stagger() -> None:
+    pvcs = [bound_pvc("a"), bound_pvc("b", annotations={SCHEDULE: "@daily", CRONJOB: "b-1"}), pvc("unbound")]
+    rows = plan(pvcs, [namespace()], [storageclass(annotations={SCHEDULE: "@daily"})], None, NOW,
+                csi_addons=CsiAddonsConfig(stagger_hours=2), pvs=[pv("a"), pv("b")],
+                cronjobs=[cronjob("b", "@daily", "0b6e3e5c-uid")])
+    by_name = {r.pvc: r for r in rows}
+    midnight = datetime(2024, 7, 12, tzinfo=UTC)
+    # a: Kustodian writes the StorageClass schedule, csi-addons creates its cron job (no UID yet: unstaggered)
+    assert dict(by_name["a"].annotations) == {SCHEDULE: "@daily", SOURCE: SC, APPLIED: "@daily"}
+    assert (by_name["a"].cronjob, by_name["a"].next_run) == ("@daily", midnight)
+    assert "staggers it once the cron job exists" in by_name["a"].detail
+    # b: csi-addons' own copy is taken over; its cron job's UID staggers the run within 2 h
+    assert dict(by_name["b"].annotations) == {SCHEDULE: "@daily", SOURCE: SC, APPLIED: "@daily"}
+    assert by_name["b"].next_run == staggered_next("0b6e3e5c-uid", midnight, midnight + timedelta(days=1), 2)
+    assert midnight <= by_name["b"].next_run < midnight + timedelta(hours=2)
+    # not bound: csi-addons waits, no cron job
+    assert by_name["unbound"].cronjob is None
+
+
+def test_plan_namespace_disable_is_not_seen_by_csi_addons_for_a_users_pvc() -> None:
+    user = bound_pvc("u", annotations={SCHEDULE: "0 5 * * *", CRONJOB: "u-1"})
+    quiet = namespace(annotations={ENABLE: "false"})
+    [row] = plan([user], [quiet], [storageclass()], None, NOW, pvs=[pv("u")],
+                 cronjobs=[cronjob("u", "0 5 * * *", "uid-u")])
+    assert row.cronjob == "0 5 * * *"  # csi-addons does not watch Namespaces: kept until its next reconcile
+    [row] = plan([user], [quiet], [storageclass()], None, NOW, pvs=[pv("u")], cronjobs=[])
+    assert row.cronjob is None  # already gone: nothing to keep
+
+
+def test_plan_storageclass_precedence_follows_csi_addons_alone() -> None:
+    [row] = plan([bound_pvc("a", annotations={SCHEDULE: "@hourly"})], [namespace()],
+                 [storageclass(annotations={SCHEDULE: "@weekly"})], None, NOW,
+                 csi_addons=CsiAddonsConfig(precedence="storageclass", stagger_hours=0), pvs=[pv("a")], cronjobs=[])
+    assert (row.cronjob, row.cronjob_name_suffix, dict(row.annotations)) == (
+        "@weekly", "reclaimspace", {SCHEDULE: "@hourly", SOURCE: None, APPLIED: None})

@@ -50,10 +50,11 @@ SCENARIOS: list[tuple[str, dict[str, Any], dict[str, str] | None, dict[str, str]
     ("pvc-disabled", pvc(annotations=OFF), _a("@daily"), _a("@weekly"), CONFIG, Disabled("pvc")),
     ("pvc-disabled-beats-own-schedule", pvc(annotations=_a("@daily", **OFF)), {}, {}, CONFIG, Disabled("pvc")),
     ("namespace-disabled", pvc(), OFF, _a("@weekly"), CONFIG, Disabled(NS)),
-    ("namespace-disabled-user-pvc-still-runs", pvc(annotations=_a("@daily")), OFF, {}, CONFIG, EffectiveSchedule("@daily", "pvc")),
+    ("namespace-disabled-beats-user-pvc-schedule", pvc(annotations=_a("@daily")), OFF, {}, CONFIG, Disabled(NS)),
+    ("storageclass-disabled-beats-user-pvc-schedule", pvc(annotations=_a("@daily")), {}, OFF, CONFIG, Disabled(SC)),
     ("namespace-disabled-kustodian-pvc", kustodian_pvc("@weekly", SC), OFF, _a("@weekly"), CONFIG, Disabled(NS)),
     ("storageclass-disabled", pvc(), {}, OFF, CONFIG, Disabled(SC)),
-    ("storageclass-disabled-namespace-schedule-first", pvc(), _a("@daily"), OFF, CONFIG, EffectiveSchedule("@daily", NS)),
+    ("storageclass-disabled-beats-namespace-schedule", pvc(), _a("@daily"), OFF, CONFIG, Disabled(SC)),
     ("kill-switch", pvc(), _a("@daily"), _a("@weekly"), KILLED, Disabled(CM_SOURCE)),
     ("kill-switch-user-pvc-still-runs", pvc(annotations=_a("@hourly")), {}, {}, KILLED, EffectiveSchedule("@hourly", "pvc")),
     ("kill-switch-below-pvc-disable", pvc(annotations=OFF), {}, {}, KILLED, Disabled("pvc")),
@@ -65,13 +66,11 @@ SCENARIOS: list[tuple[str, dict[str, Any], dict[str, str] | None, dict[str, str]
     ("no-storageclass-no-configmap-entry", pvc(storage_class=None), {}, None, CONFIG, None),
     ("storageclass-not-in-cache-configmap-by-name", pvc(), {}, None, CONFIG, EffectiveSchedule("@monthly", CM_SOURCE)),
     ("namespace-not-in-cache", pvc(), None, _a("@weekly"), CONFIG, EffectiveSchedule("@weekly", SC)),
-    # storageclass mode: csi-addons reads the StorageClass and nothing else
-    ("sc-mode-storageclass-only", pvc(annotations=_a("@hourly")), _a("@daily"), _a("@weekly"), SC_MODE, EffectiveSchedule("@weekly", SC)),
-    ("sc-mode-storageclass-disabled", pvc(), {}, _a("@weekly", **OFF), SC_MODE, Disabled(SC)),
-    ("sc-mode-ignores-pvc-disable", pvc(annotations=OFF), {}, _a("@weekly"), SC_MODE, EffectiveSchedule("@weekly", SC)),
-    ("sc-mode-ignores-namespace-disable", pvc(), OFF, _a("@weekly"), SC_MODE, EffectiveSchedule("@weekly", SC)),
+    # storageclass mode: csi-addons reads the StorageClass and never the PVC's annotations, so Kustodian
+    # propagates nothing there (reclaim plan models csi-addons' StorageClass-only controller instead)
+    ("sc-mode-propagates-nothing", pvc(annotations=_a("@hourly")), _a("@daily"), _a("@weekly"), SC_MODE, None),
+    ("sc-mode-storageclass-disabled", pvc(), {}, _a("@weekly", **OFF), SC_MODE, None),
     ("sc-mode-ignores-configmap", pvc(), {}, {}, SC_MODE, None),
-    ("sc-mode-ignores-kill-switch", pvc(), {}, _a("@weekly"), ReclaimConfig(source=CM_SOURCE, enabled=False, precedence="storageclass"), EffectiveSchedule("@weekly", SC)),
 ]
 
 
@@ -94,7 +93,7 @@ def test_precedence(
 
 def test_mode_argument_overrides_config() -> None:
     ns, sc = namespace(annotations=_a("@daily")), storageclass(annotations=_a("@weekly"))
-    assert effective_schedule(pvc(), ns, sc, CONFIG, mode="storageclass") == EffectiveSchedule("@weekly", SC)
+    assert effective_schedule(pvc(), ns, sc, CONFIG, mode="storageclass") is None
     assert effective_schedule(pvc(), ns, sc, SC_MODE, mode="pvc") == EffectiveSchedule("@daily", NS)
 
 
@@ -124,3 +123,22 @@ def test_storage_class_name(claim: dict[str, Any], expected: str) -> None:
 def test_mismatched_objects_are_a_caller_bug(ns: dict[str, Any] | None, sc: dict[str, Any] | None) -> None:
     with pytest.raises(ValueError, match="is not the PVC's"):
         effective_schedule(pvc(), ns, sc, CONFIG)
+
+
+CAPABILITY = [
+    # id, namespace annotations, storageclass annotations, capable, expected
+    ("capable-driver-namespace-schedule", _a("@daily"), _a("@weekly"), True, EffectiveSchedule("@daily", NS)),
+    ("driver-without-reclaimspace-skips-namespace", _a("@daily"), _a("@weekly"), False, EffectiveSchedule("@weekly", SC)),
+    ("driver-without-reclaimspace-namespace-only", _a("@daily"), {}, False, EffectiveSchedule("@monthly", CM_SOURCE)),
+    ("namespace-disable-applies-whatever-the-driver", OFF, _a("@weekly"), False, Disabled(NS)),
+]
+
+
+@pytest.mark.parametrize(("ns_annots", "sc_annots", "capable", "expected"), [c[1:] for c in CAPABILITY],
+                         ids=[c[0] for c in CAPABILITY])
+def test_namespace_schedule_needs_a_driver_advertising_reclaimspace(
+    ns_annots: dict[str, str], sc_annots: dict[str, str], capable: bool, expected: Effective
+) -> None:
+    got = effective_schedule(pvc(), namespace(annotations=ns_annots), storageclass(annotations=sc_annots), CONFIG,
+                             capable=capable)
+    assert got == expected

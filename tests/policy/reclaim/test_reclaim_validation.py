@@ -58,7 +58,7 @@ CASES: list[tuple[str, str, dict[str, Any], list[str]]] = [
             "yours)",
         ],
     ),
-    ("pvc-empty-schedule", KIND_PVC, pvc(annotations={SCHEDULE: ""}), [f'{SCHEDULE_PATH}: "" is not a valid schedule: empty']),
+    ("pvc-empty-schedule-is-weekly-upstream", KIND_PVC, pvc(annotations={SCHEDULE: ""}), []),
     ("pvc-non-string-schedule", KIND_PVC, {"metadata": {"annotations": {SCHEDULE: 5}}}, [f"{SCHEDULE_PATH}: must be a string, got 5"]),
     ("storageclass-marker-ignored", KIND_STORAGECLASS, storageclass(annotations={SOURCE: "nonsense"}), []),
     (
