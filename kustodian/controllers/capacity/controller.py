@@ -40,9 +40,10 @@ import logging
 import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any, Final
 
+from kustodian.clock import utc_now
 from kustodian.kube.cache import WatchCache, slim
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import Conflict, NotFound
@@ -85,11 +86,7 @@ EVENT_COLLECTED: Final = "ReservationCollected"
 _MIN_REQUEUE: Final = 0.1
 
 Enqueue = Callable[[str], None]
-Clock = Callable[[], datetime]
-
-
-def utc_now() -> datetime:
-    return datetime.now(UTC)
+Clock = Callable[[], datetime]  # re-exported: kustodian.clock's, as every component uses it
 
 
 def pod_identity(pod: Obj) -> Obj:

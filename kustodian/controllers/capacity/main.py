@@ -14,13 +14,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kustodian.controllers.capacity.controller import (
-    GC_KEY,
-    PLAN_KEY,
-    CapacityReservations,
-    Clock,
-    utc_now,
-)
+from kustodian.clock import Clock, utc_now
+from kustodian.controllers.capacity.controller import GC_KEY, PLAN_KEY, CapacityReservations
 from kustodian.errors import ConfigError
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient

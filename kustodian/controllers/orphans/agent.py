@@ -33,7 +33,7 @@ import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from kustodian.clock import utc_now
@@ -78,6 +78,7 @@ from kustodian.policy.orphans import (
     replica_dir_count,
     sync_orphans,
 )
+from kustodian.policy.timestamps import format_rfc3339
 from kustodian.runtime.manager import Manager
 from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
 from kustodian.settings import DiskSpec, NodeAgentSettings
@@ -88,10 +89,6 @@ COMPONENT = "kustodian-node-agent"
 ORPHANS = Resource("kustodian.io", "v1alpha1", "orphanedreplicadirs", ORPHAN_KIND, True)
 CONDITION_OWNERSHIP = "OwnershipKnown"
 CONDITION_AUTO_DELETE_HELD = "AutoDeleteHeld"
-
-
-def _format_time(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _scan_fingerprint(scan: DiskScan) -> tuple[Any, ...]:
@@ -321,7 +318,7 @@ class NodeAgent:
         self._owners_reported = owners
         cond = {"type": CONDITION_OWNERSHIP, "status": "True" if owners.known else "False",
                 "reason": str(owners.reason), "message": owners.message,
-                "lastTransitionTime": _format_time(self.clock())}
+                "lastTransitionTime": format_rfc3339(self.clock())}
         try:
             self.registry.publish(OWNERSHIP_KEY, [cond])
         except KubeError as exc:
@@ -336,7 +333,7 @@ class NodeAgent:
             self.recorder.record(self.registry.config_map, "Normal", str(owners.reason), message)
 
     def _report_disks(self, scans: Sequence[DiskScan], owners: Ownership) -> None:
-        now = _format_time(self.clock())
+        now = format_rfc3339(self.clock())
         status = []
         for scan in scans:
             cond = disk_condition(scan, scans)

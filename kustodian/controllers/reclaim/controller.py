@@ -50,9 +50,8 @@ from kustodian.policy.reclaim.upstream import (
     CSI_ADDONS_CONFIG,
     KEYROTATION,
     CsiAddonsConfig,
-    CsiAddonsConfigError,
+    CsiAddonsConfigTracker,
     driver_capable,
-    parse_csi_addons_config,
     pvc_driver,
 )
 from kustodian.runtime.manager import CacheFactory
@@ -97,8 +96,7 @@ class ReclaimPropagation:
         self.pvs = cache(PERSISTENT_VOLUMES)  # shared with node cleanup under one Manager
         node_res = resolve(client, [CSI_ADDONS_NODE]).get(CSI_ADDONS_NODE)
         self.csi_addons_nodes = cache(node_res) if node_res is not None else None
-        self._csi_addons = CsiAddonsConfig()
-        self._csi_addons_version: str | None = None
+        self._csi_addons = CsiAddonsConfigTracker()
         self.writes = 0
         self.conflicts = 0
 
@@ -110,16 +108,11 @@ class ReclaimPropagation:
 
     def csi_addons_config(self) -> CsiAddonsConfig:
         """csi-addons' configuration as it will run it; the last good one if csi-addons would refuse it."""
-        cm = self.csi_addons_configmaps.get(*self.csi_addons_ref)
-        version = None if cm is None else str(field(cm, "metadata", "resourceVersion"))
-        if version != self._csi_addons_version:
-            self._csi_addons_version = version
-            try:
-                self._csi_addons = parse_csi_addons_config(cm)
-            except CsiAddonsConfigError as exc:
-                log.error("csi-addons ConfigMap %s/%s would stop csi-addons from starting: %s",
-                          *self.csi_addons_ref, exc)
-        return self._csi_addons
+        error = self._csi_addons.update(self.csi_addons_configmaps.get(*self.csi_addons_ref))
+        if error is not None:
+            log.error("csi-addons ConfigMap %s/%s would stop csi-addons from starting: %s",
+                      *self.csi_addons_ref, error)
+        return self._csi_addons.in_force
 
     def wire(self, enqueue: Enqueue) -> None:
         """Turn watch events into PVC keys to reconcile."""

@@ -34,6 +34,8 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Final, Literal, TypeAlias
 
+from kustodian.policy.timestamps import parse_rfc3339
+
 GROUP: Final = "csi-baremetal.dell.com"
 API_VERSION: Final = "csi-baremetal.dell.com/v1"
 AC_KIND: Final = "AvailableCapacity"
@@ -120,16 +122,10 @@ def format_size(size: int) -> str:
 
 
 def parse_timestamp(value: object) -> datetime | None:
-    """A Kubernetes RFC 3339 timestamp as an aware UTC datetime, ``None`` if unusable."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=UTC)
-        return parsed.astimezone(UTC)
-    except (ValueError, OverflowError):  # year 9999 with an offset overflows on conversion
-        return None
+    """A Kubernetes RFC 3339 timestamp as an aware UTC datetime, ``None`` if unusable: the one
+    parser (:func:`kustodian.policy.timestamps.parse_rfc3339`), so a zone-less stamp is refused
+    here as everywhere (an ACR without a usable time is never stale by age, never made to wait)."""
+    return parse_rfc3339(value)
 
 
 def format_timestamp(value: datetime) -> str:

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from kustodian.policy.objects import (
@@ -68,6 +68,7 @@ from kustodian.policy.orphans.resource import (
     orphan_node,
     orphan_param,
 )
+from kustodian.policy.timestamps import format_rfc3339, parse_rfc3339
 
 
 @dataclass(frozen=True)
@@ -201,18 +202,6 @@ def data_cleanability(
     )
 
 
-def _format_time(when: datetime) -> str:
-    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _parse_time(text: str) -> datetime | None:
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        return None
-    return parsed if parsed.tzinfo is not None else None
-
-
 def data_cleanable_condition(
     cleanability: Cleanability, *, now: datetime, previous: Sequence[Any] = ()
 ) -> dict[str, str]:
@@ -221,7 +210,7 @@ def data_cleanable_condition(
     before = next((c for c in previous if field(c, "type") == CONDITION_DATA_CLEANABLE), None)
     since = str_field(before, "lastTransitionTime")
     if str_field(before, "status") != status or not since:
-        since = _format_time(now)
+        since = format_rfc3339(now)
     return {
         "type": CONDITION_DATA_CLEANABLE,
         "status": status,
@@ -260,7 +249,7 @@ def cleanup_decision(
         if keep_data(orphan_obj):
             return OrphanDecision(DropFinalizer(Reason.KEEP_DATA, "kustodian.io/keep-data is set"), condition)
         deferred = deferred_delete(
-            _parse_time(str_field(orphan_obj, "metadata", "deletionTimestamp")),
+            parse_rfc3339(str_field(orphan_obj, "metadata", "deletionTimestamp")),
             owners_now.node if owners_now.known else None,
             agent_since,
         )
@@ -276,7 +265,7 @@ def cleanup_decision(
         # Auto-deleting it would only drop the finalizer, then the next scan would
         # recreate the Orphan without the annotation: keep it instead.
         return OrphanDecision(NoAction(Reason.KEEP_DATA), condition)
-    created = _parse_time(str_field(orphan_obj, "metadata", "creationTimestamp"))
+    created = parse_rfc3339(str_field(orphan_obj, "metadata", "creationTimestamp"))
     if created is None:
         return OrphanDecision(NoAction(Reason.NO_CREATION_TIMESTAMP), condition)
     if now < created + grace:

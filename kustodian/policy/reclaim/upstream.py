@@ -47,6 +47,7 @@ __all__ = [
     "RECLAIMSPACE",
     "CsiAddonsConfig",
     "CsiAddonsConfigError",
+    "CsiAddonsConfigTracker",
     "Feature",
     "UpstreamOutcome",
     "driver_capable",
@@ -112,6 +113,32 @@ class CsiAddonsConfigError(ValueError):
     def __init__(self, problems: Sequence[str]) -> None:
         super().__init__("; ".join(problems))
         self.problems = tuple(problems)
+
+
+class CsiAddonsConfigTracker:
+    """The csi-addons configuration in force, kept once for the webhook and the controller: the
+    ConfigMap is parsed again only when its resourceVersion changes, and one csi-addons would
+    refuse keeps the last good configuration (csi-addons itself would not even start with it)."""
+
+    def __init__(self) -> None:
+        self._config = CsiAddonsConfig()
+        self._version: str | None = None
+
+    def update(self, configmap: RawObject | None) -> CsiAddonsConfigError | None:
+        """Take ``configmap`` (or its absence) into account; the error once, when a new one is bad."""
+        version = None if configmap is None else str_field(configmap, "metadata", "resourceVersion")
+        if version == self._version:
+            return None
+        self._version = version
+        try:
+            self._config = parse_csi_addons_config(configmap)
+        except CsiAddonsConfigError as exc:
+            return exc
+        return None
+
+    @property
+    def in_force(self) -> CsiAddonsConfig:
+        return self._config
 
 
 def parse_csi_addons_config(configmap: RawObject | None) -> CsiAddonsConfig:

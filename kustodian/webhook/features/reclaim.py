@@ -49,9 +49,8 @@ from kustodian.policy.reclaim.upstream import (
     CSI_ADDONS_CONFIG,
     KEYROTATION,
     CsiAddonsConfig,
-    CsiAddonsConfigError,
+    CsiAddonsConfigTracker,
     driver_capable,
-    parse_csi_addons_config,
     pvc_driver,
 )
 from kustodian.policy.reclaim.validation import (
@@ -88,8 +87,7 @@ class ReclaimPolicyWebhook:
         self.csi_addons_ref = csi_addons_config
         self.csi_addons_users = frozenset(csi_addons_users)
         self._csi_addons_cache: WatchCache | None = None
-        self._csi_addons = CsiAddonsConfig()
-        self._csi_addons_version: str | None = None
+        self._csi_addons = CsiAddonsConfigTracker()
         self.recorder = recorder
         self.view: CacheView | None = None
         self._config_cache: WatchCache | None = None
@@ -117,16 +115,12 @@ class ReclaimPolicyWebhook:
     def csi_addons_config(self) -> CsiAddonsConfig:
         cache = self._csi_addons_cache
         cm = cache.get(*self.csi_addons_ref) if cache is not None else None
-        version = None if cm is None else str(field(cm, "metadata", "resourceVersion"))
         with self._lock:
-            if version != self._csi_addons_version:
-                self._csi_addons_version = version
-                try:
-                    self._csi_addons = parse_csi_addons_config(cm)
-                except CsiAddonsConfigError as exc:
-                    log.error("csi-addons ConfigMap %s/%s would stop csi-addons from starting: %s",
-                              *self.csi_addons_ref, exc)
-            return self._csi_addons
+            error = self._csi_addons.update(cm)
+            if error is not None:
+                log.error("csi-addons ConfigMap %s/%s would stop csi-addons from starting: %s",
+                          *self.csi_addons_ref, error)
+            return self._csi_addons.in_force
 
     def register(self, registry: Registry, view: CacheView) -> None:
         self.view = view

@@ -71,13 +71,14 @@ def test_format_size(size: int, text: str) -> None:
     [
         ("2024-01-01T00:00:00Z", datetime(2024, 1, 1, tzinfo=UTC)),
         ("2024-01-01T02:00:00+02:00", datetime(2024, 1, 1, tzinfo=UTC)),
-        ("2024-01-01T00:00:00", datetime(2024, 1, 1, tzinfo=UTC)),
+        ("2024-01-01T00:00:00", None),  # issue 13: one RFC 3339 parser; a zone-less stamp is refused
+        ("9999-12-31T23:59:59-01:00", None),  # out of range once in UTC: refused, not raised
         ("", None),
         ("soon", None),
         (5, None),
         (None, None),
     ],
-    ids=["zulu", "offset", "naive-is-utc", "empty", "junk", "int", "none"],
+    ids=["zulu", "offset", "naive-refused", "year-9999-offset", "empty", "junk", "int", "none"],
 )
 def test_parse_timestamp(value: object, parsed: datetime | None) -> None:
     assert parse_timestamp(value) == parsed
