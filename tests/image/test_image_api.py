@@ -29,7 +29,7 @@ import yaml
 
 from kustodian.testing import image as image_build
 from kustodian.testing.webhooks import webhook_configurations
-from tests.chart.conftest import FULLNAME, one, render
+from tests.chart.conftest import FULLNAME, NAMESPACE, one, render
 from tests.conftest import KubeApi, unavailable
 from tests.e2e.conftest import rook_crds_installed
 from tests.e2e.stories import deletion_guard_story, pvc_mutation_story
@@ -117,7 +117,9 @@ def issue_certs_in_the_image(ref: str, out: Path) -> None:
     os.chmod(out, 0o777)  # the container's user (65532) writes here
     podman("run", "--rm", f"--user={UID}:{UID}", "--read-only", f"--volume={out}:/out", ref,
            "certs", "issue", "--service", "kustodian", "--namespace", "kustodian", "--out", "/out",
-           "--ip", "127.0.0.1", "--dns", "localhost")
+           "--ip", "127.0.0.1", "--dns", "localhost",
+           # the name the chart's --tls-server-name requires, as cert-manager's Certificate carries it
+           "--dns", f"{FULLNAME}.{NAMESPACE}.svc")
     assert {p.name for p in out.iterdir()} >= {"ca.crt", "tls.crt", "tls.key"}
 
 
