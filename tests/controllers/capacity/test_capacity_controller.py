@@ -223,6 +223,8 @@ def test_a_reservation_whose_pod_is_gone_is_collected(capacity: Factory, kube_ap
     cluster.wait_status("web", "RESERVED")
     kube_api.client.delete(PODS, "web", cluster.ns)
     wait_for(lambda: cluster.get("web") is None, "the orphaned ACR deleted")
+    # the counter moves just after the delete the API server already shows: wait for it
+    wait_for(lambda: ctl.collected >= 1, "the collection counted", timeout=2)
     assert ctl.collected == 1
     wait_for(lambda: any(e["reason"] == "ReservationCollected" for e in cluster.events("web")), "the event")
     (event,) = [e for e in cluster.events("web") if e["reason"] == "ReservationCollected"]
@@ -247,6 +249,8 @@ def test_a_reservation_older_than_the_ttl_is_collected(capacity: Factory) -> Non
     runtime.enqueue(GC_KEY)
     wait_for(lambda: cluster.get("old") is None, "the expired ACR deleted")
     assert cluster.get("new") is not None  # REJECTED ones do not expire; their pod lives
+    # the counter moves just after the delete the API server already shows: wait for it
+    wait_for(lambda: ctl.collected >= 1, "the collection counted", timeout=2)
     assert ctl.collected == 1
     wait_for(lambda: any(e["reason"] == "ReservationCollected" for e in cluster.events("old")), "the event")
     assert "longer than the 0:00:30 TTL" in cluster.events("old")[0]["message"]
@@ -392,6 +396,8 @@ def test_the_acr_of_a_running_pod_is_collected(capacity: Factory) -> None:
     cluster.api.kubectl("patch", "pod", "app", "-n", cluster.ns, "--subresource=status", "--type=merge",
                         "-p", json.dumps({"status": {"phase": "Running"}}))
     wait_for(lambda: cluster.get("app") is None, "the Running pod's ACR deleted")
+    # the counter moves just after the delete the API server already shows: wait for it
+    wait_for(lambda: ctl.collected >= 1, "the collection counted", timeout=2)
     assert ctl.collected == 1
     wait_for(lambda: any(e["reason"] == "ReservationCollected" for e in cluster.events("app")), "the event")
     (event,) = [e for e in cluster.events("app") if e["reason"] == "ReservationCollected"]
@@ -417,4 +423,6 @@ def test_ttl_counts_from_the_last_status_change(capacity: Factory) -> None:
     clock.now += timedelta(minutes=10)
     runtime.enqueue(GC_KEY)
     wait_for(lambda: cluster.get("late") is None, "the expired ACR deleted")
+    # the counter moves just after the delete the API server already shows: wait for it
+    wait_for(lambda: ctl.collected >= 1, "the collection counted", timeout=2)
     assert ctl.collected == 1
