@@ -1,4 +1,4 @@
-"""RFC 6902 JSON Patch by diffing two raw objects.
+"""JSON diffs of two raw objects: RFC 6902 JSON Patch (admission) and RFC 7386 merge patch (writes).
 
 Admission mutations are written as "change a copy of the object, then diff"
 (controller-runtime's ``PatchResponseFromRaw``) instead of hand-assembling patch
@@ -29,7 +29,7 @@ from typing import Any
 
 from kustodian.policy.objects import RawObject
 
-__all__ = ["diff", "escape", "json_equal"]
+__all__ = ["diff", "escape", "json_equal", "merge_diff"]
 
 
 def escape(token: str) -> str:
@@ -69,3 +69,21 @@ def _diff_objects(
     for key, new_value in new.items():
         if key not in old:
             ops.append({"op": "add", "path": f"{path}/{escape(key)}", "value": copy.deepcopy(new_value)})
+
+
+def merge_diff(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
+    """RFC 7386 merge patch turning ``old`` into ``new`` (removed members become ``null``),
+    with the same JSON equality as :func:`diff` (for controllers that write with merge patches)."""
+    patch: dict[str, Any] = {}
+    for key in old:
+        if key not in new:
+            patch[key] = None
+    for key, new_value in new.items():
+        old_value = old.get(key)
+        if isinstance(old_value, Mapping) and isinstance(new_value, Mapping):
+            sub = merge_diff(old_value, new_value)
+            if sub:
+                patch[key] = sub
+        elif key not in old or not json_equal(old_value, new_value):
+            patch[key] = new_value
+    return patch

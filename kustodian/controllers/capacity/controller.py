@@ -70,7 +70,7 @@ from kustodian.policy.capacity.model import (
     RESERVED,
     WAIT,
 )
-from kustodian.policy.jsonpatch import json_equal
+from kustodian.policy.jsonpatch import merge_diff
 from kustodian.policy.objects import RawObject, map_field, name, str_field, uid
 from kustodian.runtime.workqueue import Result
 
@@ -120,23 +120,6 @@ def _pod_state(pod: RawObject) -> PodState:
 def _pod_index(acr: Mapping[str, Any]) -> tuple[str, ...]:
     key = pod_key(acr)
     return (key,) if key else ()
-
-
-def merge_patch(old: Mapping[str, Any], new: Mapping[str, Any]) -> dict[str, Any]:
-    """RFC 7386 patch turning ``old`` into ``new`` (removed members become ``null``)."""
-    patch: dict[str, Any] = {}
-    for key in old:
-        if key not in new:
-            patch[key] = None
-    for key, new_value in new.items():
-        old_value = old.get(key)
-        if isinstance(old_value, Mapping) and isinstance(new_value, Mapping):
-            sub = merge_patch(old_value, new_value)
-            if sub:
-                patch[key] = sub
-        elif key not in old or not json_equal(old_value, new_value):
-            patch[key] = new_value
-    return patch
 
 
 def _rv(obj: RawObject) -> str:
@@ -321,7 +304,7 @@ class CapacityReservations:
     def _write(self, acr: Obj, decision: Decision, now: datetime) -> bool:
         """Write ``decision`` with ``acr``'s resourceVersion; False after a 409 (fresh copy kept)."""
         acr_name = decision.acr_name
-        patch = merge_patch(acr, apply_decision(acr, decision, now))
+        patch = merge_diff(acr, apply_decision(acr, decision, now))
         if not patch:
             return True  # already written (e.g. the same WAIT message)
         stale_rv = _rv(acr)
@@ -396,7 +379,7 @@ class CapacityReservations:
             narrowed = narrow_to_node(acr, node_id, self._ac_node)
             if narrowed is None:
                 continue
-            patch = merge_patch(acr, narrowed)
+            patch = merge_diff(acr, narrowed)
             patch.setdefault("metadata", {})["resourceVersion"] = _rv(acr)
             extra = {"kind": "AvailableCapacityReservation", "object": acr_name}
             try:

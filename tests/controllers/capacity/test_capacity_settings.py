@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from kustodian.controllers.capacity.controller import merge_patch
+from kustodian.policy.jsonpatch import merge_diff as merge_patch
 from kustodian.settings import ControllersSettings
 
 
