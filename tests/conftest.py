@@ -76,10 +76,10 @@ def kube_api(kube_tools: Path | None) -> Iterator[KubeApi]:
         yield KubeApi(Path(external), client, None, kube_tools)
         client.close()
         return
-    yield from _serve(kube_tools)
+    yield from serve_api(kube_tools)
 
 
-def _serve(kube_tools: Path | None, authorization: str = "AlwaysAllow") -> Iterator[KubeApi]:
+def serve_api(kube_tools: Path | None, authorization: str = "AlwaysAllow") -> Iterator[KubeApi]:
     """Start a kube-testserver on free ports for the session and yield its KubeApi."""
     script = find_script()
     if script is None:
@@ -105,7 +105,7 @@ def kube_api_rbac(kube_tools: Path | None) -> Iterator[KubeApi]:
     """A second kube-testserver that enforces RBAC (``KTS_AUTHORIZATION=RBAC``); its ``server``
     mints kubeconfigs for ServiceAccounts (``server.kubeconfig_for(...)``), so a component runs
     under its real identity and least privilege is proven, not read."""
-    yield from _serve(kube_tools, "RBAC")
+    yield from serve_api(kube_tools, "RBAC")
 
 
 @pytest.fixture

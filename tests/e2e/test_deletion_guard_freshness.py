@@ -30,13 +30,14 @@ from kustodian.kube.kinds import wait_fresh
 from kustodian.kube.resources import NAMESPACES, Resource
 from kustodian.settings import WebhookSettings
 from kustodian.testing.crds import rook_crds
-from kustodian.testing.testserver import TestServer, find_script
+from kustodian.testing.testserver import TestServer
 from kustodian.testing.webhooks import webhook_configurations
 from kustodian.webhook.app import parse_review
 from kustodian.webhook.main import Webhook, build_webhook
 from kustodian.webhook.review import Answer
-from tests.conftest import KubeApi, unavailable
+from tests.conftest import KubeApi, serve_api
 from tests.e2e.conftest import start_webhook, stop_webhook
+from tests.support import wait_for
 
 pytestmark = pytest.mark.api
 
@@ -48,31 +49,7 @@ NFS_CRD_KEY = "/registry/apiextensions.k8s.io/customresourcedefinitions/cephnfse
 @pytest.fixture
 def private_api(kube_tools: Path | None) -> Iterator[KubeApi]:
     """A kube-testserver of this test's own (restarts and etcd edits stay here)."""
-    script = find_script()
-    if script is None:
-        unavailable("../shared/kube-testserver/kube-testserver.sh not found")
-        return
-    server = TestServer(script)
-    try:
-        server.start()
-    except Exception as exc:
-        server.destroy()
-        unavailable(f"kube-testserver did not start: {exc}")
-        return
-    client = KubeClient(load_config(str(server.kubeconfig)))
-    try:
-        yield KubeApi(server.kubeconfig, client, server, kube_tools)
-    finally:
-        client.close()
-        server.destroy()
-
-
-def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.02)
+    yield from serve_api(kube_tools)
 
 
 def delete_review(kind: dict[str, str], resource: str, obj: dict[str, Any]) -> bytes:
@@ -162,7 +139,7 @@ def test_no_delete_is_allowed_before_the_caches_caught_up_after_an_api_server_re
             before = hook.registry.validate_now(review)
             assert before.allowed, before.message  # no dependents yet: the baseline is "allowed"
         else:
-            wait_for(lambda: not hook.registry.validate_now(review).allowed, 15, "nfs-x to be seen")
+            wait_for(lambda: not hook.registry.validate_now(review).allowed, "nfs-x to be seen", 15)
 
         def while_down() -> None:
             if variant == "crd-gone":
@@ -185,7 +162,7 @@ def test_no_delete_is_allowed_before_the_caches_caught_up_after_an_api_server_re
             last = hammer.last()
             return last is not None and last.code == 403 and "nfs-x" in last.message
 
-        wait_for(caught_up, 60, "the guard to deny with the dependent written while the API server was down")
+        wait_for(caught_up, "the guard to deny with the dependent written while the API server was down", 60)
         caught = time.monotonic()
         time.sleep(0.3)
     finally:
