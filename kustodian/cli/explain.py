@@ -8,14 +8,17 @@ policy function as the webhook.
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from kustodian.policy.deletion import decide_delete, dependents_table
+from kustodian.cli.output import dump, print_rows, records
+from kustodian.cli.progress import Progress
+from kustodian.cli.rules import load_rules, yaml_problem
+from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, NotFoundError
+from kustodian.policy.deletion import RuleSet, decide_delete, dependents_table
 from kustodian.policy.store import ClusterView, ListView, kind_key
 from kustodian.settings import ToolSettings, settings_from_args
 
@@ -24,7 +27,12 @@ def iter_manifests(directory: Path) -> Iterator[dict[str, Any]]:
     for path in sorted(directory.rglob("*")):
         if path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
             continue
-        for doc in yaml.safe_load_all(path.read_text()):
+        try:
+            docs = list(yaml.safe_load_all(path.read_text()))
+        except (yaml.YAMLError, UnicodeDecodeError) as exc:
+            why = yaml_problem(exc) if isinstance(exc, yaml.YAMLError) else "not a text file"
+            raise ConfigError(f"--from {directory}: {path}: {why}") from None
+        for doc in docs:
             if not isinstance(doc, dict):
                 continue
             if doc.get("kind", "").endswith("List") and isinstance(doc.get("items"), list):
@@ -48,44 +56,52 @@ def _resolve_kind(kind: str, known: Iterable[str]) -> str:
 
 
 def print_table(rows: list[tuple[str, str, str]], header: tuple[str, str, str]) -> None:
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
-    for row in [header, *rows]:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    print_rows(header, rows)
+
+
+def load_view(args: argparse.Namespace, rules: RuleSet) -> ClusterView:
+    """The manifests of ``--from DIR`` or one consistent read of the live cluster."""
+    if args.from_dir:
+        directory = Path(args.from_dir)
+        if not directory.is_dir():
+            raise ConfigError(f"--from {args.from_dir}: no such directory")
+        return view_from_manifests(iter_manifests(directory), rules.indexers())
+    from kustodian.cli.live_view import live_view
+
+    return live_view(settings_from_args(ToolSettings, args), rules, Progress.of(args))
 
 
 def explain_delete(args: argparse.Namespace) -> int:
-    from kustodian.webhook.main import load_deletion_rules
-
-    rules = load_deletion_rules(args.rules)
+    rules = load_rules(args.rules)
     key = _resolve_kind(args.kind, rules.provider_kinds() | rules.dependent_kinds() | {"Namespace"})
-    view: ClusterView
-    if args.from_dir:
-        view = view_from_manifests(iter_manifests(Path(args.from_dir)), rules.indexers())
-    else:
-        from kustodian.cli.live_view import live_view
-
-        view = live_view(settings_from_args(ToolSettings, args), rules)
+    view = load_view(args, rules)
     kind_name = key.split(".", 1)[0]
-    provider = view.get(key, args.object_namespace, args.name)
+    namespace = args.object_namespace
+    provider = view.get(key, namespace, args.name)
     if provider is None:
-        sys.stderr.write(f"{kind_name} {args.object_namespace + '/' if args.object_namespace else ''}"
-                         f"{args.name} not found\n")
-        return 1
+        where = f" in namespace {namespace}" if namespace else " (no -n NAMESPACE given)"
+        raise NotFoundError(f"{kind_name} {args.name} not found{where}")
     decision = decide_delete(key, provider, view, rules)
     rows = dependents_table(decision)
     # kinds a rule names that this cluster (or these manifests) does not have: not checked
     absent = sorted(k for k in rules.kinds_read(key) if not view.has_kind(k))
+    code = EXIT_OK if decision.allowed else EXIT_BLOCKED
+    if args.output != "table":
+        dump({"kind": key, "namespace": namespace, "name": args.name, "allowed": decision.allowed,
+              "overridden": decision.overridden, "message": decision.message,
+              "dependents": records(("kind", "namespace", "name"), rows), "notChecked": absent}, args.output)
+        return code
     where = "in the manifests" if args.from_dir else "served by this cluster (no CRD)"
     unserved = f"note: not {where}, so not checked: {', '.join(absent)}" if absent else ""
     if not rows:
         print(f"{kind_name} {args.name}: no dependents; deleting it would be allowed")
         if unserved:
             print(unserved)
-        return 0
+        return code
     print(decision.message)
     print()
     print_table(rows, ("KIND", "NAMESPACE", "NAME"))
     if unserved:
         print()
         print(unserved)
-    return 0 if decision.allowed else 1
+    return code

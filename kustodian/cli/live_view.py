@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from kustodian.cli.cluster import connect
+from kustodian.cli.progress import Progress
 from kustodian.kube.cache import WatchCache
-from kustodian.kube.client import KubeClient
-from kustodian.kube.config import load_config
 from kustodian.kube.discovery import resolve
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet
@@ -12,12 +12,17 @@ from kustodian.settings import ToolSettings
 from kustodian.webhook.features.deletion_guard import needed_kinds
 
 
-def live_view(settings: ToolSettings, rules: RuleSet) -> CacheView:
-    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
+def live_view(settings: ToolSettings, rules: RuleSet, progress: Progress | None = None) -> CacheView:
+    progress = progress or Progress(False)
+    client = connect(settings.kube)
     needs = needed_kinds(rules)
+    progress.step(f"discovering {len(needs)} kinds...")
     caches = {}
-    for key, res in resolve(client, needs).items():
+    resolved = resolve(client, needs)
+    for i, (key, res) in enumerate(resolved.items(), 1):
+        progress.step(f"reading {key} ({i}/{len(resolved)})...")
         cache = WatchCache(client, res, indexers=needs[key])
         cache.run_once_synced()
         caches[key] = cache
+    progress.done()
     return CacheView(caches)

@@ -7,8 +7,13 @@ import importlib
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from importlib import metadata
 from pathlib import Path
+from typing import NoReturn
 
+from kustodian.cli.exits import EPILOG, describe
+from kustodian.cli.output import add_output_flag
+from kustodian.cli.progress import Progress, add_progress_flag
 from kustodian.errors import EXIT_CONFIG, ConfigError, KustodianError
 from kustodian.logs import setup_logging
 from kustodian.settings import (
@@ -37,6 +42,7 @@ def _component(run_target: str, model: type[Settings]) -> Command:
 
     def command(args: argparse.Namespace) -> int:
         settings = settings_from_args(model, args, check_env=True)
+        _preflight(settings)
         module, _, name = run_target.partition(":")
         run = getattr(importlib.import_module(module), name)
         setup_logging(settings.log.format, settings.log.level)
@@ -52,6 +58,43 @@ def _component(run_target: str, model: type[Settings]) -> Command:
     return command
 
 
+def _preflight(settings: Settings) -> None:
+    """What a component needs from disk and the kubeconfig, checked before it starts, so a
+    missing file is one line naming its flag rather than a traceback once the caches synced."""
+    from kustodian.cli.cluster import resolve_config
+    from kustodian.cli.rules import check_rules_file
+
+    resolve_config(settings.kube)
+    if isinstance(settings, WebhookSettings):
+        tls = settings.tls
+        if tls.mode != "builtin":
+            for flag, path in (("--tls-cert-file", tls.cert_file), ("--tls-key-file", tls.key_file)):
+                if path and not Path(path).is_file():
+                    raise ConfigError(f"{flag} {path}: no such file")
+        check_rules_file(settings.deletion_guard.rules_file, "--deletion-guard-rules-file")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with kubectl's error habit: one line naming the flag, then where to look."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_CONFIG, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
+def _version() -> str:
+    try:
+        return metadata.version("kustodian")
+    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
+
+
+def _cmd_completion(args: argparse.Namespace) -> int:
+    from kustodian.cli.completion import script
+
+    sys.stdout.write(script(build_parser(), args.shell))
+    return 0
+
+
 def _cmd_certs_issue(args: argparse.Namespace) -> int:
     from kustodian.certs import CertificateError, issue_ca, issue_serving, write_bundle
 
@@ -64,23 +107,35 @@ def _cmd_certs_issue(args: argparse.Namespace) -> int:
         sys.stderr.write(f"kustodian certs issue: {exc}\n")
         return 2
     out = Path(args.out)
-    write_bundle(out, ca, serving)
+    try:
+        write_bundle(out, ca, serving)
+    except OSError as exc:
+        why = (exc.strerror or str(exc)).lower()
+        raise ConfigError(f"--out {args.out}: cannot write there: {why}") from None
     print(f"wrote {out / 'ca.crt'}, {out / 'tls.crt'}, {out / 'tls.key'} (mode 0600)")
     return 0
 
 
 def _cmd_certs_inject(args: argparse.Namespace) -> int:
     from kustodian.certs.inject import inject_ca_bundle
-    from kustodian.kube.client import KubeClient
-    from kustodian.kube.config import load_config
+    from kustodian.cli.cluster import connect
 
     settings = settings_from_args(ToolSettings, args)
     setup_logging(settings.log.format, settings.log.level)
-    bundle = Path(args.ca_file).read_bytes()
-    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
     try:
-        done = inject_ca_bundle(client, bundle, validating=args.validating or [],
-                                mutating=args.mutating or [])
+        bundle = Path(args.ca_file).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"--ca-file {args.ca_file}: {(exc.strerror or str(exc)).lower()}") from None
+    if b"-----BEGIN CERTIFICATE-----" not in bundle:
+        raise ConfigError(f"--ca-file {args.ca_file}: holds no PEM certificate")
+    if not (args.validating or args.mutating):
+        raise ConfigError("name at least one configuration: --validating NAME or --mutating NAME")
+    client = connect(settings.kube)
+    try:
+        with Progress.of(args) as progress:
+            progress.step("writing caBundle...")
+            done = inject_ca_bundle(client, bundle, validating=args.validating or [],
+                                    mutating=args.mutating or [])
     finally:
         client.close()
     for line in done:
@@ -101,10 +156,20 @@ def _cmd_report(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="kustodian", description=(
+    parser = Parser(prog="kustodian", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+                    description=(
         "Kubernetes storage custodian: an admission webhook that refuses to delete storage that is "
         "still in use and applies reclaim-space policy, plus controllers that keep storage tidy."))
+    parser.add_argument("--version", action="version", version=f"kustodian {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
+                       description="Print a completion script for SHELL. bash: "
+                                   "source <(kustodian completion bash); zsh: "
+                                   "kustodian completion zsh > \"${fpath[1]}/_kustodian\"; fish: "
+                                   "kustodian completion fish > ~/.config/fish/completions/kustodian.fish")
+    p.add_argument("shell", choices=("bash", "zsh", "fish"))
+    p.set_defaults(func=_cmd_completion)
 
     p = sub.add_parser("webhook", help="run the validating + mutating admission webhook (TLS)",
                        description="Run the admission webhook over TLS.")
@@ -149,6 +214,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ca-file", required=True, help="PEM file with the CA bundle")
     p.add_argument("--validating", action="append", help="ValidatingWebhookConfiguration name (repeatable)")
     p.add_argument("--mutating", action="append", help="MutatingWebhookConfiguration name (repeatable)")
+    add_progress_flag(p)
     add_settings_flags(p, ToolSettings)
     p.set_defaults(func=_cmd_certs_inject)
 
@@ -157,10 +223,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "cluster or from a directory of manifests (--from).")
     p.add_argument("kind", help="Kind, e.g. CephBlockPool or CephBlockPool.ceph.rook.io")
     p.add_argument("name")
-    p.add_argument("-n", "--object-namespace", dest="object_namespace", default="",
-                   help="Namespace of the object")
+    _object_namespace(p, "Namespace of the object (as kubectl's -n); empty for a cluster-scoped one")
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--rules", help="Extra deletion rules file")
+    add_output_flag(p)
+    add_progress_flag(p)
     add_settings_flags(p, ToolSettings)
     p.set_defaults(func=_cmd_explain_delete)
 
@@ -168,9 +235,11 @@ def build_parser() -> argparse.ArgumentParser:
                        description="List every storage provider a DELETE would be refused for, with its "
                                    "dependents: the deletion guard's decisions, cluster-wide, from the live "
                                    "cluster or from a directory of manifests (--from).")
-    p.add_argument("-o", "--output", choices=("table", "json", "yaml"), default="table", help="Output format")
+    _object_namespace(p, "Only providers in this namespace (default: all)")
+    add_output_flag(p)
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--rules", help="Extra deletion rules file")
+    add_progress_flag(p)
     add_settings_flags(p, ToolSettings)
     p.set_defaults(func=_cmd_report)
 
@@ -180,7 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Show the reclaim-space schedule every PVC gets, where it comes from "
                                     "and when it next runs; from the live cluster or --from DIR.")
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
-    p.add_argument("--config-namespace", default="kustodian", help="Namespace of the reclaim ConfigMap")
+    _object_namespace(p, "Only PVCs in this namespace (default: all)")
+    add_output_flag(p)
+    add_progress_flag(p)
+    p.add_argument("--config-namespace", default=None,
+                   help="Namespace of the reclaim ConfigMap (default: --kustodian-namespace)")
     p.add_argument("--config-name", default="kustodian-reclaim-config", help="Name of the reclaim ConfigMap")
     p.add_argument("--csi-addons-config", default="csi-addons-system/csi-addons-config",
                    help="namespace/name of csi-addons' own ConfigMap (its schedule-precedence and stagger)")
@@ -196,9 +269,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--sequential-lvg", action=argparse.BooleanOptionalAction, default=True,
                    help="Plan LVG reservations one at a time (default, as csi-baremetal)")
+    add_output_flag(p)
+    add_progress_flag(p)
     add_settings_flags(p, ToolSettings)
     p.set_defaults(func=_cmd_plan("capacity_plan"))
     return parser
+
+
+def _object_namespace(p: argparse.ArgumentParser, help_text: str) -> None:
+    # --object-namespace: this flag's name before issue 21, kept (same meaning)
+    p.add_argument("-n", "--namespace", "--object-namespace", dest="object_namespace", default="",
+                   metavar="NAMESPACE", help=help_text)
 
 
 def _cmd_plan(name: str) -> Command:
@@ -217,13 +298,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     never a traceback for a user mistake."""
     args = build_parser().parse_args(argv)
     func: Command = args.func
+    actions = ("certs_command", "reclaim_command", "capacity_command")
+    name = " ".join(n for n in (args.command, *(getattr(args, a, None) for a in actions)) if n)
     try:
         return func(args)
     except KustodianError as exc:
-        lines = exc.lines() if isinstance(exc, ConfigError) else [str(exc)]
+        lines, code = describe(exc)
         for line in lines:
-            sys.stderr.write(f"kustodian {args.command}: {line}\n")
-        return exc.exit_code
+            sys.stderr.write(f"kustodian {name}: {line}\n")
+        return code
+    except KeyboardInterrupt:
+        sys.stderr.write(f"kustodian {name}: interrupted\n")
+        return 130
 
 
 if __name__ == "__main__":

@@ -8,42 +8,41 @@ controllers, and print what they would do.  Nothing is written.
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from kustodian.cli.explain import iter_manifests
+from kustodian.cli.output import dump, print_rows, records
+from kustodian.cli.progress import Progress
+from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError
 from kustodian.policy.store import kind_key
 from kustodian.settings import ToolSettings, settings_from_args
-
-
-def print_rows(header: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
-    table = [list(header), *[list(r) for r in rows]]
-    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
-    for row in table:
-        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
 
 
 def _objects(args: argparse.Namespace, kinds: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
     """``kind key -> objects`` from ``--from DIR`` or the live cluster."""
     found: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     if args.from_dir:
+        if not Path(args.from_dir).is_dir():
+            raise ConfigError(f"--from {args.from_dir}: no such directory")
         for doc in iter_manifests(Path(args.from_dir)):
             key = kind_key(str(doc.get("apiVersion", "")), str(doc.get("kind", "")))
             if key in found:
                 found[key].append(doc)
         return found
-    from kustodian.kube.client import KubeClient
-    from kustodian.kube.config import load_config
+    from kustodian.cli.cluster import connect
     from kustodian.kube.discovery import resolve
 
     settings = settings_from_args(ToolSettings, args)
-    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
+    client = connect(settings.kube)
     try:
-        for key, res in resolve(client, kinds).items():
-            found[key], _ = client.list(res)
+        with Progress.of(args) as progress:
+            progress.step(f"discovering {len(kinds)} kinds...")
+            resolved = resolve(client, kinds)
+            for i, (key, res) in enumerate(resolved.items(), 1):
+                progress.step(f"reading {key} ({i}/{len(resolved)})...")
+                found[key], _ = client.list(res)
     finally:
         client.close()
     return found
@@ -88,12 +87,19 @@ def reclaim_rows(objs: dict[str, list[dict[str, Any]]], config_ref: tuple[str, s
 def reclaim_plan(args: argparse.Namespace) -> int:
     objs = _objects(args, dict.fromkeys(RECLAIM_KINDS))
     csi_ns, _, csi_name = str(args.csi_addons_config).partition("/")
+    config_ns = args.config_namespace or settings_from_args(ToolSettings, args).kube.namespace
     try:
-        rows = reclaim_rows(objs, (args.config_namespace, args.config_name), (csi_ns, csi_name),
-                            datetime.now(UTC))
+        rows = reclaim_rows(objs, (config_ns, args.config_name), (csi_ns, csi_name), datetime.now(UTC))
     except ValueError as exc:
-        sys.stderr.write(f"{exc}\n")
-        return 2
+        raise ConfigError(str(exc)) from None
+    rows = [r for r in rows if not args.object_namespace or r.namespace == args.object_namespace]
+    if args.output != "table":
+        dump({"pvcs": [{"namespace": r.namespace, "name": r.pvc, "schedule": r.schedule or None,
+                        "source": r.source or None,
+                        "nextRun": r.next_run.strftime("%Y-%m-%dT%H:%M:%SZ") if r.next_run else None,
+                        "cronJobSchedule": r.cronjob, "status": str(r.status), "pending": r.pending,
+                        "detail": r.detail or None} for r in rows]}, args.output)
+        return 0
     print_rows(("NAMESPACE", "PVC", "SCHEDULE", "SOURCE", "NEXT RUN", "CRON JOB", "STATUS"), (
         (r.namespace, r.pvc, r.schedule or "-", r.source or "-",
          r.next_run.strftime("%Y-%m-%d %H:%M:%S UTC") if r.next_run else "-",
@@ -123,9 +129,13 @@ def capacity_plan(args: argparse.Namespace) -> int:
                 who = label if isinstance(label, str) and label else f"#{i + 1} (no name)"
                 problems.append(f"{kind} {who}: " + "; ".join(errors))
     if problems:
-        sys.stderr.write("".join(f"invalid: {p}\n" for p in problems))
-        return 2
+        raise ConfigError("invalid", problems)
     options = PlanOptions(sequential_lvg=args.sequential_lvg)
     decisions = plan_all(acrs, acs, datetime.now(UTC), options, lvgs=objs[LVG_KIND_KEY])
-    print_rows(PLAN_TABLE_HEADER, plan_table(decisions, acs, acrs))
-    return 0 if all(d.status != "REJECTED" for d in decisions) else 1
+    table = plan_table(decisions, acs, acrs)
+    code = EXIT_OK if all(d.status != "REJECTED" for d in decisions) else EXIT_BLOCKED
+    if args.output != "table":
+        dump({"reservations": records(PLAN_TABLE_HEADER, table)}, args.output)
+        return code
+    print_rows(PLAN_TABLE_HEADER, table)
+    return code

@@ -8,37 +8,21 @@ scripts, a table for people.
 from __future__ import annotations
 
 import argparse
-import json
-import sys
-from pathlib import Path
 
-import yaml
-
-from kustodian.cli.explain import iter_manifests, print_table, view_from_manifests
+from kustodian.cli.explain import load_view, print_table
+from kustodian.cli.output import dump
+from kustodian.cli.rules import load_rules
 from kustodian.policy.deletion.message import short_kind
 from kustodian.policy.deletion.report import protections
-from kustodian.policy.store import ClusterView
-from kustodian.settings import ToolSettings, settings_from_args
 
 
 def report(args: argparse.Namespace) -> int:
-    from kustodian.webhook.main import load_deletion_rules
-
-    rules = load_deletion_rules(args.rules)
-    view: ClusterView
-    if args.from_dir:
-        view = view_from_manifests(iter_manifests(Path(args.from_dir)), rules.indexers())
-    else:
-        from kustodian.cli.live_view import live_view
-
-        view = live_view(settings_from_args(ToolSettings, args), rules)
-    found = protections(view, rules)
-    if args.output == "json":
-        json.dump({"protected": [p.as_dict() for p in found]}, sys.stdout, indent=2)
-        sys.stdout.write("\n")
-        return 0
-    if args.output == "yaml":
-        yaml.safe_dump({"protected": [p.as_dict() for p in found]}, sys.stdout, sort_keys=False)
+    rules = load_rules(args.rules)
+    view = load_view(args, rules)
+    found = [p for p in protections(view, rules)
+             if not args.object_namespace or p.provider.namespace == args.object_namespace]
+    if args.output != "table":
+        dump({"protected": [p.as_dict() for p in found]}, args.output)
         return 0
     if not found:
         print("no protected objects: every provider could be deleted now")

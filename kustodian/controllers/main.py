@@ -59,7 +59,8 @@ def build(settings: ControllersSettings, client: KubeClient, recorder: EventReco
 
 
 def run(settings: ControllersSettings) -> int:
-    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint),
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint,
+                                    settings.kube.context),
                         user_agent=COMPONENT)
     recorder = EventRecorder(client, COMPONENT)
     try:

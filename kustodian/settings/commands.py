@@ -91,6 +91,10 @@ class Settings(BaseSettings):
 class ToolSettings(Settings):
     """``certs inject``, ``explain-delete``, ``reclaim plan``, ``capacity plan``."""
 
+    # kubectl's habit: on a tool, -n/--namespace is the namespace of the object asked about;
+    # Kustodian's own namespace is --kustodian-namespace (issue 21)
+    flag_aliases: ClassVar[Mapping[str, str | None]] = {"kube.namespace": "--kustodian-namespace"}
+
 
 # webhook: the capacity feature is the objects' validation, on unless turned off; the
 # controller-only capacity knobs are not its flags

@@ -37,6 +37,8 @@ class KubeGroup(Group):
     kube_api_endpoint: str | None = Field(None, description="API server URL, overriding the kubeconfig's")
     namespace: str = Field("kustodian", description="Namespace Kustodian runs in (leases, orphans, config)",
                            pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+    # issue 21: kubectl's --context (appended; every command that loads a kubeconfig passes it)
+    context: str | None = Field(None, description="kubeconfig context to use (default: its current-context)")
 
 
 class LogGroup(Group):

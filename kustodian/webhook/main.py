@@ -127,7 +127,8 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
 
 
 def run(settings: WebhookSettings) -> None:
-    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint))
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint,
+                                    settings.kube.context))
     hook = build_webhook(settings, client)
     # first: a taken port stops the start
     health = _serve_metrics(hook, settings.metrics.listen_address, settings.metrics.path)

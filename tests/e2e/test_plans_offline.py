@@ -90,7 +90,7 @@ def test_capacity_plan_names_the_object_and_field_of_malformed_input(
     proc = kustodian("capacity", "plan", "--from", str(tmp_path))
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
-    assert proc.stderr.startswith("invalid: ") and message in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("kustodian capacity plan: invalid: ") and message in proc.stderr, proc.stderr
     assert len(proc.stderr.splitlines()) == 1
 
 

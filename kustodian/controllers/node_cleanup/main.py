@@ -108,7 +108,8 @@ def run(settings: NodeCleanupSettings, *, stop: threading.Event | None = None) -
     """
     if not settings.node_cleanup.storage_classes:
         log.warning("no --storageclass-names given: nothing is opted in, so nothing will be cleaned")
-    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint),
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint,
+                                    settings.kube.context),
                         user_agent=COMPONENT)
     app = build(settings, client)
     log.info("node cleanup for StorageClasses %s (PVC deletion delay %s)",

@@ -487,7 +487,8 @@ def build(settings: NodeAgentSettings, client: KubeClient, *, recorder: EventRec
 def run(settings: NodeAgentSettings) -> int:
     """Run the agent on a Manager (signals, /healthz, /readyz, metrics) until SIGTERM/SIGINT; the exit
     code (1: the caches never synced)."""
-    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint),
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint,
+                                    settings.kube.context),
                         user_agent=COMPONENT)
     recorder = EventRecorder(client, COMPONENT, default_namespace=settings.kube.namespace)
     manager = Manager(client, name=COMPONENT, health_address=settings.metrics.listen_address,
