@@ -14,6 +14,7 @@ import re
 import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import Literal, get_args, get_origin
 
 __all__ = ["Level", "levels", "script"]
 
@@ -54,9 +55,33 @@ def _takes_value(action: argparse.Action) -> bool:
     return action.nargs != 0
 
 
+def _settings_choices() -> dict[str, tuple[str, ...]]:
+    """``settings:<group>.<field>`` dest -> the values of a ``Literal`` field (``--log-level``)."""
+    from kustodian.settings import (
+        ControllersSettings,
+        NodeAgentSettings,
+        NodeCleanupSettings,
+        ToolSettings,
+        WebhookSettings,
+        flag_table,
+    )
+
+    found: dict[str, tuple[str, ...]] = {}
+    for model in (WebhookSettings, ControllersSettings, NodeCleanupSettings, NodeAgentSettings, ToolSettings):
+        for f in flag_table(model):
+            if get_origin(f.info.annotation) is Literal:
+                found[f.dest] = tuple(str(v) for v in get_args(f.info.annotation))
+    return found
+
+
+_CHOICES = _settings_choices()
+
+
 def _value_kind(action: argparse.Action) -> str:
     if action.choices:
         return " ".join(str(c) for c in action.choices)
+    if action.dest in _CHOICES:
+        return " ".join(_CHOICES[action.dest])
     if any(_PATHLIKE.search(o.lstrip("-")) for o in action.option_strings):
         return "@file"
     return "@any"

@@ -216,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mutating", action="append", help="MutatingWebhookConfiguration name (repeatable)")
     add_progress_flag(p)
     add_settings_flags(p, ToolSettings)
+    p.set_defaults(settings_model=ToolSettings)
     p.set_defaults(func=_cmd_certs_inject)
 
     p = sub.add_parser("explain-delete", help="list what blocks deleting an object",
@@ -229,6 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_flag(p)
     add_progress_flag(p)
     add_settings_flags(p, ToolSettings)
+    p.set_defaults(settings_model=ToolSettings)
     p.set_defaults(func=_cmd_explain_delete)
 
     p = sub.add_parser("report", help="every protected object and what protects it",
@@ -241,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rules", help="Extra deletion rules file")
     add_progress_flag(p)
     add_settings_flags(p, ToolSettings)
+    p.set_defaults(settings_model=ToolSettings)
     p.set_defaults(func=_cmd_report)
 
     reclaim = sub.add_parser("reclaim", help="reclaim-space policy tools")
@@ -258,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csi-addons-config", default="csi-addons-system/csi-addons-config",
                    help="namespace/name of csi-addons' own ConfigMap (its schedule-precedence and stagger)")
     add_settings_flags(p, ToolSettings)
+    p.set_defaults(settings_model=ToolSettings)
     p.set_defaults(func=_cmd_plan("reclaim_plan"))
 
     capacity = sub.add_parser("capacity", help="capacity reservation tools")
@@ -272,6 +276,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_flag(p)
     add_progress_flag(p)
     add_settings_flags(p, ToolSettings)
+    p.set_defaults(settings_model=ToolSettings)
     p.set_defaults(func=_cmd_plan("capacity_plan"))
     return parser
 
@@ -301,6 +306,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     actions = ("certs_command", "reclaim_command", "capacity_command")
     name = " ".join(n for n in (args.command, *(getattr(args, a, None) for a in actions)) if n)
     try:
+        model = getattr(args, "settings_model", None)
+        if model is not None:  # a tool's settings are checked even when --from means no cluster
+            settings_from_args(model, args, check_env=True)
         return func(args)
     except KustodianError as exc:
         lines, code = describe(exc)

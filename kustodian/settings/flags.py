@@ -247,7 +247,8 @@ def load_settings(model: type[S], given: Mapping[str, Any] | None = None, *, che
     try:
         settings = model(**dict(given or {}))
     except ValidationError as exc:
-        problems += problems_of(model, exc)
+        named = {p.path for p in problems}  # an unknown variable is named once, with its hint
+        problems += [p for p in problems_of(model, exc) if p.path not in named]
     else:
         if not problems:
             return settings
