@@ -21,7 +21,7 @@ from kustodian.kube.config import ClusterConfig, load_config
 from kustodian.kube.errors import KubeError
 from kustodian.settings import KubeGroup
 
-__all__ = ["connect", "kubeconfig_source", "resolve_config"]
+__all__ = ["connect", "connected_server", "kubeconfig_source", "resolve_config"]
 
 _IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
 
@@ -92,5 +92,15 @@ def resolve_config(kube: KubeGroup) -> ClusterConfig:
                                                               "")) from None
 
 
+_SERVERS: list[str] = []  # this process's API servers, for the one-line "cannot read" error
+
+
 def connect(kube: KubeGroup, *, timeout: float = 30.0) -> KubeClient:
-    return KubeClient(resolve_config(kube), timeout=timeout)
+    config = resolve_config(kube)
+    _SERVERS.append(config.server)
+    return KubeClient(config, timeout=timeout)
+
+
+def connected_server() -> str:
+    """The API server the last ``connect`` talked to ("" before any)."""
+    return _SERVERS[-1] if _SERVERS else ""

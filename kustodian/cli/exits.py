@@ -41,12 +41,14 @@ Flags follow kubectl's: --kubeconfig, --context, -n/--namespace (the object's na
 --kustodian-namespace on the tools. Shell completion: kustodian completion bash|zsh|fish."""
 
 
-def describe(exc: KustodianError, path_hint: str = "") -> tuple[Sequence[str], int]:
-    """The lines to print for ``exc`` and the exit code (see the module docstring)."""
+def describe(exc: KustodianError, server: str = "") -> tuple[Sequence[str], int]:
+    """The lines to print for ``exc`` and the exit code (see the module docstring); ``server``
+    is the API server the command talked to, named when it could not be read."""
     if isinstance(exc, ConfigError):
         return exc.lines(), EXIT_CONFIG
     if isinstance(exc, ApiNotFound):
         return [f"not found: {exc.message or exc}"], EXIT_NOT_FOUND
     if isinstance(exc, KubeError):
-        return [f"cannot read the cluster: {exc}"], EXIT_UNREACHABLE
+        at = f" at {server}" if server else ""
+        return [f"cannot read the cluster{at}: {exc}"], EXIT_UNREACHABLE
     return [str(exc)], exc.exit_code

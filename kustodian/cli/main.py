@@ -311,7 +311,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings_from_args(model, args, check_env=True)
         return func(args)
     except KustodianError as exc:
-        lines, code = describe(exc)
+        from kustodian.cli.cluster import connected_server
+
+        lines, code = describe(exc, connected_server())
         for line in lines:
             sys.stderr.write(f"kustodian {name}: {line}\n")
         return code

@@ -143,6 +143,8 @@ def test_context_picks_a_context_of_the_kubeconfig(kube_api: KubeApi, tmp_path: 
     current = run(tmp_path, "report", "--kubeconfig", str(kubeconfig), "-o", "json")
     assert current.returncode == EXIT_UNREACHABLE, current.stderr  # the current context: nothing there
     assert len(current.stderr.splitlines()) == 1 and "Traceback" not in current.stderr
+    dead = yaml.safe_load(kubeconfig.read_text())["clusters"][-1]["cluster"]["server"]
+    assert f"cannot read the cluster at {dead}" in current.stderr  # which server, so --context is the fix
     chosen = run(tmp_path, "report", "--kubeconfig", str(kubeconfig), "--context", "live", "-o", "json")
     assert chosen.returncode == 0, chosen.stderr
     assert "protected" in json.loads(chosen.stdout)

@@ -64,10 +64,10 @@ CASES = [
     Case("context-without-kubeconfig", ("capacity", "plan", "--context", "prod"), EXIT_CONFIG,
          ("--context prod", "--kubeconfig")),
     Case("cluster-unreachable", ("report", "--kube-api-endpoint", "https://127.0.0.1:{port}"),
-         EXIT_UNREACHABLE, ("cannot read the cluster", "Connection refused")),
+         EXIT_UNREACHABLE, ("cannot read the cluster at https://127.0.0.1:", "Connection refused")),
     Case("certs-inject-unreachable", ("certs", "inject", "--ca-file", "{tmp}/cert.pem", "--validating", "nope",
                                       "--kube-api-endpoint", "https://127.0.0.1:{port}"),
-         EXIT_UNREACHABLE, ("cannot read the cluster",), files=CERT),
+         EXIT_UNREACHABLE, ("cannot read the cluster at https://127.0.0.1:",), files=CERT),
     # files given by flags
     Case("tls-key-file-missing", ("webhook", "--tls-cert-file", "{tmp}/cert.pem", "--tls-key-file", "/nope",
                                   "--kube-api-endpoint", "https://127.0.0.1:1"),
