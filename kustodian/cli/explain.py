@@ -73,7 +73,12 @@ def load_view(args: argparse.Namespace, rules: RuleSet) -> ClusterView:
 
 def explain_delete(args: argparse.Namespace) -> int:
     rules = load_rules(args.rules)
-    key = _resolve_kind(args.kind, rules.provider_kinds() | rules.dependent_kinds() | {"Namespace"})
+    known = rules.provider_kinds() | rules.dependent_kinds() | {"Namespace"}
+    key = _resolve_kind(args.kind, known)
+    if key not in known:
+        guarded = ", ".join(sorted(k.split(".", 1)[0] for k in rules.provider_kinds()))
+        raise ConfigError(f"KIND {args.kind}: no deletion rule names this kind, so the deletion guard never "
+                          f"blocks deleting one (guarded kinds: {guarded})")
     view = load_view(args, rules)
     kind_name = key.split(".", 1)[0]
     namespace = args.object_namespace

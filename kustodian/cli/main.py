@@ -98,6 +98,9 @@ def _cmd_completion(args: argparse.Namespace) -> int:
 def _cmd_certs_issue(args: argparse.Namespace) -> int:
     from kustodian.certs import CertificateError, issue_ca, issue_serving, write_bundle
 
+    for flag, days in (("--days", args.days), ("--ca-days", args.ca_days)):
+        if days <= 0:
+            raise ConfigError(f"{flag} {days}: must be a positive number of days")
     now = datetime.now(UTC)
     try:
         ca = issue_ca(now=now, validity=timedelta(days=args.ca_days))
