@@ -5,6 +5,7 @@ documented exit code (2: usage or configuration, 3: not found, 4: cluster unreac
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,6 +16,14 @@ import yaml
 
 from kustodian.cli.exits import EXIT_UNREACHABLE
 from kustodian.errors import EXIT_BLOCKED, EXIT_CONFIG, EXIT_NOT_FOUND
+from kustodian.settings import (
+    ControllersSettings,
+    NodeAgentSettings,
+    NodeCleanupSettings,
+    ToolSettings,
+    WebhookSettings,
+    flag_table,
+)
 from tests.cli.support import clean_env, run
 from tests.support import free_port
 
@@ -143,6 +152,19 @@ CASES = [
 ]
 
 
+# settings' Python names (tls_cert_file, kube_api_endpoint): a message names the flag instead
+FIELD_NAMES = re.compile(r"\b(" + "|".join(sorted({name for m in (
+    WebhookSettings, ControllersSettings, NodeCleanupSettings, NodeAgentSettings, ToolSettings)
+    for f in flag_table(m) for name in (f.field, f"{f.group}_{f.field}", f"{f.group}.{f.field}")
+    if "_" in name})) + r")\b")
+
+
+def test_the_field_name_check_catches_pydantic_names() -> None:
+    assert FIELD_NAMES.search("Value error: tls_cert_file and key_file must be given together")
+    assert FIELD_NAMES.search("kube.kube_api_endpoint: bad URL")
+    assert not FIELD_NAMES.search("--tls-cert-file /nope: no such file")
+
+
 def _prepare(case: Case, tmp: Path) -> tuple[list[str], dict[str, str]]:
     for name, text in case.files.items():
         (tmp / name).parent.mkdir(parents=True, exist_ok=True)
@@ -162,6 +184,7 @@ def test_a_mistake_is_one_line_naming_the_flag_and_its_exit_code(case: Case, tmp
     assert lines[0].startswith("kustodian"), lines[0]
     for name in case.names:
         assert name in lines[0], f"{name!r} not in {lines[0]!r}"
+    assert not FIELD_NAMES.search(lines[0]), lines[0]
     assert proc.returncode == case.code, proc.stderr
     assert proc.stdout == ""
 
