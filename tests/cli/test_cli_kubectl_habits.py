@@ -206,3 +206,33 @@ def test_progress_goes_to_stderr_only_when_asked_or_on_a_terminal(kube_api: Kube
     steps = shown.stderr.splitlines()
     assert steps[0].startswith("discovering ") and any(s.startswith("reading ") for s in steps)
     assert json.loads(shown.stdout) == json.loads(quiet.stdout)  # stdout stays the document
+
+
+def test_kustodian_namespace_is_where_reclaim_plan_reads_its_configmap(tmp_path: Path) -> None:
+    config = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kustodian-reclaim-config",
+                                                                    "namespace": "ops"},
+              "data": {"config.json": json.dumps({"auto-reclaim-storageclass": {"plain": "@weekly"}})}}
+    docs = [{"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "plain"},
+             "provisioner": "x"},
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}},
+            {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "d", "namespace": "app"},
+             "spec": {"storageClassName": "plain"}}, config]
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "all.yaml").write_text(yaml.safe_dump_all(docs))
+    default = _both(tmp_path, "reclaim", "plan", "--from", str(tmp_path / "m"))
+    assert default["pvcs"][0]["schedule"] is None  # the ConfigMap is not in "kustodian"
+    ours = _both(tmp_path, "reclaim", "plan", "--from", str(tmp_path / "m"), "--kustodian-namespace", "ops")
+    assert ours["pvcs"][0]["schedule"] == "@weekly"
+    env = clean_env(tmp_path / "home", KUSTODIAN_KUBE__NAMESPACE="ops")  # the same setting by env
+    by_env = subprocess.run([*command(), "reclaim", "plan", "--from", str(tmp_path / "m"), "-o", "json"],
+                            capture_output=True, text=True, env=env, check=False)
+    assert json.loads(by_env.stdout)["pvcs"][0]["schedule"] == "@weekly", by_env.stderr
+
+
+def test_object_namespace_keeps_its_old_spelling(tmp_path: Path) -> None:
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "pool.yaml").write_text(yaml.safe_dump_all([POOL, PV]))
+    for flag in ("-n", "--namespace", "--object-namespace"):
+        proc = run(tmp_path, "explain-delete", "CephBlockPool", "replicapool", flag, "rook-ceph",
+                   "--from", str(tmp_path / "m"))
+        assert proc.returncode == EXIT_BLOCKED and "pv-1" in proc.stdout, (flag, proc.stderr)
