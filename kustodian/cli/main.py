@@ -169,7 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
                        description="Print a completion script for SHELL. bash: "
                                    "source <(kustodian completion bash); zsh: "
-                                   "kustodian completion zsh > \"${fpath[1]}/_kustodian\"; fish: "
+                                   "source <(kustodian completion zsh); fish: "
                                    "kustodian completion fish > ~/.config/fish/completions/kustodian.fish")
     p.add_argument("shell", choices=("bash", "zsh", "fish"))
     p.set_defaults(func=_cmd_completion)
