@@ -1,8 +1,11 @@
 """Write a caBundle into webhook configurations (``kustodian certs inject``).
 
-Each configuration is read, every webhook's ``clientConfig.caBundle`` set, and the
-object written back with its resourceVersion (retrying on 409 with a fresh read),
-so a concurrent edit of the configuration is never overwritten.
+Each configuration is read and every webhook's ``clientConfig.caBundle`` set by a JSON patch
+(verb ``patch``, so the chart grants get/patch on the two configurations by name and never
+update): the patch tests each webhook's name at its index and carries the resourceVersion read,
+so a concurrent edit of the configuration gets 409 and a fresh read, never an overwrite.
+RBAC cannot restrict which fields a patch touches: an identity with this patch right could
+rewrite the whole configuration, which is why only the certificate manager's account has it.
 """
 
 from __future__ import annotations
@@ -16,9 +19,16 @@ from kustodian.kube.resources import MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, Res
 
 def _inject_one(client: KubeClient, res: Resource, name: str, bundle_b64: str) -> str:
     def write(obj: Obj) -> Obj:
-        for hook in obj.get("webhooks") or []:
-            hook.setdefault("clientConfig", {})["caBundle"] = bundle_b64
-        return client.replace(res, obj)
+        ops: list[dict[str, object]] = []
+        for i, hook in enumerate(obj.get("webhooks") or []):
+            ops.append({"op": "test", "path": f"/webhooks/{i}/name", "value": hook.get("name")})
+            if "clientConfig" not in hook:
+                ops.append({"op": "add", "path": f"/webhooks/{i}/clientConfig", "value": {}})
+            ops.append({"op": "add", "path": f"/webhooks/{i}/clientConfig/caBundle", "value": bundle_b64})
+        # a resourceVersion in the patched object makes the write conditional (409 when stale)
+        ops.append({"op": "replace", "path": "/metadata/resourceVersion",
+                    "value": obj["metadata"]["resourceVersion"]})
+        return client.patch(res, name, ops, patch_type="json")
 
     result = retry_on_conflict(lambda: client.get(res, name), write)
     count = len(result.get("webhooks") or [])

@@ -53,15 +53,17 @@ def metric_names(expr: str) -> set[str]:
 
 
 def test_metrics_ports_are_in_the_deployment_and_the_service(monitored: list[Doc]) -> None:
-    deploy = one(monitored, "Deployment", FULLNAME)
-    containers = {c["name"]: c for c in deploy["spec"]["template"]["spec"]["containers"]}
+    containers = {c["name"]: c for d in find(monitored, "Deployment") for c in d["spec"]["template"]["spec"]["containers"]}
     assert {"name": "metrics", "containerPort": 8080, "protocol": "TCP"} in containers["webhook"]["ports"]
     assert "--metrics-listen-address=:8080" in containers["webhook"]["args"]
     assert containers["controllers"]["ports"] == [{"name": "ctrl-metrics", "containerPort": 8081,
                                                    "protocol": "TCP"}]
     assert {"name": "KUSTODIAN_METRICS__LISTEN_ADDRESS", "value": ":8081"} in containers["controllers"]["env"]
     ports = {p["name"]: p for p in one(monitored, "Service", FULLNAME)["spec"]["ports"]}
-    assert ports["metrics"]["targetPort"] == "metrics" and ports["ctrl-metrics"]["port"] == 8081
+    assert ports["metrics"]["targetPort"] == "metrics"
+    ctrl = one(monitored, "Service", f"{FULLNAME}-controllers")
+    assert ctrl["spec"]["selector"]["app.kubernetes.io/component"] == "controllers"
+    assert [(p["name"], p["port"]) for p in ctrl["spec"]["ports"]] == [("ctrl-metrics", 8081)]
 
 
 def test_service_monitor_scrapes_both_metrics_ports(monitored: list[Doc]) -> None:
@@ -69,6 +71,8 @@ def test_service_monitor_scrapes_both_metrics_ports(monitored: list[Doc]) -> Non
     assert sm["metadata"]["labels"]["release"] == "prom"
     assert [e["port"] for e in sm["spec"]["endpoints"]] == ["metrics", "ctrl-metrics"]
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    assert sm["spec"]["selector"]["matchExpressions"] == [
+        {"key": "app.kubernetes.io/component", "operator": "In", "values": ["webhook", "controllers"]}]
 
 
 @pytest.mark.parametrize(("values", "kinds"), [

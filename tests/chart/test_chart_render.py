@@ -62,7 +62,7 @@ def test_secret_mode_requires_the_secret_and_its_ca(tmp_path: Path) -> None:
 
 
 def _webhook_args(docs: list[Doc]) -> list[str]:
-    dep = one(docs, "Deployment")
+    dep = one(docs, "Deployment", FULLNAME)
     container = next(c for c in dep["spec"]["template"]["spec"]["containers"] if c["name"] == "webhook")
     args: list[str] = container["args"]
     return args
@@ -83,7 +83,7 @@ def test_the_webhook_container_args_are_valid_kustodian_settings(name: str, rend
 
 def test_the_deployment_is_highly_available_and_locked_down(rendered: dict[str, list[Doc]]) -> None:
     docs = rendered["default"]
-    dep = one(docs, "Deployment")
+    dep = one(docs, "Deployment", FULLNAME)
     spec = dep["spec"]["template"]["spec"]
     assert dep["spec"]["replicas"] == 3
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 2
@@ -91,8 +91,12 @@ def test_the_deployment_is_highly_available_and_locked_down(rendered: dict[str, 
     assert "podAntiAffinity" in spec["affinity"]
     assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] == 65532
     names = [c["name"] for c in spec["containers"]]
-    assert names == ["webhook", "controllers"]
-    for c in spec["containers"]:
+    assert names == ["webhook"]  # the controllers run in their own Deployment (own ServiceAccount)
+    ctrl_dep = one(docs, "Deployment", f"{FULLNAME}-controllers")
+    ctrl_spec = ctrl_dep["spec"]["template"]["spec"]
+    assert [c["name"] for c in ctrl_spec["containers"]] == ["controllers"]
+    assert ctrl_spec["securityContext"]["runAsNonRoot"] is True
+    for c in spec["containers"] + ctrl_spec["containers"]:
         assert c["securityContext"]["readOnlyRootFilesystem"] is True
         assert c["securityContext"]["allowPrivilegeEscalation"] is False
         assert c["resources"]["requests"] and c["resources"]["limits"]
@@ -100,7 +104,15 @@ def test_the_deployment_is_highly_available_and_locked_down(rendered: dict[str, 
     assert hook["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "https", "scheme": "HTTPS"}
     assert hook["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": 8443, "scheme": "HTTPS"}
     assert hook["lifecycle"]["preStop"]["exec"]["command"][0] == "sleep"
-    assert spec["containers"][1]["args"] == ["controllers"]
+    (ctrl,) = ctrl_spec["containers"]
+    assert ctrl["args"] == ["controllers"]
+    assert ctrl["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "ctrl-metrics"}
+    assert ctrl["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "ctrl-metrics"}
+    # webhook replicas spread over zones and nodes, as a preference by default
+    spread = spec["topologySpreadConstraints"]
+    assert [c["topologyKey"] for c in spread] == ["topology.kubernetes.io/zone", "kubernetes.io/hostname"]
+    assert all(c["whenUnsatisfiable"] == "ScheduleAnyway" and c["maxSkew"] == 1 for c in spread)
+    assert all(c["labelSelector"]["matchLabels"]["app.kubernetes.io/component"] == "webhook" for c in spread)
 
 
 def _rules_of(docs: list[Doc], kind: str, name: str) -> list[dict[str, Any]]:
@@ -121,8 +133,12 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
     webhook |= _grants(_rules_of(docs, "Role", f"{FULLNAME}-webhook"))
     writes = {(g, r, v) for g, r, v in webhook if v not in ("get", "list", "watch")}
     assert writes == {("", "events", "create"), ("", "secrets", "update"), ("", "secrets", "create"),
-                      ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "update"),
-                      ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "update")}
+                      ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch"),
+                      ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch")}
+    # caBundle: get/patch on exactly the chart's two configurations
+    (hooks_rule,) = [r for r in _rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook")
+                     if r["apiGroups"] == ["admissionregistration.k8s.io"]]
+    assert hooks_rule["resourceNames"] == [FULLNAME] and hooks_rule["verbs"] == ["get", "patch"]
     for g, r in [("", "persistentvolumes"), ("", "persistentvolumeclaims"), ("storage.k8s.io", "storageclasses"),
                  ("", "namespaces"), ("ceph.rook.io", "cephblockpools"), ("ceph.rook.io", "cephnfses"),
                  ("objectbucket.io", "objectbucketclaims"), ("objectstorage.k8s.io", "buckets"),
@@ -160,14 +176,23 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
 def test_bindings_point_at_the_right_service_accounts(rendered: dict[str, list[Doc]]) -> None:
     docs = rendered["all-on"]
     sas = {d["metadata"]["name"] for d in find(docs, "ServiceAccount")}
-    assert sas == {FULLNAME, f"{FULLNAME}-node-agent"}
+    assert sas == {FULLNAME, f"{FULLNAME}-controllers", f"{FULLNAME}-node-agent"}
+    bound: dict[str, set[str]] = {}
     for b in find(docs, "RoleBinding") + find(docs, "ClusterRoleBinding"):
-        (subject,) = b["subjects"]
-        assert subject["name"] in sas and subject["namespace"] == NAMESPACE
+        for subject in b["subjects"]:
+            assert subject["name"] in sas and subject["namespace"] == NAMESPACE
+            bound.setdefault(subject["name"], set()).add(b["roleRef"]["name"])
         ref_kind = b["roleRef"]["kind"]
         assert one(docs, ref_kind, b["roleRef"]["name"])
     ds = one(docs, "DaemonSet")
     assert ds["spec"]["template"]["spec"]["serviceAccountName"] == f"{FULLNAME}-node-agent"
+    # one account per component: the webhook's pods hold none of the controllers' roles
+    assert one(docs, "Deployment", FULLNAME)["spec"]["template"]["spec"]["serviceAccountName"] == FULLNAME
+    ctrl = one(docs, "Deployment", f"{FULLNAME}-controllers")["spec"]["template"]["spec"]
+    assert ctrl["serviceAccountName"] == f"{FULLNAME}-controllers"
+    assert bound[FULLNAME] == {f"{FULLNAME}-webhook", f"{FULLNAME}-csi-addons-config"}
+    assert bound[f"{FULLNAME}-controllers"] == {f"{FULLNAME}-controllers", f"{FULLNAME}-csi-addons-config"}
+    assert bound[f"{FULLNAME}-node-agent"] == {f"{FULLNAME}-node-agent", f"{FULLNAME}-node-agent-replicas"}
 
 
 @pytest.mark.parametrize("name", SETS, ids=SETS)
@@ -232,7 +257,7 @@ def test_the_rules_match_the_configurations_the_tests_use(rendered: dict[str, li
 def test_builtin_in_process_tls_is_the_default(rendered: dict[str, list[Doc]]) -> None:
     docs = rendered["default"]
     assert not find(docs, "Secret")  # Kustodian creates and renews it at start
-    dep = one(docs, "Deployment")
+    dep = one(docs, "Deployment", FULLNAME)
     args = dep["spec"]["template"]["spec"]["containers"][0]["args"]
     assert "--tls-mode=builtin" in args and f"--tls-secret-name={FULLNAME}-tls" in args
     assert f"--tls-webhook-configuration-name={FULLNAME}" in args and not any("tls-cert-file" in a for a in args)
@@ -262,7 +287,7 @@ def test_helm_generated_tls_ca_signs_the_serving_certificate_and_is_the_ca_bundl
     if isinstance(key, rsa.RSAPublicKey):
         assert cert.signature_hash_algorithm is not None
         key.verify(cert.signature, cert.tbs_certificate_bytes, padding.PKCS1v15(), cert.signature_hash_algorithm)
-    dep = one(docs, "Deployment")
+    dep = one(docs, "Deployment", FULLNAME)
     volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
     assert volumes["tls"]["secret"]["secretName"] == f"{FULLNAME}-tls"
 
@@ -278,7 +303,7 @@ def test_cert_manager_and_secret_modes(rendered: dict[str, list[Doc]]) -> None:
     own = rendered["secret"]
     assert not find(own, "Secret") and not find(own, "Certificate")
     assert all(w["clientConfig"]["caBundle"] == "Zm9v" for w in webhooks(own).values())
-    dep = one(own, "Deployment")
+    dep = one(own, "Deployment", FULLNAME)
     volumes = {v["name"]: v for v in dep["spec"]["template"]["spec"]["volumes"]}
     assert volumes["tls"]["secret"]["secretName"] == "my-tls"
 

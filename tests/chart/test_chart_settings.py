@@ -22,7 +22,7 @@ from kustodian.settings import (
 )
 from kustodian.settings.flags import NOT_SETTINGS
 
-from .conftest import FULLNAME, NAMESPACE, VALUE_SETS, Doc, one
+from .conftest import FULLNAME, NAMESPACE, VALUE_SETS, Doc, find
 
 SETS = sorted(VALUE_SETS)
 POD, NODE = "kchart-kustodian-abc12", "worker-7"
@@ -38,8 +38,7 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _container(docs: list[Doc], kind: str, name: str) -> dict[str, Any]:
-    pod = one(docs, kind)["spec"]["template"]["spec"]
-    found: dict[str, Any] = next(c for c in pod["containers"] if c["name"] == name)
+    (found,) = [c for d in find(docs, kind) for c in d["spec"]["template"]["spec"]["containers"] if c["name"] == name]
     return found
 
 

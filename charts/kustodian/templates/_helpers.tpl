@@ -40,6 +40,10 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{ include "kustodian.fullname" . }}
 {{- end -}}
 
+{{- define "kustodian.controllersServiceAccountName" -}}
+{{ include "kustodian.fullname" . | trunc 51 | trimSuffix "-" }}-controllers
+{{- end -}}
+
 {{- define "kustodian.nodeAgentName" -}}
 {{ include "kustodian.fullname" . | trunc 52 | trimSuffix "-" }}-node-agent
 {{- end -}}

@@ -1,0 +1,80 @@
+"""Issue 22: the chart's NetworkPolicies (on by default) admit only the API server to the webhook port;
+values widen them. Rendered with the real helm."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import ALL_ON, FULLNAME, Doc, find, one, render
+
+PROM = [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+
+
+def _ingress(docs: list[Doc], name: str) -> dict[int, list[dict[str, Any]]]:
+    """Port -> peers admitted to it, for one NetworkPolicy."""
+    policy = one(docs, "NetworkPolicy", name)
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    out: dict[int, list[dict[str, Any]]] = {}
+    for rule in policy["spec"]["ingress"] or []:
+        for port in rule["ports"]:
+            out.setdefault(port["port"], []).extend(rule["from"])
+    return out
+
+
+@pytest.mark.parametrize(("values", "webhook_peers"), [
+    # helm template has no cluster to read the `kubernetes` Endpoints from: the fallback
+    ({}, [{"ipBlock": {"cidr": "0.0.0.0/0"}}]),
+    ({"networkPolicy": {"apiServerCIDRs": ["172.18.0.2/32", "10.0.0.0/28"]}},
+     [{"ipBlock": {"cidr": "172.18.0.2/32"}}, {"ipBlock": {"cidr": "10.0.0.0/28"}}]),
+    ({"networkPolicy": {"apiServerCIDRs": ["172.18.0.2/32"],
+                        "webhookFrom": [{"namespaceSelector": {"matchLabels": {"team": "infra"}}}]}},
+     [{"ipBlock": {"cidr": "172.18.0.2/32"}}, {"namespaceSelector": {"matchLabels": {"team": "infra"}}}]),
+], ids=["default", "api-server-cidrs", "widened"])
+def test_the_webhook_port_admits_the_api_server_only(values: dict[str, Any], webhook_peers: list[Doc],
+                                                     tmp_path: Path) -> None:
+    docs = render(values, tmp_path, include_crds=False)
+    ingress = _ingress(docs, f"{FULLNAME}-webhook")
+    assert ingress == {8443: webhook_peers, 8080: PROM}
+    selector = one(docs, "NetworkPolicy", f"{FULLNAME}-webhook")["spec"]["podSelector"]["matchLabels"]
+    assert selector["app.kubernetes.io/component"] == "webhook"
+    # the controllers serve metrics only
+    assert _ingress(docs, f"{FULLNAME}-controllers") == {8081: PROM}
+
+
+def test_metrics_peers_come_from_a_value_and_every_component_has_a_policy(tmp_path: Path) -> None:
+    scraper = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}]
+    docs = render({**ALL_ON, "networkPolicy": {"metricsFrom": scraper}}, tmp_path, include_crds=False)
+    assert _ingress(docs, f"{FULLNAME}-webhook")[8080] == scraper
+    assert _ingress(docs, f"{FULLNAME}-controllers") == {8081: scraper}
+    assert _ingress(docs, f"{FULLNAME}-node-agent") == {8082: scraper}
+    components = {p["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/component"]
+                  for p in find(docs, "NetworkPolicy")}
+    assert components == {"webhook", "controllers", "node-agent"}
+    # no metrics peers: nothing is admitted to the controllers (an empty ingress list)
+    closed = render({"networkPolicy": {"metricsFrom": []}}, tmp_path, include_crds=False)
+    assert _ingress(closed, f"{FULLNAME}-controllers") == {}
+    assert 8080 not in _ingress(closed, f"{FULLNAME}-webhook")
+
+
+def test_network_policies_can_be_turned_off(tmp_path: Path) -> None:
+    assert not find(render({"networkPolicy": {"enabled": False}}, tmp_path, include_crds=False), "NetworkPolicy")
+
+
+def test_a_cidr_that_is_not_one_is_refused(tmp_path: Path) -> None:
+    from .conftest import CHART, helm
+    proc = helm("template", "r", str(CHART), values={"networkPolicy": {"apiServerCIDRs": ["apiserver"]}},
+                tmp=tmp_path, check=False)
+    assert proc.returncode != 0 and "apiServerCIDRs" in proc.stderr
+
+
+def test_hard_spread_and_hard_anti_affinity_are_options(tmp_path: Path) -> None:
+    docs = render({"webhookTopologySpread": {"whenUnsatisfiable": "DoNotSchedule"}, "podAntiAffinity": "hard"},
+                  tmp_path, include_crds=False)
+    spec = one(docs, "Deployment", FULLNAME)["spec"]["template"]["spec"]
+    assert {c["whenUnsatisfiable"] for c in spec["topologySpreadConstraints"]} == {"DoNotSchedule"}
+    assert "requiredDuringSchedulingIgnoredDuringExecution" in spec["affinity"]["podAntiAffinity"]
+    off = render({"webhookTopologySpread": {"enabled": False}}, tmp_path, include_crds=False)
+    assert "topologySpreadConstraints" not in one(off, "Deployment", FULLNAME)["spec"]["template"]["spec"]
