@@ -38,8 +38,10 @@ def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _container(docs: list[Doc], kind: str, name: str) -> dict[str, Any]:
-    (found,) = [c for d in find(docs, kind) for c in d["spec"]["template"]["spec"]["containers"] if c["name"] == name]
-    return found
+    found: list[dict[str, Any]] = [c for d in find(docs, kind) for c in d["spec"]["template"]["spec"]["containers"]
+                                    if c["name"] == name]
+    assert len(found) == 1, f"{len(found)} containers named {name}"
+    return found[0]
 
 
 def _from_container(container: dict[str, Any], model: type[Settings],

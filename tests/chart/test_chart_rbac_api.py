@@ -1,0 +1,212 @@
+"""Issue 22: the chart's RBAC (and its node-record policy) applied to an API server that enforces
+RBAC, and each component's real code run under its chart ServiceAccount: least privilege proven,
+not read.
+
+* the webhook's account runs the real certificate manager (both Secrets, caBundle patch) and
+  cannot delete a PV, rewrite (update) its configurations nor touch another's;
+* the node agent's account runs the real disk registry for its node and cannot write another
+  node's record (its token names its node) nor the reclaim config;
+* the controllers' account can do what node cleanup needs (get/list/watch nodes, patch/delete
+  PVs, delete PVCs, its Lease) and reads no Secret.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from kustodian.certs.manager import CertManager
+from kustodian.controllers.orphans.disks import DiskRegistry
+from kustodian.kube.client import KubeClient
+from kustodian.kube.config import load_config
+from kustodian.kube.errors import AlreadyExists, Forbidden, Invalid
+from kustodian.kube.resources import (
+    CONFIG_MAPS,
+    MUTATING_WEBHOOKS,
+    NAMESPACES,
+    PERSISTENT_VOLUMES,
+    SECRETS,
+    VALIDATING_WEBHOOKS,
+)
+from tests.conftest import KubeApi
+
+from .conftest import ALL_ON, FULLNAME, NAMESPACE, Doc, render
+
+pytestmark = pytest.mark.api
+
+WEBHOOK = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}"
+CONTROLLERS = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}-controllers"
+AGENT = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}-node-agent"
+NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
+ACCESS_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
+                "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+
+
+@pytest.fixture(scope="module")
+def chart_access(kube_api_rbac: KubeApi, tmp_path_factory: pytest.TempPathFactory) -> list[Doc]:
+    """The chart's (Cluster)Roles, bindings, ServiceAccounts and policies, applied as rendered."""
+    docs = [d for d in render(ALL_ON, tmp_path_factory.mktemp("rbac"), include_crds=False)
+            if d["kind"] in ACCESS_KINDS]
+    for ns in {NAMESPACE, "longhorn-system", "storage-system"}:
+        with contextlib.suppress(AlreadyExists):
+            kube_api_rbac.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace",
+                                                     "metadata": {"name": ns}})
+    kube_api_rbac.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(docs))
+    return docs
+
+
+@pytest.fixture(scope="module")
+def as_user(kube_api_rbac: KubeApi, chart_access: list[Doc]) -> Iterator[Any]:
+    clients: list[KubeClient] = []
+
+    def client_for(user: str, node: str | None = None) -> KubeClient:
+        server = kube_api_rbac.require_server()
+        if node is None:  # a client certificate: the identity alone, as a pod's token without node info
+            client = KubeClient(load_config(str(server.kubeconfig_for(user))))
+        else:  # a bound token names the pod's node: impersonate the user with that extra
+            client = KubeClient(load_config(str(kube_api_rbac.kubeconfig)))
+            client._http.headers.update({"Impersonate-User": user, "Impersonate-Group": "system:serviceaccounts",
+                                         f"Impersonate-Extra-{NODE_NAME_EXTRA.replace('/', '%2F')}": node})
+        clients.append(client)
+        return client
+
+    yield client_for
+    for c in clients:
+        c.close()
+
+
+def can_i(api: KubeApi, user: str, verb: str, resource: str, namespace: str | None = None,
+          subresource: str = "") -> bool:
+    args = ["auth", "can-i", verb, resource, f"--as={user}"]
+    args += [f"--namespace={namespace}"] if namespace else ["--all-namespaces"]
+    if subresource:
+        args.append(f"--subresource={subresource}")
+    answer = api.kubectl(*args, check=False).stdout.strip()
+    assert answer in ("yes", "no"), answer
+    return answer == "yes"
+
+
+# (identity, verb, resource, namespace or None for cluster-wide, allowed)
+TABLE = [
+    (WEBHOOK, "delete", "persistentvolumes", None, False),
+    (WEBHOOK, "delete", "persistentvolumeclaims", None, False),
+    (WEBHOOK, "patch", "persistentvolumes", None, False),
+    (WEBHOOK, "list", "persistentvolumes", None, True),
+    (WEBHOOK, "update", "configmaps", NAMESPACE, False),
+    (WEBHOOK, "update", "leases.coordination.k8s.io", NAMESPACE, False),
+    (WEBHOOK, "create", "events", "app", True),
+    (CONTROLLERS, "delete", "persistentvolumes", None, True),
+    (CONTROLLERS, "patch", "persistentvolumes", None, True),
+    (CONTROLLERS, "delete", "persistentvolumeclaims", "app", True),
+    (CONTROLLERS, "get", "nodes", None, True),
+    (CONTROLLERS, "watch", "nodes", None, True),
+    (CONTROLLERS, "create", "leases.coordination.k8s.io", NAMESPACE, True),
+    (CONTROLLERS, "get", "secrets", NAMESPACE, False),
+    (CONTROLLERS, "patch", "validatingwebhookconfigurations.admissionregistration.k8s.io", None, False),
+    (CONTROLLERS, "delete", "nodes", None, False),
+    (AGENT, "delete", "persistentvolumes", None, False),
+    (AGENT, "list", "persistentvolumes", None, False),
+    (AGENT, "get", "secrets", NAMESPACE, False),
+    (AGENT, "update", "configmaps", "app", False),
+    (AGENT, "update", "leases.coordination.k8s.io", NAMESPACE, False),
+]
+
+
+@pytest.mark.parametrize(("user", "verb", "resource", "namespace", "allowed"), TABLE,
+                         ids=[f"{u.rsplit(':', 1)[1]}-{v}-{r.split('.')[0]}" for u, v, r, _, _ in TABLE])
+def test_each_account_holds_only_its_verbs(kube_api_rbac: KubeApi, chart_access: list[Doc], user: str, verb: str,
+                                           resource: str, namespace: str | None, allowed: bool) -> None:
+    assert can_i(kube_api_rbac, user, verb, resource, namespace) is allowed
+
+
+def _pv(name: str) -> Doc:
+    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
+            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                     "hostPath": {"path": "/tmp/x"}}}
+
+
+def test_the_webhooks_account_cannot_delete_a_pv_and_the_controllers_can(kube_api_rbac: KubeApi,
+                                                                          as_user: Any) -> None:
+    admin = kube_api_rbac.client
+    admin.create(PERSISTENT_VOLUMES, _pv("rbac-pv"))
+    webhook = as_user(WEBHOOK)
+    assert any(p["metadata"]["name"] == "rbac-pv" for p in webhook.list(PERSISTENT_VOLUMES)[0])
+    with pytest.raises(Forbidden):
+        webhook.delete(PERSISTENT_VOLUMES, "rbac-pv")
+    assert admin.get(PERSISTENT_VOLUMES, "rbac-pv")
+    controllers = as_user(CONTROLLERS)
+    controllers.patch(PERSISTENT_VOLUMES, "rbac-pv", {"metadata": {"annotations": {"k": "v"}}})
+    controllers.delete(PERSISTENT_VOLUMES, "rbac-pv")
+
+
+def _hook_config(kind: str, name: str) -> Doc:
+    # a webhook that matches nothing the test sends (a group no request uses), so the API server
+    # never calls it; only its caBundle matters here
+    return {"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind, "metadata": {"name": name},
+            "webhooks": [{"name": "noop.kustodian.io", "admissionReviewVersions": ["v1"], "sideEffects": "None",
+                          "clientConfig": {"url": "https://127.0.0.1:1/noop"},
+                          "rules": [{"apiGroups": ["noop.kustodian.io"], "apiVersions": ["v1"],
+                                     "operations": ["CREATE"], "resources": ["noops"]}]}]}
+
+
+def test_the_webhooks_account_runs_the_certificate_manager_and_patches_only_its_configurations(
+        kube_api_rbac: KubeApi, as_user: Any, tmp_path: Path) -> None:
+    admin = kube_api_rbac.client
+    for res, kind in ((VALIDATING_WEBHOOKS, "ValidatingWebhookConfiguration"),
+                      (MUTATING_WEBHOOKS, "MutatingWebhookConfiguration")):
+        for name in (FULLNAME, "someone-elses"):
+            with contextlib.suppress(AlreadyExists):
+                admin.create(res, _hook_config(kind, name))
+    webhook = as_user(WEBHOOK)
+    certs = CertManager(webhook, namespace=NAMESPACE, secret_name=f"{FULLNAME}-tls", service=FULLNAME,
+                        out_dir=tmp_path, validating=[FULLNAME], mutating=[FULLNAME])
+    stored = certs.ensure()  # creates both Secrets, writes the files, patches both caBundles
+    assert (tmp_path / "tls.crt").exists()
+    serving = admin.get(SECRETS, f"{FULLNAME}-tls", NAMESPACE)
+    assert "ca.key" not in serving["data"]  # the CA key is in <name>-ca only
+    assert "ca.key" in admin.get(SECRETS, f"{FULLNAME}-tls-ca", NAMESPACE)["data"]
+    for res in (VALIDATING_WEBHOOKS, MUTATING_WEBHOOKS):
+        assert admin.get(res, FULLNAME)["webhooks"][0]["clientConfig"].get("caBundle"), res.kind
+        assert "caBundle" not in admin.get(res, "someone-elses")["webhooks"][0]["clientConfig"]
+        with pytest.raises(Forbidden):  # patch by name only: never another configuration
+            webhook.patch(res, "someone-elses", {"metadata": {"labels": {"x": "y"}}})
+        with pytest.raises(Forbidden):  # and never update (get/patch only)
+            webhook.replace(res, webhook.get(res, FULLNAME))
+    assert stored.resource_version
+    with pytest.raises(Forbidden):  # Secrets by name only
+        webhook.get(SECRETS, "other", NAMESPACE)
+
+
+def test_the_node_agent_writes_only_its_own_nodes_record(kube_api_rbac: KubeApi, as_user: Any) -> None:
+    admin = kube_api_rbac.client
+    with contextlib.suppress(AlreadyExists):
+        admin.create(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                   "metadata": {"name": "kustodian-reclaim-config", "namespace": NAMESPACE},
+                                   "data": {"config.json": "{}"}})
+    worker2 = DiskRegistry(admin, namespace=NAMESPACE, node="worker-2")
+    worker2.load()  # worker-2's record, written by worker-2's agent (here: the admin)
+    agent1 = as_user(AGENT, node="worker-1")
+    own = DiskRegistry(agent1, namespace=NAMESPACE, node="worker-1")
+    own.load()  # the real registry: create (or read) its node's record
+    own.publish("probe", {"ok": True})
+    assert admin.get(CONFIG_MAPS, "kustodian-disks-worker-1", NAMESPACE)["data"]["probe"] == '{"ok": true}'
+    forged = DiskRegistry(agent1, namespace=NAMESPACE, node="worker-2")
+    with pytest.raises((Forbidden, Invalid)) as refused:  # another node's record
+        forged.publish("probe", {"forged": True})
+    assert "node its token names" in str(refused.value)
+    reclaim = admin.get(CONFIG_MAPS, "kustodian-reclaim-config", NAMESPACE)
+    reclaim["data"]["config.json"] = '{"reclaim-space-enable": false}'
+    for agent in (agent1, as_user(AGENT)):  # with and without a node name in the token
+        with pytest.raises((Forbidden, Invalid)) as refused:
+            agent.replace(CONFIG_MAPS, reclaim)
+        assert "per-node disk records" in str(refused.value)
+        with pytest.raises((Forbidden, Invalid)):
+            agent.create(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
+                                       "metadata": {"name": "not-a-record", "namespace": NAMESPACE}})
+    assert admin.get(CONFIG_MAPS, "kustodian-reclaim-config", NAMESPACE)["data"]["config.json"] == "{}"
+    assert "probe" not in (admin.get(CONFIG_MAPS, "kustodian-disks-worker-2", NAMESPACE).get("data") or {})
