@@ -71,6 +71,10 @@ def test_service_monitor_scrapes_both_metrics_ports(monitored: list[Doc]) -> Non
     assert sm["metadata"]["labels"]["release"] == "prom"
     assert [e["port"] for e in sm["spec"]["endpoints"]] == ["metrics", "ctrl-metrics"]
     assert sm["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+    # one Prometheus job for both Services (the alerts select job=<fullname>)
+    assert sm["spec"]["jobLabel"] == "kustodian.io/job"
+    for service in (FULLNAME, f"{FULLNAME}-controllers"):
+        assert one(monitored, "Service", service)["metadata"]["labels"]["kustodian.io/job"] == FULLNAME
     assert sm["spec"]["selector"]["matchExpressions"] == [
         {"key": "app.kubernetes.io/component", "operator": "In", "values": ["webhook", "controllers"]}]
 
