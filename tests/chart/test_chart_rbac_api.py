@@ -51,6 +51,7 @@ pytestmark = pytest.mark.api
 WEBHOOK = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}"
 CONTROLLERS = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}-controllers"
 AGENT = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}-node-agent"
+APP = "kchart-app"  # a namespace of this module's own (the server is shared by the session)
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
 ACCESS_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                 "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
@@ -253,16 +254,16 @@ def test_the_controllers_clean_up_after_a_node_loss_under_their_own_account(
     admin.create(NODES, {"apiVersion": "v1", "kind": "Node",
                          "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}})
     with contextlib.suppress(AlreadyExists):
-        admin.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "app"}})
+        admin.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": APP}})
     claim = admin.create(PERSISTENT_VOLUME_CLAIMS, {
-        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data-0", "namespace": "app"},
+        "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data-0", "namespace": APP},
         "spec": {"storageClassName": sc, "volumeName": f"pv-{node}", "accessModes": ["ReadWriteOnce"],
                  "resources": {"requests": {"storage": "1Gi"}}}})
     admin.create(PERSISTENT_VOLUMES, {
         "apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pv-{node}"},
         "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": sc,
                  "local": {"path": "/mnt/x"}, "persistentVolumeReclaimPolicy": "Delete",
-                 "claimRef": {"namespace": "app", "name": "data-0", "uid": claim["metadata"]["uid"]},
+                 "claimRef": {"namespace": APP, "name": "data-0", "uid": claim["metadata"]["uid"]},
                  "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
                      {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}})
     kubeconfig = kube_api_rbac.require_server().kubeconfig_for(CONTROLLERS)
@@ -283,7 +284,7 @@ def test_the_controllers_clean_up_after_a_node_loss_under_their_own_account(
                                    .get("holderIdentity") == "controllers-1") if not _gone(
             admin, LEASES, "kustodian-controllers", NAMESPACE) else False, "the Lease was not taken")
         admin.delete(NODES, node)
-        _until(proc, log, lambda: _gone(admin, PERSISTENT_VOLUME_CLAIMS, "data-0", "app"), "the PVC was not deleted")
+        _until(proc, log, lambda: _gone(admin, PERSISTENT_VOLUME_CLAIMS, "data-0", APP), "the PVC was not deleted")
         pv = admin.get(PERSISTENT_VOLUMES, f"pv-{node}")  # no PV controller here: release it as it would
         pv["status"] = {"phase": "Released"}
         admin.replace(PERSISTENT_VOLUMES, pv, subresource="status")
@@ -294,3 +295,44 @@ def test_the_controllers_clean_up_after_a_node_loss_under_their_own_account(
     text = log.read_text()
     assert "Traceback" not in text, text
     assert "forbidden" not in text.lower(), text  # the chart's role was enough
+
+
+@pytest.fixture
+def agent_crds(kube_api_rbac: KubeApi, upstream: Path) -> Iterator[None]:
+    """Kustodian's and Longhorn's CRDs on the RBAC server for one test, removed after it (other
+    tests rely on this server having none)."""
+    from tests.controllers.orphans.test_node_agent import ORPHAN_CRD
+    files = [str(ORPHAN_CRD), str(upstream / "longhorn" / "crds.yaml")]
+    for f in files:
+        kube_api_rbac.kubectl("apply", "-f", f)
+    kube_api_rbac.kubectl("wait", "--for", "condition=established", "--timeout=60s",
+                          "crd/orphanedreplicadirs.kustodian.io", "crd/replicas.longhorn.io", "crd/nodes.longhorn.io",
+                          "crd/settings.longhorn.io")
+    try:
+        yield
+    finally:
+        for f in files:
+            kube_api_rbac.kubectl("delete", "-f", f, "--wait=true", "--ignore-not-found")
+
+
+def test_the_node_agent_runs_under_its_own_account(kube_api_rbac: KubeApi, chart_access: list[Doc],
+                                                   agent_crds: None, tmp_path: Path) -> None:
+    """`kustodian node-agent` as the chart runs it, under the agent's account (a token naming its
+    node): its caches sync (ready on its probe port) and it writes its node's disk record."""
+    server = kube_api_rbac.require_server()
+    port, log = free_port(), tmp_path / "agent.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "kustodian", "node-agent", "--kubeconfig", str(server.kubeconfig_for(AGENT)),
+             "--namespace", NAMESPACE, "--node-agent-node-name", "worker-3",
+             "--node-agent-longhorn-namespace", "longhorn-system", "--metrics-listen-address", f"127.0.0.1:{port}"],
+            stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
+    try:
+        _until(proc, log, lambda: _ready(port), "the agent never became ready under its account")
+        _until(proc, log, lambda: not _gone(kube_api_rbac.client, CONFIG_MAPS, "kustodian-disks-worker-3", NAMESPACE),
+               "the agent did not write its node's record")
+    finally:
+        proc.terminate()
+        assert proc.wait(15) == 0, log.read_text()
+    text = log.read_text()
+    assert "Traceback" not in text and "forbidden" not in text.lower(), text
