@@ -44,7 +44,7 @@ from kustodian.kube.resources import (
 from tests.conftest import KubeApi
 from tests.support import free_port
 
-from .conftest import ALL_ON, FULLNAME, NAMESPACE, Doc, render
+from .conftest import ALL_ON, FULLNAME, NAMESPACE, Doc, one, render
 
 pytestmark = pytest.mark.api
 
@@ -295,6 +295,43 @@ def test_the_controllers_clean_up_after_a_node_loss_under_their_own_account(
     text = log.read_text()
     assert "Traceback" not in text, text
     assert "forbidden" not in text.lower(), text  # the chart's role was enough
+
+
+def test_the_webhook_runs_as_the_chart_runs_it_under_its_own_account(
+        kube_api_rbac: KubeApi, chart_access: list[Doc], tmp_path: Path) -> None:
+    """`kustodian webhook` with the chart's rendered args (builtin TLS, every feature on) under the
+    webhook's account: its caches sync on list/watch alone and its certificates are published."""
+    admin = kube_api_rbac.client
+    for res, kind in ((VALIDATING_WEBHOOKS, "ValidatingWebhookConfiguration"),
+                      (MUTATING_WEBHOOKS, "MutatingWebhookConfiguration")):
+        with contextlib.suppress(AlreadyExists):
+            admin.create(res, _hook_config(kind, FULLNAME))
+    docs = render(ALL_ON, tmp_path, include_crds=False)
+    (container,) = [c for c in one(docs, "Deployment", FULLNAME)["spec"]["template"]["spec"]["containers"]
+                    if c["name"] == "webhook"]
+    (rules_cm,) = [d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-deletion-rules")]
+    rules = tmp_path / "deletion-rules.yaml"
+    rules.write_text(rules_cm["data"]["deletion-rules.yaml"])
+    port, metrics = free_port(), free_port()
+    local = {"--webhook-port": str(port), "--metrics-listen-address": f"127.0.0.1:{metrics}",
+             "--tls-dir": str(tmp_path / "tls"), "--deletion-guard-rules-file": str(rules)}
+    args = [f"{a.split('=', 1)[0]}={local[a.split('=', 1)[0]]}" if a.split("=", 1)[0] in local else a
+            for a in container["args"]]
+    assert args[0] == "webhook" and "--tls-mode=builtin" in args
+    kubeconfig = kube_api_rbac.require_server().kubeconfig_for(WEBHOOK)
+    log = tmp_path / "webhook.log"
+    with log.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-m", "kustodian", *args, "--kubeconfig", str(kubeconfig),
+                                 "--webhook-host", "127.0.0.1"],
+                                stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
+    try:
+        _until(proc, log, lambda: _ready(metrics), "the webhook never became ready under its account", timeout=60)
+        assert admin.get(VALIDATING_WEBHOOKS, FULLNAME)["webhooks"][0]["clientConfig"].get("caBundle")
+    finally:
+        proc.terminate()
+        proc.wait(15)
+    text = log.read_text()
+    assert "Traceback" not in text and "forbidden" not in text.lower(), text
 
 
 @pytest.fixture
