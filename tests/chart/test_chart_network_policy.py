@@ -78,3 +78,20 @@ def test_hard_spread_and_hard_anti_affinity_are_options(tmp_path: Path) -> None:
     assert "requiredDuringSchedulingIgnoredDuringExecution" in spec["affinity"]["podAntiAffinity"]
     off = render({"webhookTopologySpread": {"enabled": False}}, tmp_path, include_crds=False)
     assert "topologySpreadConstraints" not in one(off, "Deployment", FULLNAME)["spec"]["template"]["spec"]
+
+
+@pytest.mark.api
+def test_the_api_server_accepts_the_rendered_policies_and_workloads(kube_api: Any, tmp_path: Path) -> None:
+    """Strict decoding on a real API server: no unknown field in what these changes render.
+    (kube-testserver serves no networking.k8s.io: the NetworkPolicies are checked by render only.)"""
+    import yaml
+    kinds = {"Deployment", "Service", "ServiceAccount", "ValidatingAdmissionPolicy",
+             "ValidatingAdmissionPolicyBinding"}
+    docs = [d for d in render({**ALL_ON, "networkPolicy": {"apiServerCIDRs": ["172.18.0.2/32"]}}, tmp_path,
+                              include_crds=False) if d["kind"] in kinds]
+    for d in docs:
+        if d["metadata"].get("namespace"):
+            d["metadata"]["namespace"] = "default"
+    assert {d["kind"] for d in docs} == kinds
+    out = kube_api.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(docs)).stdout
+    assert out.count("(server dry run)") == len(docs), out
