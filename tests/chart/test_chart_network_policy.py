@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import KubeApi
+
 from .conftest import ALL_ON, FULLNAME, Doc, find, one, render
 
 PROM = [{"namespaceSelector": {}, "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
@@ -81,7 +83,7 @@ def test_hard_spread_and_hard_anti_affinity_are_options(tmp_path: Path) -> None:
 
 
 @pytest.mark.api
-def test_the_api_server_accepts_the_rendered_policies_and_workloads(kube_api: Any, tmp_path: Path) -> None:
+def test_the_api_server_accepts_the_rendered_policies_and_workloads(kube_api: KubeApi, tmp_path: Path) -> None:
     """Strict decoding on a real API server: no unknown field in what these changes render.
     (kube-testserver serves no networking.k8s.io: the NetworkPolicies are checked by render only.)"""
     import yaml
