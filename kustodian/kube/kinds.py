@@ -79,10 +79,14 @@ class FollowedKinds:
 
     def __init__(self, client: KubeClient | None, wanted: Mapping[str, Mapping[str, Indexer]],
                  resolved: Mapping[str, Resource], *, factory: CacheFactory | None = None,
-                 crd_cache: WatchCache | None = None, settle_timeout: float = 10.0) -> None:
+                 crd_cache: WatchCache | None = None, settle_timeout: float = 10.0,
+                 transforms: Mapping[str, Callable[[Obj], Obj]] | None = None) -> None:
         self.client = client
         self.wanted = {k: dict(v) for k, v in wanted.items()}
-        self._factory = factory or (lambda res, idx: WatchCache(client, res, indexers=idx))
+        # per kind, what a cached object keeps (kube.slim.projection); other kinds are kept whole
+        shapes = dict(transforms or {})
+        self._factory = factory or (lambda res, idx: WatchCache(client, res, indexers=idx,
+                                                                transform=shapes.get(res.key)))
         self._lock = threading.Lock()
         self._started = False
         self.caches: dict[str, WatchCache] = {

@@ -18,13 +18,14 @@ from kustodian.kube.config import load_config
 from kustodian.kube.discovery import resolve
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.kinds import FollowedKinds
+from kustodian.kube.slim import projection
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
 from kustodian.policy.store import Indexer
 from kustodian.runtime.health import Checks, HealthServer
 from kustodian.settings import WebhookSettings
 from kustodian.webhook.app import Readiness, add_freshness, create_app
-from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kinds
+from kustodian.webhook.features.deletion_guard import DeletionGuard, cache_projections, needed_kinds
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.server import RequestLimits, TLSFiles, build_server
@@ -97,7 +98,11 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         _merge(needs, reclaim.needed_kinds())
 
     # kinds served now get caches; CRD-served kinds are then followed as CRDs come and go
-    kinds = FollowedKinds(client, needs, resolve(client, needs))
+    # the guard's caches keep only the fields its rules read; what the mutator reads stays whole
+    shapes = {} if rules is None else {
+        kind: projection(paths) for kind, paths in cache_projections(
+            rules, reclaim.needed_kinds() if reclaim is not None else ()).items()}
+    kinds = FollowedKinds(client, needs, resolve(client, needs), transforms=shapes)
     caches = kinds.caches
     recorder = EventRecorder(client, "kustodian-webhook")
     if reclaim is not None:

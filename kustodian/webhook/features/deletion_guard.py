@@ -40,6 +40,7 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.view import CacheView
 from kustodian.logs import about
 from kustodian.policy.deletion import DeleteDecision, RuleSet, decide_delete, decide_namespace_delete
+from kustodian.policy.deletion.projection import FieldPath, fields_read
 from kustodian.policy.objects import RawObject
 from kustodian.policy.store import Indexer
 from kustodian.webhook.registry import Registry, SlowPath, off_loop
@@ -48,17 +49,25 @@ from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied
 log = logging.getLogger(__name__)
 
 NAMESPACE = "Namespace"
+CEPH_CLUSTER = "CephCluster.ceph.rook.io"
 MEMO_SIZE = 4096
 
 
 def needed_kinds(rules: RuleSet) -> dict[str, dict[str, Indexer]]:
     """Every kind the guard reads, with the indexers the rules declare."""
     kinds: dict[str, dict[str, Indexer]] = {k: {} for k in rules.provider_kinds() | rules.dependent_kinds()}
-    kinds.setdefault("CephCluster.ceph.rook.io", {})  # cleanupPolicy.allowUninstallWithVolumes
+    kinds.setdefault(CEPH_CLUSTER, {})  # cleanupPolicy.allowUninstallWithVolumes
     kinds.setdefault(NAMESPACE, {})  # a terminating Namespace lets its own dependents go (teardown)
     for kind, named in rules.indexers().items():
         kinds.setdefault(kind, {}).update(named)
     return kinds
+
+
+def cache_projections(rules: RuleSet, read_elsewhere: Iterable[str] = ()) -> dict[str, tuple[FieldPath, ...]]:
+    """Per kind, the fields the guard's caches keep (``policy.deletion.projection``); kinds the
+    guard reads beyond its rules (Namespace, CephCluster) and ``read_elsewhere`` (kinds another
+    feature reads from the same caches) are kept whole."""
+    return fields_read(rules, (NAMESPACE, CEPH_CLUSTER, *read_elsewhere))
 
 
 def stale_message(subject: str, stale: Sequence[tuple[str, float]]) -> str:
