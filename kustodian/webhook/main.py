@@ -64,14 +64,19 @@ class Webhook:
     readiness: Readiness
     extra: dict[str, object] = field(default_factory=dict)
     kinds: FollowedKinds | None = None
+    guard: DeletionGuard | None = None  # its warmer runs while the caches do
 
     def start_caches(self) -> None:
         if self.kinds is not None:
             self.kinds.start()
         for cache in list(self.caches.values()):
             cache.start()
+        if self.guard is not None:
+            self.guard.start()
 
     def stop(self) -> None:
+        if self.guard is not None:
+            self.guard.stop()
         if self.kinds is not None:
             self.kinds.stop()
         for cache in list(self.caches.values()):
@@ -84,6 +89,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     registry = Registry()
     needs: dict[str, dict[str, Indexer]] = {}
     rules: RuleSet | None = None
+    guard: DeletionGuard | None = None
     if settings.deletion_guard.enabled:
         rules = load_deletion_rules(settings.deletion_guard.rules_file)
         _merge(needs, needed_kinds(rules))
@@ -114,7 +120,8 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     if rules is not None:
         # events only about objects the caches hold: a forged review writes none
         guard_events = cast(EventRecorder, ExistingObjectsRecorder(recorder, view))
-        DeletionGuard(rules, view, guard_events).register(registry)
+        guard = DeletionGuard(rules, view, guard_events)
+        guard.register(registry)
     if reclaim is not None:
         reclaim.register(registry, view)
     if settings.capacity.enabled:
@@ -128,7 +135,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds)
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
-    return Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds)
+    return Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard)
 
 
 def run(settings: WebhookSettings) -> None:
