@@ -24,7 +24,8 @@ did not change reuses the decision and its rendered, capped message, so repeated
 reviews (kubectl retries, several webhook configurations, the API server's own
 retries) cost a handful of dict reads whatever the number of dependents.  A change
 to any bucket read (a PV of *this* pool added or removed) recomputes on the next
-request.
+request; the warmer thread (``start``) makes that recomputation happen ahead of the
+request, so the first DELETE after a change normally finds its answer ready too.
 """
 
 from __future__ import annotations
