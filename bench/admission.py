@@ -58,7 +58,7 @@ def _pin(cpu: int) -> bool:
 
 
 def _serve(tls_dir: str, port: int, sizes: tuple[int, int, int], ready: Any,
-           extra_pools: dict[str, int] | None = None) -> None:
+           extra_pools: dict[str, int] | None = None, *, gc_stats: Any = None) -> None:
     pinned = _pin(0)
     import logging
 
@@ -102,6 +102,8 @@ def _serve(tls_dir: str, port: int, sizes: tuple[int, int, int], ready: Any,
     guard.register(registry)
     cold = _cold_decisions(rules, view, ["replicapool", *(extra_pools or {}), "bigpool"])
     guard.start()  # as ``kustodian webhook`` does: decisions warmed ahead of requests
+    if gc_stats is not None:
+        _time_gc(gc_stats)
     reclaim.register(registry, view)
     server, _ = build_server(create_app(registry, readiness=Readiness()), host="127.0.0.1", port=port,
                              tls=TLSFiles(f"{tls_dir}/tls.crt", f"{tls_dir}/tls.key"))
@@ -111,6 +113,23 @@ def _serve(tls_dir: str, port: int, sizes: tuple[int, int, int], ready: Any,
 
     threading.Thread(target=report_ready, daemon=True).start()
     server.run()
+
+
+def _time_gc(stats: Any) -> None:
+    """From now on, ``stats`` holds (worst collector pause in ms, passes): is a tail the GC?"""
+    import gc
+
+    started: list[float] = []
+
+    def on_gc(phase: str, info: dict[str, Any]) -> None:
+        if phase == "start":
+            started.append(time.perf_counter())
+        elif started:
+            pause = (time.perf_counter() - started.pop()) * 1000
+            stats[0] = max(stats[0], pause)
+            stats[1] += 1
+
+    gc.callbacks.append(on_gc)
 
 
 def _cold_decisions(rules: Any, view: Any, pools: list[str]) -> dict[str, tuple[int, float]]:
@@ -334,18 +353,23 @@ LATENCIES: dict[str, list[float]] = {}
 
 def start_server(tls_dir: str, sizes: tuple[int, int, int],
                  extra_pools: dict[str, int] | None = None) -> tuple[Any, int, dict[str, Any]]:
-    """Spawn the Kustodian webhook process; return (process, port, its ready message)."""
+    """Spawn the Kustodian webhook process; return (process, port, its ready message).
+
+    The ready message's ``gc`` is shared memory the server keeps updating while it serves:
+    (worst garbage-collector pause in ms, number of passes) since it became ready."""
     spawn = mp.get_context("spawn")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = int(s.getsockname()[1])
     parent, child = spawn.Pipe()
-    proc = spawn.Process(target=_serve, args=(tls_dir, port, sizes, child, extra_pools), daemon=True)
+    gc_stats = spawn.Array("d", 2)
+    proc = spawn.Process(target=_serve, args=(tls_dir, port, sizes, child, extra_pools),
+                         kwargs={"gc_stats": gc_stats}, daemon=True)
     proc.start()
     if not parent.poll(300):
         proc.kill()
         raise RuntimeError("bench server did not start")
-    return proc, port, parent.recv()
+    return proc, port, {**parent.recv(), "gc": gc_stats}
 
 
 def make_tls() -> str:
@@ -422,6 +446,9 @@ def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
                          "value": round(ms, 2), "target": None,
                          "note": "in-process, median of 5; paid once per change of the pool's buckets, "
                                  "by the warmer thread ahead of requests"})
+        rows.append({"scenario": "admission: server process", "metric": "worst GC pause while serving (ms)",
+                     "value": round(info["gc"][0], 2), "target": None,
+                     "note": f"{int(info['gc'][1])} collector passes over every row above (gc.callbacks)"})
         rows.append({"scenario": "admission: server process", "metric": "RSS with caches loaded (MiB)",
                      "value": round(info["rss_mib"]), "target": ("<=", 450.0), "note": label})
     finally:
