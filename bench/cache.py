@@ -144,7 +144,7 @@ def catch_up(smoke: bool, runs: int) -> list[dict[str, Any]]:
     """API server restarted under a webhook-shaped PV cache: how long until it is fresh again.
 
     The cache is built as ``kustodian webhook`` builds it (the rules' indexers, only the fields
-    they read).  Each run stops the API server (etcd keeps running), starts it again and times
+    they read, reconnection backoff capped at ``kube.kinds.RETRY_MAX``).  Each run stops the API server (etcd keeps running), starts it again and times
     from the moment it answers again until the cache has re-listed and re-established its
     watch (``fresh``); until then the guard answers 503 for decisions that read PVs.  Only PVs
     are listed: no rule reads PVCs or Pods, so the webhook has no cache of them to refill.
@@ -152,6 +152,7 @@ def catch_up(smoke: bool, runs: int) -> list[dict[str, Any]]:
     from kustodian.kube.cache import WatchCache
     from kustodian.kube.client import KubeClient
     from kustodian.kube.config import load_config
+    from kustodian.kube.kinds import RETRY_MAX
     from kustodian.kube.resources import NAMESPACES, PERSISTENT_VOLUMES
     from kustodian.kube.slim import projection
     from kustodian.policy.deletion import rook_rules
@@ -168,7 +169,8 @@ def catch_up(smoke: bool, runs: int) -> list[dict[str, Any]]:
         created_in = _create_pvs(client, count)
         rules = rook_rules()
         cache = WatchCache(client, PERSISTENT_VOLUMES, indexers=needed_kinds(rules)["PersistentVolume"],
-                           transform=projection(cache_projections(rules)["PersistentVolume"])).start()
+                           transform=projection(cache_projections(rules)["PersistentVolume"]),
+                           backoff_max=RETRY_MAX).start()
         deadline = time.monotonic() + 300
         while not cache.fresh and time.monotonic() < deadline:
             time.sleep(0.05)
