@@ -8,17 +8,20 @@ webhook's caches keep them.  Dependents, verdict and message must be identical.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
 
+from kustodian.kube.kinds import RETRY_MAX, FollowedKinds
+from kustodian.kube.resources import PERSISTENT_VOLUMES
 from kustodian.kube.slim import projection
 from kustodian.policy.deletion import decide_delete, load_rules, rook_rules
 from kustodian.policy.deletion.projection import IDENTITY, fields_read
 from kustodian.policy.store import kind_key
 from kustodian.webhook.features.deletion_guard import cache_projections, needed_kinds
 from tests.policy.deletion import test_relationships, test_rook_gaps, test_rook_parity
-from tests.policy.deletion.builders import key_of, view
+from tests.policy.deletion.builders import key_of, rbd_pv, view
 
 Obj = dict[str, Any]
 SHAPES = {kind: projection(paths) for kind, paths in cache_projections(rook_rules()).items()}
@@ -111,3 +114,21 @@ def test_what_is_kept_follows_the_rules() -> None:
     assert not {"PersistentVolumeClaim", "Pod"} & set(needed_kinds(rook_rules()))  # no rule reads them
     guard = cache_projections(rook_rules(), ["StorageClass.storage.k8s.io"])
     assert "Namespace" not in guard and "CephCluster.ceph.rook.io" not in guard
+
+
+def test_followed_caches_keep_the_projection_and_retry_soon() -> None:
+    """The caches ``kustodian webhook`` builds (FollowedKinds) apply the per-kind shapes, index
+    the projected objects exactly as whole ones, and retry a lost watch within RETRY_MAX."""
+    rules = rook_rules()
+    needs = needed_kinds(rules)
+    kinds = FollowedKinds(None, needs, {"PersistentVolume": PERSISTENT_VOLUMES},
+                          transforms={k: projection(p) for k, p in cache_projections(rules).items()})
+    pvs = kinds.caches["PersistentVolume"]
+    whole = rbd_pv("pv-1", storage_class="rook-ceph-block")
+    whole["spec"]["claimRef"] = {"namespace": "app", "name": "data"}
+    pvs.replace([copy.deepcopy(whole)], "1")
+    kept = pvs.get(None, "pv-1")
+    assert kept is not None and "claimRef" not in kept["spec"] and "volumeHandle" not in kept["spec"]["csi"]
+    for name, fn in needs["PersistentVolume"].items():
+        assert set(pvs.index_keys(name)) == set(fn(whole)), name
+    assert pvs._backoff[1] == RETRY_MAX and kinds.crds._backoff[1] == RETRY_MAX
