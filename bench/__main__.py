@@ -26,8 +26,8 @@ from typing import Any
 
 Row = dict[str, Any]
 
-SCENARIOS = ["admission", "kopf", "cache", "memory", "planner", "orphans", "node-loss"]
-NEEDS_API = {"kopf", "cache", "node-loss"}
+SCENARIOS = ["admission", "kopf", "cache", "memory", "planner", "orphans", "node-loss", "catch-up"]
+NEEDS_API = {"kopf", "cache", "node-loss", "catch-up"}
 
 
 def _met(row: Row) -> str:
@@ -104,6 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         "planner": lambda: planner.run(args.smoke, runs),
         "orphans": lambda: orphans.run(args.smoke, runs),
         "node-loss": lambda: node_loss.run(args.smoke, runs),
+        "catch-up": lambda: cache.catch_up(args.smoke, runs),
     }
     have_api = find_script() is not None
     rows: list[Row] = []

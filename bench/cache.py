@@ -138,3 +138,110 @@ def cold_list(smoke: bool, runs: int) -> list[dict[str, Any]]:
         {"scenario": "cache: cold list + sync", "metric": "wall-clock speed-up (x)", "value": round(b / a, 1),
          "target": (">=", 10.0), "note": "same run; both wait on the same API server"},
     ]
+
+
+def catch_up(smoke: bool, runs: int) -> list[dict[str, Any]]:
+    """API server restarted under a webhook-shaped PV cache: how long until it is fresh again.
+
+    The cache is built as ``kustodian webhook`` builds it (the rules' indexers, only the fields
+    they read, reconnection backoff capped at ``kube.kinds.RETRY_MAX``).  Each run stops the API server (etcd keeps running), starts it again and times
+    from the moment it answers again until the cache has re-listed and re-established its
+    watch (``fresh``); until then the guard answers 503 for decisions that read PVs.  Only PVs
+    are listed: no rule reads PVCs or Pods, so the webhook has no cache of them to refill.
+    """
+    from kustodian.kube.cache import WatchCache
+    from kustodian.kube.client import KubeClient
+    from kustodian.kube.config import load_config
+    from kustodian.kube.kinds import RETRY_MAX
+    from kustodian.kube.resources import NAMESPACES, PERSISTENT_VOLUMES
+    from kustodian.kube.slim import projection
+    from kustodian.policy.deletion import rook_rules
+    from kustodian.testing.testserver import TestServer, find_script
+    from kustodian.webhook.features.deletion_guard import cache_projections, needed_kinds
+
+    count = 1_000 if smoke else 50_000
+    script = find_script()
+    if script is None:
+        raise RuntimeError("kube-testserver not found (../shared/kube-testserver)")
+    server = TestServer(script).start()
+    try:
+        client = KubeClient(load_config(str(server.kubeconfig)))
+        created_in = _create_pvs(client, count)
+        rules = rook_rules()
+        cache = WatchCache(client, PERSISTENT_VOLUMES, indexers=needed_kinds(rules)["PersistentVolume"],
+                           transform=projection(cache_projections(rules)["PersistentVolume"]),
+                           backoff_max=RETRY_MAX).start()
+        deadline = time.monotonic() + 300
+        while not cache.fresh and time.monotonic() < deadline:
+            time.sleep(0.05)
+        times, lists = [], []
+        for _ in range(runs):
+            times.append(_time_restart(server, client, cache, NAMESPACES))
+            lists.append(cache.list_seconds)
+        assert len(cache) == count
+        relists = cache.relists
+        cache.stop()
+        client.close()
+    finally:
+        server.destroy()
+    note = (f"{count} PVs on kube-testserver (created in {created_in:.0f}s), webhook-shaped cache; "
+            f"{relists} lists in all")
+    return [
+        {"scenario": "cache: API server restart", "metric": "API server back -> PV cache fresh (s)",
+         "value": round(statistics.median(times), 2), "target": None, "note": note},
+        {"scenario": "cache: API server restart", "metric": "worst run (s)", "value": round(max(times), 2),
+         "target": None, "note": f"max over {runs} runs; includes the watch's retry backoff"},
+        {"scenario": "cache: API server restart", "metric": "of which the re-list itself (s)",
+         "value": round(statistics.median(lists), 2), "target": None,
+         "note": "median; the rest is the retry backoff and the watch being re-established"},
+    ]
+
+
+def _create_pvs(client: Any, count: int) -> float:
+    from kustodian.kube.resources import PERSISTENT_VOLUMES
+
+    def create(start: int) -> None:
+        for i in range(start, min(count, start + 250)):
+            obj = pv(i)
+            obj["metadata"] = {"name": obj["metadata"]["name"]}
+            obj.pop("status")
+            client.create(PERSISTENT_VOLUMES, obj)
+
+    t0 = time.perf_counter()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(create, range(0, count, 250)))
+    return time.perf_counter() - t0
+
+
+def _time_restart(server: Any, client: Any, cache: Any, namespaces: Any) -> float:
+    """Restart the API server; seconds from its first answer (polled every 10 ms from another
+    thread, as the start script returns later) until ``cache`` is fresh again."""
+    import threading
+
+    marks: dict[str, float] = {}
+    done = threading.Event()
+
+    def poll() -> None:
+        while not done.is_set():
+            now = time.monotonic()
+            if "down" in marks and "back" not in marks:
+                try:
+                    client.get(namespaces, "default", timeout=1.0)
+                    marks["back"] = time.monotonic()
+                except Exception:
+                    pass
+            elif "down" not in marks and not cache.fresh:
+                marks["down"] = now
+            if "back" in marks and cache.fresh:
+                marks["fresh"] = time.monotonic()
+                return
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=poll, daemon=True)
+    watcher.start()
+    server.restart_apiserver()
+    watcher.join(300)
+    done.set()
+    if "fresh" not in marks:
+        raise RuntimeError("the cache did not catch up within 300 s")
+    return max(0.0, marks["fresh"] - marks["back"])

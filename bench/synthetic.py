@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
 Obj = dict[str, Any]
@@ -109,16 +109,25 @@ def cluster_objects(pvs: int, pvcs: int, pods: int, *, dependents_of_pool: int =
 
     ``extra_pools`` (name -> PV count) take the next PVs, each pool with its own StorageClass.
     """
+    return {key: list(make()) for key, make in cluster_kinds(
+        pvs, pvcs, pods, dependents_of_pool=dependents_of_pool, extra_pools=extra_pools).items()}
+
+
+def cluster_kinds(pvs: int, pvcs: int, pods: int, *, dependents_of_pool: int = 300,
+                  extra_pools: Mapping[str, int] | None = None) -> dict[str, Callable[[], Iterator[Obj]]]:
+    """``cluster_objects`` as one generator per kind: objects made one at a time, as a list's
+    pages arrive, so a process that caches a kind never holds its raw objects all at once."""
     owners = ["replicapool"] * dependents_of_pool
     for name, count in (extra_pools or {}).items():
         owners += [name] * count
     extra = [storage_class(pool_storage_class(n), n) for n in extra_pools or {}]
     return {
-        "PersistentVolume": [pv(i, pool=owners[i] if i < len(owners) else "bigpool") for i in range(pvs)],
-        "PersistentVolumeClaim": [pvc(i) for i in range(pvcs)],
-        "Pod": [pod(i) for i in range(pods)],
-        "Namespace": [namespace(i) for i in range(500)],
-        "StorageClass.storage.k8s.io": [storage_class(), storage_class(BIG_SC, "bigpool"), *extra],
-        "CephBlockPool.ceph.rook.io": [pool("replicapool"), pool("bigpool"), pool("emptypool"),
-                                       *(pool(n) for n in extra_pools or {})],
+        "PersistentVolume": lambda: (pv(i, pool=owners[i] if i < len(owners) else "bigpool")
+                                     for i in range(pvs)),
+        "PersistentVolumeClaim": lambda: (pvc(i) for i in range(pvcs)),
+        "Pod": lambda: (pod(i) for i in range(pods)),
+        "Namespace": lambda: (namespace(i) for i in range(500)),
+        "StorageClass.storage.k8s.io": lambda: iter([storage_class(), storage_class(BIG_SC, "bigpool"), *extra]),
+        "CephBlockPool.ceph.rook.io": lambda: iter([pool("replicapool"), pool("bigpool"), pool("emptypool"),
+                                                    *(pool(n) for n in extra_pools or {})]),
     }

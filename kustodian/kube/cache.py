@@ -104,6 +104,7 @@ class WatchCache:
         self.resource_version = ""
         # counters, read by /metrics and by tests
         self.relists = 0
+        self.list_seconds = 0.0  # how long the last (re)list took, pages and replace (bench, metrics)
         self.watches = 0  # watch connections opened
         self.last_error = ""
         # freshness (see the module docstring); monotonic clock, written by the watch thread only
@@ -280,6 +281,7 @@ class WatchCache:
         assert self.client is not None
         items: list[Obj] = []
         rv = ""
+        started = time.monotonic()
         with _gc_paused():  # decoding pages allocates every object we are about to keep
             for page in self.client.list_pages(self.resource, self.namespace,
                                                  label_selector=self._label_selector,
@@ -287,6 +289,7 @@ class WatchCache:
                 items.extend(page.get("items") or [])
                 rv = str((page.get("metadata") or {}).get("resourceVersion") or "")
             self.replace(items, rv)
+        self.list_seconds = time.monotonic() - started
         log.debug("%s: listed %d objects at resourceVersion %s", self.kind_key, len(items), rv)
 
     def replace(self, items: Iterable[Obj], resource_version: str) -> None:

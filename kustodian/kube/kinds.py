@@ -74,15 +74,28 @@ def crd_resource(crd: Mapping[str, Any]) -> Resource | None:
                     str(names.get("kind") or ""), spec.get("scope") == "Namespaced")
 
 
+RETRY_MAX = 4.0
+"""Longest wait between a followed cache's reconnection attempts (the cache default is 30 s).
+While a guarded kind is stale its providers' deletes are refused, so after an API server
+restart the time to retry counts as much as the re-list: with 30 s, a server away for ~5 s
+left caches waiting up to ~6 s more after it was back.  ~25 kinds retrying every 4 s is a
+few requests per second against a server that is down."""
+
+
 class FollowedKinds:
     """``caches`` (shared with a ``CacheView``) for ``wanted`` kinds, following CRDs."""
 
     def __init__(self, client: KubeClient | None, wanted: Mapping[str, Mapping[str, Indexer]],
                  resolved: Mapping[str, Resource], *, factory: CacheFactory | None = None,
-                 crd_cache: WatchCache | None = None, settle_timeout: float = 10.0) -> None:
+                 crd_cache: WatchCache | None = None, settle_timeout: float = 10.0,
+                 transforms: Mapping[str, Callable[[Obj], Obj]] | None = None) -> None:
         self.client = client
         self.wanted = {k: dict(v) for k, v in wanted.items()}
-        self._factory = factory or (lambda res, idx: WatchCache(client, res, indexers=idx))
+        # per kind, what a cached object keeps (kube.slim.projection); other kinds are kept whole
+        shapes = dict(transforms or {})
+        self._factory = factory or (lambda res, idx: WatchCache(client, res, indexers=idx,
+                                                                transform=shapes.get(res.key),
+                                                                backoff_max=RETRY_MAX))
         self._lock = threading.Lock()
         self._started = False
         self.caches: dict[str, WatchCache] = {
@@ -90,7 +103,7 @@ class FollowedKinds:
         builtin = {r.key for r in BUILTIN}
         # kinds a CRD may serve: everything with a group that is not built in
         self.followed = frozenset(k for k in self.wanted if "." in k and k not in builtin)
-        self.crds = crd_cache if crd_cache is not None else WatchCache(client, CRDS)
+        self.crds = crd_cache if crd_cache is not None else WatchCache(client, CRDS, backoff_max=RETRY_MAX)
         self.crds.add_handler(self._on_crd)
         self.changes = 0  # kind set changes, for tests and metrics
         self._settle_timeout = settle_timeout

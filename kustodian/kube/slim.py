@@ -10,6 +10,7 @@ cluster has few distinct values and many copies.
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable, Iterable
 from typing import Any
 
 Obj = dict[str, Any]
@@ -68,3 +69,37 @@ def intern_common(obj: Obj) -> Obj:
 
 
 TRANSFORMS = {"Pod": slim_pod}
+
+
+def projection(paths: Iterable[tuple[str, ...]]) -> Callable[[Obj], Obj]:
+    """A transform keeping only ``paths`` (plus apiVersion and kind) of an object: what the
+    policy reads (``policy.deletion.projection.fields_read``).  A path through something that
+    is not a mapping keeps that value whole; strings along the way are interned."""
+    tree: dict[str, Any] = {}
+    for p in paths:
+        node = tree
+        for part in p[:-1]:
+            nxt = node.setdefault(part, {})
+            if nxt is None:  # a shorter path already keeps this subtree whole
+                break
+            node = nxt
+        else:
+            node[p[-1]] = None  # None: keep the value whole
+    return lambda obj: _project(obj, tree, top=True)
+
+
+def _project(obj: Obj, tree: dict[str, Any], *, top: bool = False) -> Obj:
+    out: Obj = {}
+    if top:
+        for key in ("apiVersion", "kind"):
+            if key in obj:
+                out[key] = _i(obj[key])
+    for key, sub in tree.items():
+        if key not in obj:
+            continue
+        value = obj[key]
+        if sub is None or not isinstance(value, dict):
+            out[key] = _i(value)
+        else:
+            out[key] = _project(value, sub)
+    return out

@@ -18,13 +18,14 @@ from kustodian.kube.config import load_config
 from kustodian.kube.discovery import resolve
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.kinds import FollowedKinds
+from kustodian.kube.slim import projection
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
 from kustodian.policy.store import Indexer
 from kustodian.runtime.health import Checks, HealthServer
 from kustodian.settings import WebhookSettings
 from kustodian.webhook.app import Readiness, add_freshness, create_app
-from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kinds
+from kustodian.webhook.features.deletion_guard import DeletionGuard, cache_projections, needed_kinds
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.server import RequestLimits, TLSFiles, build_server
@@ -63,14 +64,19 @@ class Webhook:
     readiness: Readiness
     extra: dict[str, object] = field(default_factory=dict)
     kinds: FollowedKinds | None = None
+    guard: DeletionGuard | None = None  # its warmer runs while the caches do
 
     def start_caches(self) -> None:
         if self.kinds is not None:
             self.kinds.start()
         for cache in list(self.caches.values()):
             cache.start()
+        if self.guard is not None:
+            self.guard.start()
 
     def stop(self) -> None:
+        if self.guard is not None:
+            self.guard.stop()
         if self.kinds is not None:
             self.kinds.stop()
         for cache in list(self.caches.values()):
@@ -83,6 +89,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     registry = Registry()
     needs: dict[str, dict[str, Indexer]] = {}
     rules: RuleSet | None = None
+    guard: DeletionGuard | None = None
     if settings.deletion_guard.enabled:
         rules = load_deletion_rules(settings.deletion_guard.rules_file)
         _merge(needs, needed_kinds(rules))
@@ -97,7 +104,11 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         _merge(needs, reclaim.needed_kinds())
 
     # kinds served now get caches; CRD-served kinds are then followed as CRDs come and go
-    kinds = FollowedKinds(client, needs, resolve(client, needs))
+    # the guard's caches keep only the fields its rules read; what the mutator reads stays whole
+    shapes = {} if rules is None else {
+        kind: projection(paths) for kind, paths in cache_projections(
+            rules, reclaim.needed_kinds() if reclaim is not None else ()).items()}
+    kinds = FollowedKinds(client, needs, resolve(client, needs), transforms=shapes)
     caches = kinds.caches
     recorder = EventRecorder(client, "kustodian-webhook")
     if reclaim is not None:
@@ -109,7 +120,8 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     if rules is not None:
         # events only about objects the caches hold: a forged review writes none
         guard_events = cast(EventRecorder, ExistingObjectsRecorder(recorder, view))
-        DeletionGuard(rules, view, guard_events).register(registry)
+        guard = DeletionGuard(rules, view, guard_events)
+        guard.register(registry)
     if reclaim is not None:
         reclaim.register(registry, view)
     if settings.capacity.enabled:
@@ -123,7 +135,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds)
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
-    return Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds)
+    return Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard)
 
 
 def run(settings: WebhookSettings) -> None:

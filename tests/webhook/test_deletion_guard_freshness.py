@@ -26,6 +26,7 @@ from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry, SlowPath, off_loop
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed
 from tests.policy.deletion.builders import NS, blockpool, nfs, rbd_pv
+from tests.support import wait_for
 from tests.webhook.conftest import serve
 
 POOL = "CephBlockPool.ceph.rook.io"
@@ -321,3 +322,32 @@ def test_a_vanished_crd_is_judged_after_its_own_watch_has_ended(
     empty = with_meta(blockpool("emptypool"))
     answer = decide(guard, review("CephBlockPool", empty))
     assert (answer.code == 503) is ghost and (answer.allowed is not ghost)
+
+
+def test_warm_decisions_answer_the_first_delete_after_a_change_on_the_event_loop() -> None:
+    """The warmer computes ahead of requests: a DELETE never waits for a decision, even the first
+    one after a dependent was added, and the warmed answer is the one a request would compute."""
+    guard, caches = world({POOL: [POOL_OBJ], "PersistentVolume": [rbd_pv(f"pv-{i}") for i in range(50)]})
+    req = review("CephBlockPool", POOL_OBJ)
+    assert guard.warm() == 1 and guard.warm() == 0  # nothing changed: nothing recomputed
+    first = guard.on_delete(req)  # on the loop, no SlowPath
+    assert not first.allowed and "pv-0" in first.message and not off_loop()
+    pvs = caches["PersistentVolume"]
+    pvs._apply("ADDED", pvs._prepare(rbd_pv("pv-new")))
+    with pytest.raises(SlowPath):  # not warmed yet: the request would go to a worker thread
+        guard.on_delete(req)
+    guard.start(interval=0.01)
+    try:
+        wait_for(lambda: guard.warmed >= 2, "the warmer to recompute the changed decision")
+        warmed = guard.on_delete(req)  # on the loop again
+    finally:
+        guard.stop()
+    fresh_guard, _ = world({POOL: [POOL_OBJ], "PersistentVolume": [
+        *(rbd_pv(f"pv-{i}") for i in range(50)), rbd_pv("pv-new")]})
+    assert warmed.message == decide(fresh_guard, req).message and "pv-new" in warmed.message
+
+
+def test_warming_skips_kinds_that_are_not_fresh() -> None:
+    guard, _ = world({POOL: [POOL_OBJ], "PersistentVolume": [rbd_pv("pv-0")]}, stale=("PersistentVolume",))
+    assert guard.warm() == 0
+    assert decide(guard, review("CephBlockPool", POOL_OBJ)).code == 503

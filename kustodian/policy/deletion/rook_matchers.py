@@ -240,8 +240,24 @@ def _storage_class_index(m: StorageClassRef) -> IndexSpec:
     return IndexSpec(STORAGE_CLASS, f"kustodian.io/storage-class:{described}", fn)
 
 
+def _class_users_index(kind: str, m: StorageClassRef) -> IndexSpec:
+    """Objects of ``kind`` by the class they name, leaving out those that say where they live
+    themselves (``unlessSet``): filtered when filed, so a lookup never walks the class's users."""
+    if not m.unless_set:
+        return cluster_field_index(kind, m.field)
+    value_path = path(m.field)
+    placed = [path(f) for f in m.unless_set]
+
+    def fn(obj: RawObject) -> list[str]:
+        if any(field(obj, *p) for p in placed):
+            return []
+        return list(strings(field(obj, *value_path)))
+
+    return IndexSpec(kind, f"kustodian.io/field:{m.field}[unset:{','.join(m.unless_set)}]", fn)
+
+
 def storage_class_ref_indexes(rule: Rule, m: StorageClassRef) -> list[IndexSpec]:
-    return [_storage_class_index(m), cluster_field_index(rule.dependent, m.field), *cluster_id_indexes()]
+    return [_storage_class_index(m), _class_users_index(rule.dependent, m), *cluster_id_indexes()]
 
 
 def find_storage_class_ref(
@@ -255,11 +271,7 @@ def find_storage_class_ref(
         return []
     keys = _provider_attribute_keys(provider, view, m.pool_parameters, m.name_parameters)
     classes = sorted({name(sc) for sc in _storage_class_index(m).lookup(view, keys)})
-    found = cluster_field_index(rule.dependent, m.field).lookup(view, classes)
-    if not m.unless_set:
-        return found
-    placed = [path(f) for f in m.unless_set]
-    return [obj for obj in found if not any(field(obj, *p) for p in placed)]
+    return _class_users_index(rule.dependent, m).lookup(view, classes)
 
 
 # --- cosi-bucket ---------------------------------------------------------------------------

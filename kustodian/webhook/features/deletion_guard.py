@@ -24,7 +24,8 @@ did not change reuses the decision and its rendered, capped message, so repeated
 reviews (kubectl retries, several webhook configurations, the API server's own
 retries) cost a handful of dict reads whatever the number of dependents.  A change
 to any bucket read (a PV of *this* pool added or removed) recomputes on the next
-request.
+request; the warmer thread (``start``) makes that recomputation happen ahead of the
+request, so the first DELETE after a change normally finds its answer ready too.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.view import CacheView
 from kustodian.logs import about
 from kustodian.policy.deletion import DeleteDecision, RuleSet, decide_delete, decide_namespace_delete
+from kustodian.policy.deletion.projection import FieldPath, fields_read
 from kustodian.policy.objects import RawObject
 from kustodian.policy.store import Indexer
 from kustodian.webhook.registry import Registry, SlowPath, off_loop
@@ -48,17 +50,25 @@ from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied
 log = logging.getLogger(__name__)
 
 NAMESPACE = "Namespace"
+CEPH_CLUSTER = "CephCluster.ceph.rook.io"
 MEMO_SIZE = 4096
 
 
 def needed_kinds(rules: RuleSet) -> dict[str, dict[str, Indexer]]:
     """Every kind the guard reads, with the indexers the rules declare."""
     kinds: dict[str, dict[str, Indexer]] = {k: {} for k in rules.provider_kinds() | rules.dependent_kinds()}
-    kinds.setdefault("CephCluster.ceph.rook.io", {})  # cleanupPolicy.allowUninstallWithVolumes
+    kinds.setdefault(CEPH_CLUSTER, {})  # cleanupPolicy.allowUninstallWithVolumes
     kinds.setdefault(NAMESPACE, {})  # a terminating Namespace lets its own dependents go (teardown)
     for kind, named in rules.indexers().items():
         kinds.setdefault(kind, {}).update(named)
     return kinds
+
+
+def cache_projections(rules: RuleSet, read_elsewhere: Iterable[str] = ()) -> dict[str, tuple[FieldPath, ...]]:
+    """Per kind, the fields the guard's caches keep (``policy.deletion.projection``); kinds the
+    guard reads beyond its rules (Namespace, CephCluster) and ``read_elsewhere`` (kinds another
+    feature reads from the same caches) are kept whole."""
+    return fields_read(rules, (NAMESPACE, CEPH_CLUSTER, *read_elsewhere))
 
 
 def stale_message(subject: str, stale: Sequence[tuple[str, float]]) -> str:
@@ -114,6 +124,9 @@ class DeletionGuard:
         self.memo_misses = 0
         self._flights: dict[tuple[str, ...], threading.Lock] = {}
         self._flights_lock = threading.Lock()
+        self.warmed = 0  # decisions computed ahead of any request (``warm``)
+        self._warmer: threading.Thread | None = None
+        self._stop_warming = threading.Event()
 
     def register(self, registry: Registry) -> None:
         for kind in sorted(self.rules.provider_kinds()):
@@ -142,19 +155,24 @@ class DeletionGuard:
         meta = (ns or {}).get("metadata") or {}
         return namespace if meta.get("deletionTimestamp") else None
 
-    def _memoised(self, key: tuple[str, ...]) -> DeleteDecision | None:
+    def _memoised(self, key: tuple[str, ...], *, count: bool = True) -> DeleteDecision | None:
         memo = self._memo.get(key)
         if memo is not None and all(self.view.read_version(k, i, v) == seen for k, i, v, seen in memo.reads):
-            self.memo_hits += 1
+            if count:
+                self.memo_hits += 1
             return memo.decision
         return None
 
+    @staticmethod
+    def _key(kind_key: str, provider: RawObject, deleting_namespace: str | None) -> tuple[str, ...]:
+        meta = provider.get("metadata") or {}
+        return (kind_key, str(meta.get("namespace") or ""), str(meta.get("name") or ""),
+                str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""), deleting_namespace or "")
+
     def decide(self, kind_key: str, provider: RawObject, deleting_namespace: str | None) -> DeleteDecision:
         """``decide_delete``, memoised until a bucket it read changes."""
-        meta = provider.get("metadata") or {}
-        rv = str(meta.get("resourceVersion") or "")
-        key = (kind_key, str(meta.get("namespace") or ""), str(meta.get("name") or ""),
-               str(meta.get("uid") or ""), rv, deleting_namespace or "")
+        key = self._key(kind_key, provider, deleting_namespace)
+        rv = key[4]
         found = self._memoised(key) if rv else None
         if found is not None:
             return found
@@ -162,11 +180,15 @@ class DeletionGuard:
             raise SlowPath  # the app re-runs this review in a worker thread
         if not rv:
             return self._compute(key, kind_key, provider, deleting_namespace)
+        return self._single_flight(key, kind_key, provider, deleting_namespace)
+
+    def _single_flight(self, key: tuple[str, ...], kind_key: str, provider: RawObject,
+                       deleting_namespace: str | None, *, count: bool = True) -> DeleteDecision:
         # single flight: a burst of reviews for one object (kubectl, API server retries) computes once
         with self._flights_lock:
             flight = self._flights.setdefault(key, threading.Lock())
         with flight:
-            found = self._memoised(key)
+            found = self._memoised(key, count=count)
             if found is not None:
                 return found
             try:
@@ -188,6 +210,54 @@ class DeletionGuard:
                     self._memo.pop(next(iter(self._memo)))
             self._memo[key] = _Memo(tuple(recording.reads), decision)
         return decision
+
+    # -- ahead of requests ------------------------------------------------------------------
+
+    def warm(self) -> int:
+        """Decide now, for every cached provider whose kinds are fresh, what a DELETE of it would
+        get, unless the memo already holds a current answer; returns how many were computed.
+
+        Run by a background thread (``start``) after every change, so even the first DELETE after
+        a change usually reads a ready answer; a DELETE that races it computes in a worker thread
+        as before (single flight: never twice).  Only adds memo entries, each checked against the
+        versions of every bucket it read, so it cannot change any answer.
+        """
+        done = 0
+        for kind in sorted(self.rules.provider_kinds()):
+            if self._stop_warming.is_set() or not self.view.has_kind(kind):
+                continue
+            if self.stale_kinds((*self._reads.get(kind, ()), kind)):
+                continue
+            for provider in self.view.list(kind):
+                home = str((provider.get("metadata") or {}).get("namespace") or "")
+                key = self._key(kind, provider, self._terminating(home))
+                if not key[4] or self._memoised(key, count=False) is not None:
+                    continue
+                self._single_flight(key, kind, provider, key[5] or None, count=False)
+                done += 1
+        self.warmed += done
+        return done
+
+    def start(self, interval: float = 0.1) -> None:
+        """Keep decisions warm from a daemon thread: a pass every ``interval`` seconds costs a few
+        dict reads per provider when nothing changed."""
+        if self._warmer is not None:
+            return
+
+        def loop() -> None:
+            while not self._stop_warming.wait(interval):
+                try:
+                    self.warm()
+                except Exception:  # a cache swapped under us: the next pass retries
+                    log.debug("warming deletion decisions failed", exc_info=True)
+
+        self._warmer = threading.Thread(target=loop, name="deletion-guard-warmer", daemon=True)
+        self._warmer.start()
+
+    def stop(self) -> None:
+        self._stop_warming.set()
+        if self._warmer is not None:
+            self._warmer.join(5)
 
     def on_delete(self, req: AdmissionRequest) -> Answer:
         # Only the kinds this decision reads must be current (a cache never synced is not
