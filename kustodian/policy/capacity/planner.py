@@ -78,6 +78,8 @@ FREE = -1
 WHOLE = -2
 
 _AC_CLASSES = frozenset(AC_STORAGE_CLASSES)
+# plain media -> the LVG class a drive of it can become
+_LVG_OF: Mapping[str, str] = {media: sc for sc, media in LVG_MEDIA.items() if media is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,13 +102,14 @@ def _size_of(value: object) -> int | None:
     return value
 
 
-def _parse_ac(ac: RawObject, bad_lvgs: Collection[str]) -> tuple[str, tuple[int, str, str, str, str]] | None:
+def _parse_ac(ac: RawObject) -> tuple[str, tuple[int, str, str, str, str]] | None:
     """``(name, (size, node, class, group, location))`` of a usable AC, else ``None``.
 
-    Not usable: malformed (the webhook refuses these), tainted ``NoSchedule`` (upstream's
-    node_capacity.go skips them too) and the AC of a volume group known to be failed or
-    going away.  A hundred thousand ACs are read per batch, so plain dicts (what the JSON
-    decoder gives) take a direct path; anything else goes through the safe readers.
+    Not usable: malformed (the webhook refuses these) and tainted ``NoSchedule``
+    (upstream's node_capacity.go skips them too); the AC of a volume group known to be
+    failed or going away is the caller's to set aside.  A hundred thousand ACs are read
+    per batch, so plain dicts (what the JSON decoder gives) take a direct path; anything
+    else goes through the safe readers.
     """
     meta, spec = ac.get("metadata"), ac.get("spec")
     if type(meta) is dict and type(spec) is dict:
@@ -131,8 +134,6 @@ def _parse_ac(ac: RawObject, bad_lvgs: Collection[str]) -> tuple[str, tuple[int,
         or type(size) is not int or size < 0
         or taint == DRIVE_TAINT_NO_SCHEDULE
     ):
-        return None
-    if storage_class in LVG_MEDIA and location in bad_lvgs:
         return None
     return ac_name, (
         size,
@@ -159,132 +160,289 @@ class _Held:
     version: str
     charges: tuple[tuple[int, bool, int], ...]  # (AC id, LVG?, bytes)
     lvg_keys: tuple[tuple[str, str], ...]  # (node, LVG class) it holds for sequential mode
+    unresolved: tuple[str, ...] = ()  # AC names it holds that are not (or no longer) usable
 
 
 class _Capacity:
-    """Every AC of the cluster and how much of it is already promised."""
+    """Every AC of the cluster and how much of it is already promised.
+
+    Built in one pass over the ACs into flat per-AC lists (no per-object classes); the
+    per-node lists sorted by (size, name) and the per-node summaries are made only when
+    a node is first named by an ACR (``ensure``), and a charge refreshes only the
+    storage classes it touched.  ACs and LVGs can change in place (``update``): the
+    nodes concerned are forgotten (made again when next named) and the RESERVED ACRs
+    holding a changed AC are released, so the next ``sync`` charges them afresh.
+    """
 
     def __init__(self, acs: Iterable[RawObject], track_lvg_holders: bool,
                  bad_lvgs: Collection[str] = frozenset()) -> None:
-        best: dict[str, tuple[int, str, str, str, str]] = {}
-        for ac in acs:
-            parsed = _parse_ac(ac, bad_lvgs)
-            if parsed is None:
-                continue
-            ac_name, entry = parsed
-            # Names are unique in a real cluster; if a snapshot repeats one, keep a
-            # choice that does not depend on input order.
-            if ac_name not in best or entry < best[ac_name]:
-                best[ac_name] = entry
-
-        ordered = sorted(best.items(), key=lambda item: (item[1][0], item[0]))
-        self.names: list[str] = [n for n, _ in ordered]
-        self.index_of: dict[str, int] = {n: i for i, n in enumerate(self.names)}
-        self.sizes: list[int] = [e[0] for _, e in ordered]
-        self.nodes: list[str] = [e[1] for _, e in ordered]
-        self.groups: list[str] = [e[3] for _, e in ordered]
-        self.is_group: list[bool] = [e[2] in LVG_MEDIA for _, e in ordered]
+        self.bad_lvgs = frozenset(bad_lvgs)
+        self.names: list[str] = []
+        self.index_of: dict[str, int] = {}
+        self.sizes: list[int] = []
+        self.nodes: list[str] = []
+        self.groups: list[str] = []
+        self.classes: list[str] = []
+        self.locations: list[str] = []
+        self.is_group: list[bool] = []
         self.usable: list[int] = []
         self.used: list[int] = []
+        # False for an AC in a failed volume group (kept, so that it can come back).
+        self.live: list[bool] = []
         # The ledger ``used`` is derived from: volumes holding each AC whole, LVG volumes
         # in it and their bytes.  Counting (not overwriting) is what makes release exact.
-        self.whole_holds: list[int] = [0] * len(ordered)
-        self.lvg_holds: list[int] = [0] * len(ordered)
-        self.lvg_bytes: list[int] = [0] * len(ordered)
-        buckets: dict[tuple[str, str], dict[str, list[int]]] = {}
-        for i, (_, (size, node, storage_class, group, _loc)) in enumerate(ordered):
-            if storage_class in LVG_MEDIA:
-                self.usable.append(size // PE_SIZE * PE_SIZE)
-                self.used.append(0)
-            else:
-                self.usable.append(lvg_usable_size(size))
-                self.used.append(FREE)
-            buckets.setdefault((node, group), {}).setdefault(storage_class, []).append(i)
-        # (node, group) -> storage class (incl. ANY) -> AC ids by (size, name).
+        self.whole_holds: list[int] = []
+        self.lvg_holds: list[int] = []
+        self.lvg_bytes: list[int] = []
+        # node -> its live AC ids, in no particular order.
+        self.node_ids: dict[str, list[int]] = {}
+        # Made per node on first use (``ensure``):
+        # (node, group) -> storage class (incl. ANY) -> AC ids by (size, name);
         self.lists: dict[tuple[str, str], dict[str, tuple[int, ...]]] = {}
-        for key, by_class in buckets.items():
-            lists = {sc: tuple(ids) for sc, ids in by_class.items()}
-            lists[ANY_CLASS] = tuple(i for sc in ANY_ORDER for i in by_class.get(sc, ()))
-            self.lists[key] = lists
+        # (node, group) -> plain media -> largest LVG room a drive of it offers;
+        self.as_group: dict[tuple[str, str], dict[str, int]] = {}
         # (request class, group) -> node -> the largest ``need`` one request of that class
         # could still get there.  A node that cannot take a request alone is skipped
         # with one dict lookup: on a busy cluster most candidate nodes are such nodes.
-        # Filled by ``summarize`` once the RESERVED ACRs are charged, kept by ``commit``.
         self.best: dict[tuple[str, str], dict[str, int]] = {}
-        self.summarized = False
+        self.node_groups: dict[str, tuple[str, ...]] = {}
+        self.ready: set[str] = set()
         # (node, LVG class) -> RESERVED ACRs holding such a volume there (sequential mode).
         self.track_lvg_holders = track_lvg_holders
         self.lvg_holders: dict[tuple[str, str], set[str]] = {}
         # ACR name -> what it charged.
         self.held: dict[str, _Held] = {}
 
-    def _charge(self, a: int, lvg: bool, size: int, sign: int) -> None:
-        if lvg:
-            self.lvg_holds[a] += sign
-            self.lvg_bytes[a] += sign * size
-        else:
-            self.whole_holds[a] += sign
-        if self.whole_holds[a] > 0:
-            self.used[a] = WHOLE
-        elif self.is_group[a] or self.lvg_holds[a] > 0:
-            self.used[a] = self.lvg_bytes[a]
-        else:
-            self.used[a] = FREE
-
-    def _apply(self, acr_name: str, held: _Held, sign: int) -> None:
-        touched = set()
-        for a, lvg, size in held.charges:
-            self._charge(a, lvg, size, sign)
-            touched.add((self.nodes[a], self.groups[a]))
-        if self.track_lvg_holders:
-            for key in held.lvg_keys:
-                if sign > 0:
-                    self.lvg_holders.setdefault(key, set()).add(acr_name)
+        # One pass, straight into the lists: a hundred thousand ACs are read per build.
+        bad = self.bad_lvgs
+        index_of, node_ids = self.index_of, self.node_ids
+        names, sizes, nodes, groups, classes = self.names, self.sizes, self.nodes, self.groups, self.classes
+        locations, is_group, live = self.locations, self.is_group, self.live
+        usable, used = self.usable, self.used
+        for ac in acs:
+            parsed = _parse_ac(ac)
+            if parsed is None:
+                continue
+            ac_name, entry = parsed
+            size, node, storage_class, group, location = entry
+            group_kind = storage_class in LVG_MEDIA
+            alive = not (group_kind and location in bad)
+            if ac_name in index_of:
+                # Names are unique in a real cluster; if a snapshot repeats one, keep a
+                # choice that does not depend on input order (a usable one first).
+                i = index_of[ac_name]
+                current = (not live[i], (sizes[i], nodes[i], classes[i], groups[i], locations[i]))
+                if (not alive, entry) < current:
+                    self._grow_ledger()
+                    self._unlink(i)
+                    self._put(ac_name, entry, alive)
+                continue
+            i = len(names)
+            index_of[ac_name] = i
+            names.append(ac_name)
+            sizes.append(size)
+            nodes.append(node)
+            groups.append(group)
+            classes.append(storage_class)
+            locations.append(location)
+            is_group.append(group_kind)
+            if group_kind:
+                usable.append(size // PE_SIZE * PE_SIZE)
+                used.append(0)
+            else:
+                usable.append(lvg_usable_size(size))
+                used.append(FREE)
+            live.append(alive)
+            if alive:
+                ids = node_ids.get(node)
+                if ids is None:
+                    node_ids[node] = [i]
                 else:
-                    holders = self.lvg_holders.get(key)
-                    if holders is not None:
-                        holders.discard(acr_name)
-        if self.summarized:
-            for node, group in touched:
-                self._refresh(node, group)
+                    ids.append(i)
+        self._grow_ledger()
 
-    def hold(self, acr: RawObject, version: str = "") -> None:
-        """Charge the ACs a RESERVED ACR holds (it may hold the same AC several times)."""
-        charges: list[tuple[int, bool, int]] = []
-        classes: set[str] = set()
-        for item in list_field(acr, "spec", "ReservationRequests"):
-            storage_class = str_field(item, "CapacityRequest", "StorageClass")
-            size = _size_of(field(item, "CapacityRequest", "Size"))
-            if storage_class in LVG_MEDIA:
-                classes.add(storage_class)
-            for ac_name in list_field(item, "Reservations"):
-                i = self.index_of.get(ac_name) if isinstance(ac_name, str) else None
-                if i is None:
-                    continue
-                if storage_class in LVG_MEDIA and size is not None:
-                    charges.append((i, True, align_to_extent(size)))
-                else:
-                    # A whole-drive volume, or a request we cannot size: take it all,
-                    # so a broken reservation never leads to over-promising.
-                    charges.append((i, False, 0))
-        lvg_keys = tuple(
-            (node, storage_class)
-            for node in list_field(acr, "spec", "NodeRequests", "Reserved") if isinstance(node, str)
-            for storage_class in sorted(classes)
-        )
-        acr_name = name(acr)
-        self.release(acr_name)
-        held = _Held(version, tuple(charges), lvg_keys)
-        self.held[acr_name] = held
-        self._apply(acr_name, held, +1)
+    def _grow_ledger(self) -> None:
+        zeros = [0] * (len(self.names) - len(self.whole_holds))
+        self.whole_holds.extend(zeros)
+        self.lvg_holds.extend(zeros)
+        self.lvg_bytes.extend(zeros)
 
-    def release(self, acr_name: str) -> None:
-        """Undo what ``acr_name`` charged (nothing if it holds nothing)."""
-        held = self.held.pop(acr_name, None)
-        if held is not None:
-            self._apply(acr_name, held, -1)
+    # -- the AC table --------------------------------------------------------------
 
-    # -- placing -------------------------------------------------------------------
+    def _put(self, ac_name: str, entry: tuple[int, str, str, str, str], live: bool) -> None:
+        """Add ``ac_name`` or replace its fields (its ledger stays: holds name ACs)."""
+        size, node, storage_class, group, location = entry
+        group_kind = storage_class in LVG_MEDIA
+        i = self.index_of.get(ac_name)
+        if i is None:
+            i = len(self.names)
+            self.index_of[ac_name] = i
+            self.names.append(ac_name)
+            self.sizes.append(size)
+            self.nodes.append(node)
+            self.groups.append(group)
+            self.classes.append(storage_class)
+            self.locations.append(location)
+            self.is_group.append(group_kind)
+            self.usable.append(size // PE_SIZE * PE_SIZE if group_kind else lvg_usable_size(size))
+            self.used.append(0 if group_kind else FREE)
+            self.live.append(live)
+            self.whole_holds.append(0)
+            self.lvg_holds.append(0)
+            self.lvg_bytes.append(0)
+        else:
+            self.sizes[i], self.nodes[i], self.groups[i] = size, node, group
+            self.classes[i], self.locations[i], self.is_group[i] = storage_class, location, group_kind
+            self.usable[i] = size // PE_SIZE * PE_SIZE if group_kind else lvg_usable_size(size)
+            self.live[i] = live
+            self._charge(i, False, 0, 0)  # recompute ``used`` from the ledger
+        if live:
+            ids = self.node_ids.get(node)
+            if ids is None:
+                self.node_ids[node] = [i]
+            else:
+                ids.append(i)
+
+    def _unlink(self, i: int) -> None:
+        """Take AC ``i`` off its node (it stays in the table, not live)."""
+        if self.live[i]:
+            self.live[i] = False
+            self.node_ids[self.nodes[i]].remove(i)
+        self.forget(self.nodes[i])
+
+    def update(self, changed: Mapping[str, RawObject | None],
+               bad_lvgs: Collection[str] | None = None) -> None:
+        """Apply AC changes (name -> the AC now, ``None`` once deleted) and a new set of
+        unusable LVGs (``None``: unchanged), as a fresh build from the new objects would
+        see them.  RESERVED ACRs holding an AC that changed are released: the caller's
+        next ``sync`` charges them again against the new ACs."""
+        entries: dict[str, tuple[tuple[int, str, str, str, str], bool] | None] = {}
+        for ac_name, ac in changed.items():
+            parsed = _parse_ac(ac) if ac is not None else None
+            entries[ac_name] = None if parsed is None or parsed[0] != ac_name else (parsed[1], True)
+        if bad_lvgs is not None:
+            bad = frozenset(bad_lvgs)
+            flipped = bad ^ self.bad_lvgs
+            self.bad_lvgs = bad
+            if flipped:
+                for i, location in enumerate(self.locations):
+                    if location in flipped and self.is_group[i] and self.names[i] not in entries:
+                        entries[self.names[i]] = (
+                            (self.sizes[i], self.nodes[i], self.classes[i], self.groups[i], location), True)
+        for ac_name, found in list(entries.items()):
+            if found is not None:
+                entry = found[0]
+                entries[ac_name] = (entry, not (entry[2] in LVG_MEDIA and entry[4] in self.bad_lvgs))
+        if not entries:
+            return
+        ids = {self.index_of[n] for n in entries if n in self.index_of}
+        names = entries.keys()
+        for acr_name in [acr_name for acr_name, held in self.held.items()
+                         if any(c[0] in ids for c in held.charges) or not names.isdisjoint(held.unresolved)]:
+            self.release(acr_name)
+        for ac_name, found in entries.items():
+            known = self.index_of.get(ac_name)
+            if known is not None:
+                self._unlink(known)
+            if found is not None:
+                self._put(ac_name, found[0], found[1])
+                self.forget(found[0][1])
+
+    # -- per-node lists and summaries ----------------------------------------------
+
+    def ensure(self, nodes: Iterable[str]) -> None:
+        """Make the lists and summaries of every node in ``nodes`` not made yet."""
+        ready = self.ready
+        for node in nodes:
+            if node not in ready:
+                self._make(node)
+
+    def _make(self, node: str) -> None:
+        buckets: dict[str, dict[str, list[int]]] = {}
+        groups, classes = self.groups, self.classes
+        for a in self.node_ids.get(node, ()):
+            by_class = buckets.get(groups[a])
+            if by_class is None:
+                by_class = buckets[groups[a]] = {}
+            ids = by_class.get(classes[a])
+            if ids is None:
+                by_class[classes[a]] = [a]
+            else:
+                ids.append(a)
+        sizes, names = self.sizes, self.names
+
+        def order(a: int) -> tuple[int, str]:
+            return sizes[a], names[a]
+
+        for group, by_class in buckets.items():
+            lists = {sc: tuple(sorted(ids, key=order)) for sc, ids in by_class.items()}
+            lists[ANY_CLASS] = tuple(i for sc in ANY_ORDER for i in lists.get(sc, ()))
+            self.lists[(node, group)] = lists
+            self._refresh(node, group, None)
+        self.node_groups[node] = tuple(buckets)
+        self.ready.add(node)
+
+    def forget(self, node: str) -> None:
+        """Drop what was made for ``node``; made again when next named."""
+        if node not in self.ready:
+            return
+        self.ready.discard(node)
+        for group in self.node_groups.pop(node, ()):
+            self.lists.pop((node, group), None)
+            self.as_group.pop((node, group), None)
+        for by_node in self.best.values():
+            by_node.pop(node, None)
+
+    def _put_best(self, storage_class: str, group: str, node: str, room: int) -> None:
+        key = (storage_class, group)
+        by_node = self.best.get(key)
+        if by_node is None:
+            self.best[key] = {node: room}
+        else:
+            by_node[node] = room
+
+    def _refresh(self, node: str, group: str, touched: Collection[str] | None) -> None:
+        """Recompute the summary of ``node`` for the classes an AC of ``touched`` feeds
+        (``None``: all).  Mirrors ``rooms`` with no pending charges exactly."""
+        lists = self.lists.get((node, group))
+        if lists is None:
+            return
+        used, sizes, usable = self.used, self.sizes, self.usable
+        as_group = self.as_group.get((node, group))
+        if as_group is None:
+            as_group = self.as_group[(node, group)] = {}
+        lvg_classes: set[str] = set()
+        plain_touched = False
+        for media in ANY_ORDER:
+            if touched is not None and media not in touched:
+                continue
+            ids = lists.get(media)
+            if not ids:
+                continue
+            whole = lvg = -1
+            for a in ids:
+                u = used[a]
+                if u == FREE:
+                    whole = max(whole, sizes[a])
+                    lvg = max(lvg, usable[a])
+                elif u >= 0 and usable[a] - u > lvg:
+                    lvg = usable[a] - u
+            self._put_best(media, group, node, whole)
+            as_group[media] = lvg
+            lvg_classes.add(_LVG_OF[media])
+            plain_touched = True
+        if plain_touched:
+            best = self.best
+            self._put_best(ANY_CLASS, group, node, max(best[(media, group)][node] for media in as_group))
+        for storage_class, plain in LVG_MEDIA.items():
+            if touched is not None and storage_class not in touched and storage_class not in lvg_classes:
+                continue
+            room = as_group.get(plain) if plain is not None else None
+            for a in lists.get(storage_class, ()):
+                u = used[a]
+                room = max(-1 if room is None else room, usable[a] - u if u >= 0 else -1)
+            if room is not None:
+                self._put_best(storage_class, group, node, room)
 
     def try_node(self, node: str, ordered: Sequence[_Request]) -> tuple[dict[int, int], list[int], int]:
         """Place every request on ``node``.
@@ -335,8 +493,6 @@ class _Capacity:
             chosen.append(found)
         return pending, chosen, -1
 
-    # -- summaries -----------------------------------------------------------------
-
     def rooms(self, node: str, group: str, pending: Mapping[int, int]) -> dict[str, int]:
         """Request class -> largest ``need`` a single request could get on ``node`` now.
 
@@ -375,19 +531,83 @@ class _Capacity:
                 out[storage_class] = room
         return out
 
-    def _refresh(self, node: str, group: str) -> None:
-        best = self.best
-        for storage_class, room in self.rooms(node, group, _NO_PENDING).items():
-            key = (storage_class, group)
-            if key not in best:
-                best[key] = {}
-            best[key][node] = room
+    # -- charging ------------------------------------------------------------------
 
-    def summarize(self) -> None:
-        """Compute ``best`` for every node; call once all RESERVED ACRs are charged."""
-        for node, group in self.lists:
-            self._refresh(node, group)
-        self.summarized = True
+    def _charge(self, a: int, lvg: bool, size: int, sign: int) -> None:
+        if lvg:
+            self.lvg_holds[a] += sign
+            self.lvg_bytes[a] += sign * size
+        else:
+            self.whole_holds[a] += sign
+        if self.whole_holds[a] > 0:
+            self.used[a] = WHOLE
+        elif self.is_group[a] or self.lvg_holds[a] > 0:
+            self.used[a] = self.lvg_bytes[a]
+        else:
+            self.used[a] = FREE
+
+    def _apply(self, acr_name: str, held: _Held, sign: int) -> None:
+        touched: dict[tuple[str, str], set[str]] = {}
+        ready, nodes, groups, classes = self.ready, self.nodes, self.groups, self.classes
+        for a, lvg, size in held.charges:
+            self._charge(a, lvg, size, sign)
+            if nodes[a] in ready:
+                key = (nodes[a], groups[a])
+                if key in touched:
+                    touched[key].add(classes[a])
+                else:
+                    touched[key] = {classes[a]}
+        if self.track_lvg_holders:
+            for key2 in held.lvg_keys:
+                if sign > 0:
+                    self.lvg_holders.setdefault(key2, set()).add(acr_name)
+                else:
+                    holders = self.lvg_holders.get(key2)
+                    if holders is not None:
+                        holders.discard(acr_name)
+        for (node, group), touched_classes in touched.items():
+            self._refresh(node, group, touched_classes)
+
+    def hold(self, acr: RawObject, version: str = "") -> None:
+        """Charge the ACs a RESERVED ACR holds (it may hold the same AC several times)."""
+        charges: list[tuple[int, bool, int]] = []
+        unresolved: list[str] = []
+        classes: set[str] = set()
+        index_of, live = self.index_of, self.live
+        for item in list_field(acr, "spec", "ReservationRequests"):
+            storage_class = str_field(item, "CapacityRequest", "StorageClass")
+            size = _size_of(field(item, "CapacityRequest", "Size"))
+            if storage_class in LVG_MEDIA:
+                classes.add(storage_class)
+            for ac_name in list_field(item, "Reservations"):
+                if not isinstance(ac_name, str):
+                    continue
+                i = index_of.get(ac_name)
+                if i is None or not live[i]:
+                    unresolved.append(ac_name)  # charged if it appears (``update``)
+                    continue
+                if storage_class in LVG_MEDIA and size is not None:
+                    charges.append((i, True, align_to_extent(size)))
+                else:
+                    # A whole-drive volume, or a request we cannot size: take it all,
+                    # so a broken reservation never leads to over-promising.
+                    charges.append((i, False, 0))
+        lvg_keys = tuple(
+            (node, storage_class)
+            for node in list_field(acr, "spec", "NodeRequests", "Reserved") if isinstance(node, str)
+            for storage_class in sorted(classes)
+        )
+        acr_name = name(acr)
+        self.release(acr_name)
+        held = _Held(version, tuple(charges), lvg_keys, tuple(unresolved))
+        self.held[acr_name] = held
+        self._apply(acr_name, held, +1)
+
+    def release(self, acr_name: str) -> None:
+        """Undo what ``acr_name`` charged (nothing if it holds nothing)."""
+        held = self.held.pop(acr_name, None)
+        if held is not None:
+            self._apply(acr_name, held, -1)
 
 
 _NO_ROOM: Mapping[str, int] = {}
@@ -551,6 +771,7 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
             return waiting
 
     ordered = sorted(reqs, key=lambda r: (not r.lvg, r.size, r.name, r.index))
+    cap.ensure(nodes)
     # Cheap pass: drop nodes where some request cannot fit even alone.
     alive = nodes
     for req in ordered:
@@ -619,7 +840,6 @@ def plan(
     for other in acrs:
         if name(other) != own and str_field(other, "spec", "Status") == RESERVED:
             cap.hold(other)
-    cap.summarize()
     return _plan_one(cap, acr, now, options)
 
 
@@ -646,14 +866,24 @@ class CapacityPlanner:
     the last pass (a bound pod's released nodes, a deleted ACR, a decision as written)
     and plans the REQUESTED ones.  Decisions of a pass are charged at once, under a
     version no real object has, so the next pass replaces them with the ACR as it was
-    really written, or releases them if the write never happened.  Any change to an AC
-    or an LVG needs a new ``CapacityPlanner`` (the caller rebuilds; ACs change rarely).
+    really written, or releases them if the write never happened.  AC and LVG changes
+    are applied in place with ``update`` (no rebuild).
     """
 
     def __init__(self, acs: Iterable[RawObject], options: PlanOptions | None = None,
                  lvgs: Iterable[RawObject] = ()) -> None:
         self.options = options or PlanOptions()
         self._cap = _Capacity(acs, self.options.sequential_lvg, unusable_lvgs(lvgs))
+
+    def update(self, acs: Mapping[str, RawObject | None], lvgs: Iterable[RawObject] | None = None) -> None:
+        """Apply AC changes in place: AC name -> the AC as it is now (``None`` once deleted),
+        and, if any LogicalVolumeGroup changed, every LVG as it is now (``None``: none did).
+
+        The next ``plan_requested`` decides exactly as a planner built afresh from the new
+        ACs would: the nodes of changed ACs are summarised again when next named, and the
+        RESERVED ACRs holding a changed AC are released here and charged again by ``sync``.
+        """
+        self._cap.update(acs, None if lvgs is None else unusable_lvgs(lvgs))
 
     def sync(self, acrs: Iterable[RawObject]) -> list[RawObject]:
         """Charge the RESERVED ACRs as they are now; return the REQUESTED ones to plan."""
@@ -690,8 +920,6 @@ class CapacityPlanner:
     def plan_requested(self, acrs: Iterable[RawObject], now: datetime) -> list[Decision]:
         """Plan every REQUESTED ACR (not being deleted), oldest first, then by name."""
         todo = self.sync(acrs)
-        if not self._cap.summarized:
-            self._cap.summarize()  # once, after the first charge of every RESERVED ACR
         todo.sort(key=_batch_order)
         return [_plan_one(self._cap, acr, now, self.options) for acr in todo]
 
