@@ -45,6 +45,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from kustodian.policy.capacity.model import (
     AC_STORAGE_CLASSES,
@@ -745,40 +746,52 @@ def _rejection(
     Nodes failing for the same reason are grouped: complete, yet short on big clusters.
     """
     room_of = [cap.best.get((req.storage_class, req.group), _NO_ROOM).get for req in ordered]
-    # First request that cannot fit alone, per node, one request at a time (fast).
-    quick: dict[str, int] = {}
-    remaining = [node for node in nodes if node not in failed]
+    # First request that cannot fit alone, per node, one request at a time (fast), and
+    # the room the summary gives it there (None: no capacity of its class at all).
+    quick: dict[str, tuple[int, int | None]] = {}
+    remaining = [node for node in nodes if node not in failed] if failed else nodes
     for pos, req in enumerate(ordered):
-        get, need, still = room_of[pos], req.need, []
+        get, need = room_of[pos], req.need
+        still: list[str] = []
+        keep = still.append
         for node in remaining:
-            if get(node, -1) < need:
-                quick[node] = pos
+            room = get(node)
+            if room is None or room < need:
+                quick[node] = (pos, room)
             else:
-                still.append(node)
+                keep(node)
         remaining = still
-    # (position, kind) -> nodes, largest room among them; kind: 0 no capacity of the
+        if not remaining:
+            break
+    # (position, kind) -> [nodes, largest room among them]; kind: 0 no capacity of the
     # class at all, 1 some but not enough.
-    groups: dict[tuple[int, int], tuple[list[str], int]] = {}
+    groups: dict[tuple[int, int], list[Any]] = {}
     for node in nodes:
-        pending: dict[int, int] = {}
-        if node in failed:
-            pos, pending = failed[node]
+        found = quick.get(node)
+        if found is not None and found[0] < 2:
+            pos, room = found
         else:
-            pos = quick[node]
-            if pos >= 2:
+            pending: dict[int, int] = {}
+            if found is None:
+                pos, pending = failed[node]
+            else:
+                pos = found[0]
                 overlay, _chosen, early = cap.try_node(node, ordered[:pos])
                 if early >= 0:
                     pos, pending = early, overlay
-        req = ordered[pos]
-        room = cap.rooms(node, req.group, pending).get(req.storage_class) if pending else room_of[pos](node)
+            req = ordered[pos]
+            if pending:
+                room = cap.rooms(node, req.group, pending).get(req.storage_class)
+            else:
+                room = room_of[pos](node)
         key = (pos, 0 if room is None else 1)
-        if key in groups:
-            members, largest = groups[key]
-            members.append(node)
-            if room is not None and room > largest:
-                groups[key] = (members, room)
+        entry = groups.get(key)
+        if entry is None:
+            groups[key] = [[node], -1 if room is None else room]
         else:
-            groups[key] = ([node], -1 if room is None else room)
+            entry[0].append(node)
+            if room is not None and room > entry[1]:
+                entry[1] = room
     detail = "; ".join(
         f"{', '.join(members)}: {_describe(ordered[pos], largest if kind else None, len(members))}"
         for (pos, kind), (members, largest) in groups.items()
