@@ -29,14 +29,17 @@ by name; ``ANY`` tries HDD, then SSD, then NVME and never a volume group.  A req
 only takes ACs whose storage-group label equals its ``StorageGroup``
 (both empty included): grouped drives are kept for their group.
 
-Speed (1,000 ACRs x 3 volumes over 1,000 nodes x 12 drives well under a second):
-``plan_all`` indexes the ACs once by (node, storage group) -> storage class -> AC ids
-sorted by (size, name) and keeps the charge of every AC in one list.  A per-node summary
-("the largest request of class X that still fits here") is kept up to date on every
-commit, so a node that cannot take some request even alone costs one dict lookup; only
-the remaining nodes get a real placement, in a small overlay dict that is committed
-only when the whole ACR fits.  Nothing is re-sorted per request, and explanation text
-is built only for rejected ACRs, grouped by reason.
+Speed (the bench: 3,000 ACRs x 3 volumes over 5,000 nodes x 24 drives): the ACs are
+read once, in one pass, into flat per-AC lists of plain ints and strings; the charge of
+every AC is one list.  A node's ACs are sorted by (size, name) per (group, class), and
+its summary ("the largest request of class X that still fits here") computed, only when
+an ACR first names the node; a charge refreshes only the classes it touched.  A node
+that cannot take some request even alone then costs one dict lookup; only the remaining
+nodes get a real placement, in a small overlay dict that is committed only when the
+whole ACR fits.  Nothing is re-sorted per request, and explanation text is built only
+for rejected ACRs, grouped by reason.  An AC or LVG change forgets the nodes concerned
+and releases the reservations holding the changed ACs (``CapacityPlanner.update``);
+nothing else is rebuilt.
 """
 
 from __future__ import annotations
