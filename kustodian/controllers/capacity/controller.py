@@ -313,7 +313,7 @@ class CapacityReservations:
             return planner
         if changes or lvgs_changed:
             # In place: the nodes of the changed ACs are summarised again when next
-            # named, and the reservations holding them are charged again by this pass.
+            # named; a reservation that named an AC not usable before is charged again.
             now_lvgs = (self.lvgs.list() if self.lvgs is not None else []) if lvgs_changed else None
             kept.update(changes, now_lvgs)
         return kept

@@ -38,8 +38,7 @@ that cannot take some request even alone then costs one dict lookup; only the re
 nodes get a real placement, in a small overlay dict that is committed only when the
 whole ACR fits.  Nothing is re-sorted per request, and explanation text is built only
 for rejected ACRs, grouped by reason.  An AC or LVG change forgets the nodes concerned
-and releases the reservations holding the changed ACs (``CapacityPlanner.update``);
-nothing else is rebuilt.
+(``CapacityPlanner.update``); nothing else is rebuilt.
 """
 
 from __future__ import annotations
@@ -174,8 +173,7 @@ class _Capacity:
     per-node lists sorted by (size, name) and the per-node summaries are made only when
     a node is first named by an ACR (``ensure``), and a charge refreshes only the
     storage classes it touched.  ACs and LVGs can change in place (``update``): the
-    nodes concerned are forgotten (made again when next named) and the RESERVED ACRs
-    holding a changed AC are released, so the next ``sync`` charges them afresh.
+    nodes concerned are forgotten (made again when next named).
     """
 
     def __init__(self, acs: Iterable[RawObject], track_lvg_holders: bool,
@@ -320,8 +318,8 @@ class _Capacity:
                bad_lvgs: Collection[str] | None = None) -> None:
         """Apply AC changes (name -> the AC now, ``None`` once deleted) and a new set of
         unusable LVGs (``None``: unchanged), as a fresh build from the new objects would
-        see them.  RESERVED ACRs holding an AC that changed are released: the caller's
-        next ``sync`` charges them again against the new ACs."""
+        see them.  RESERVED ACRs that named an AC not usable when they were charged are
+        released: the caller's next ``sync`` charges them again against the new ACs."""
         entries: dict[str, tuple[tuple[int, str, str, str, str], bool] | None] = {}
         for ac_name, ac in changed.items():
             parsed = _parse_ac(ac) if ac is not None else None
@@ -341,10 +339,12 @@ class _Capacity:
                 entries[ac_name] = (entry, not (entry[2] in LVG_MEDIA and entry[4] in self.bad_lvgs))
         if not entries:
             return
-        ids = {self.index_of[n] for n in entries if n in self.index_of}
+        # The ledger is kept per AC id and a charge depends on the ACR only, so an ACR
+        # holding a changed (even deleted) AC stays charged, exactly as a fresh build
+        # would charge it once the AC is usable again.  Only an ACR that named an AC
+        # unusable when it was charged must be charged again (by the next ``sync``).
         names = entries.keys()
-        for acr_name in [acr_name for acr_name, held in self.held.items()
-                         if any(c[0] in ids for c in held.charges) or not names.isdisjoint(held.unresolved)]:
+        for acr_name in [n for n, held in self.held.items() if not names.isdisjoint(held.unresolved)]:
             self.release(acr_name)
         for ac_name, found in entries.items():
             known = self.index_of.get(ac_name)
@@ -928,8 +928,9 @@ class CapacityPlanner:
         and, if any LogicalVolumeGroup changed, every LVG as it is now (``None``: none did).
 
         The next ``plan_requested`` decides exactly as a planner built afresh from the new
-        ACs would: the nodes of changed ACs are summarised again when next named, and the
-        RESERVED ACRs holding a changed AC are released here and charged again by ``sync``.
+        ACs would: the nodes of changed ACs are summarised again when next named, and a
+        RESERVED ACR naming an AC that was not usable is released here and charged again
+        by ``sync``.
         """
         self._cap.update(acs, None if lvgs is None else unusable_lvgs(lvgs))
 
