@@ -6,6 +6,8 @@ For 3, 100 and 500 candidate nodes per ACR (what the scheduler extender passes):
   (what a restarted controller does once);
 - ``re-plan``: the controller's steady state: a ``CapacityPlanner`` kept from the batch,
   the written decisions synced once, then one new REQUESTED ACR planned (median);
+- ``re-plan on one AC change``: the same, after an AC held by a reservation changed
+  (``CapacityPlanner.update`` in place, no rebuild), then one new ACR planned (median);
 - ``rejected``: pods arriving one by one (each planned against everything before it),
   with and without the release of a bound pod's other nodes (the pod binds to the first
   reserved node): the share of pods rejected, and the share of the cluster's drives (ACs)
@@ -118,6 +120,27 @@ def rows_for(candidates: int, nodes: int, drives: int, n_acrs: int, runs: int) -
                  "value": round(statistics.median(replan) * 1000, 1), "target": ("<=", 50.0),
                  "note": f"incremental CapacityPlanner over {shape}; last: {d.status}; "
                          f"CPU {statistics.median(replan_cpu) * 1000:.1f} ms"})
+
+    # an AC changes (a held drive shrinks, then comes back): applied to the kept planner
+    # in place, then one new ACR planned; every RESERVED ACR holding it is charged again
+    held = next(name for acr in written if acr["spec"]["Status"] == "RESERVED"
+                for item in acr["spec"]["ReservationRequests"] for name in item.get("Reservations", []))
+    ac = next(a for a in acs if a["metadata"]["name"] == held)
+    ac_times, ac_cpu = [], []
+    for i, new in enumerate(extra):
+        changed = {**ac, "spec": {**ac["spec"], "Size": ac["spec"]["Size"] // (2 if i % 2 == 0 else 1)}}
+        t0, c0 = time.perf_counter(), time.process_time()
+        planner.update({held: changed})
+        (d,) = planner.plan_requested([*written, new], now)
+        ac_times.append(time.perf_counter() - t0)
+        ac_cpu.append(time.process_time() - c0)
+        planner.plan_requested(written, now)
+    planner.update({held: ac})
+    rows.append({"scenario": "capacity planner",
+                 "metric": f"re-plan on one AC change, {candidates} candidates (ms)",
+                 "value": round(statistics.median(ac_times) * 1000, 1), "target": ("<=", 50.0),
+                 "note": f"CapacityPlanner.update (no rebuild) + one new ACR over {shape}; last: {d.status}; "
+                         f"CPU {statistics.median(ac_cpu) * 1000:.1f} ms"})
 
     for release in (False, True):
         share, use = _arrivals(acs, acrs, release)

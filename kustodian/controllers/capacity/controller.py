@@ -9,8 +9,8 @@ Three keys, not one key per ACR, because a reservation is only sound if it was p
 against *every* other reservation:
 
 - ``plan``: one deterministic batch over the AC and ACR caches, through a
-  ``CapacityPlanner`` kept between passes (rebuilt only when an AC or LVG changes), so
-  one new ACR costs its own placement, not the cluster's.  Each decision is written
+  ``CapacityPlanner`` kept between passes (AC and LVG changes are applied to it in
+  place), so one new ACR costs its own placement, not the cluster's.  Each decision is written
   with the resourceVersion it was computed from.  The runtime never runs one key on two
   workers, so batches never overlap.  A 409 means the ACR changed under us: it is
   re-read and the *whole* batch is planned again.
@@ -176,10 +176,12 @@ class CapacityReservations:
         lvg_resource = resources.get(LVG_KIND_KEY)
         self.lvgs = WatchCache(client, lvg_resource) if lvg_resource is not None else None
         self._lock = threading.Lock()
-        # The kept planner and the AC/LVG generation it was built from (any AC/LVG event
-        # bumps the generation; a planner built from an older one is rebuilt).
-        self._planner: tuple[int, CapacityPlanner] | None = None
-        self._capacity_generation = 0
+        # The kept planner, and the AC/LVG changes it has not seen yet (AC name -> the AC
+        # now, None once deleted; any LVG event): applied in place before the next pass.
+        self._planner: CapacityPlanner | None = None
+        self._ac_changes: dict[str, Obj | None] = {}
+        self._lvgs_changed = False
+        self.rebuilds = 0
         self.released = 0
         self._written: dict[str, _Written] = {}
         # counters, for tests and logs
@@ -202,9 +204,16 @@ class CapacityReservations:
             if new is not None and str_field(new, "spec", "Status") == RESERVED:
                 enqueue(RELEASE_KEY)  # its pod may have been bound before it was reserved
 
-        def on_capacity(etype: str, new: Obj | None, old: Obj | None) -> None:
+        def on_ac(etype: str, new: Obj | None, old: Obj | None) -> None:
+            obj = new if new is not None else old
+            if obj is not None:
+                with self._lock:
+                    self._ac_changes[name(obj)] = new
+            enqueue(PLAN_KEY)
+
+        def on_lvg(etype: str, new: Obj | None, old: Obj | None) -> None:
             with self._lock:
-                self._capacity_generation += 1
+                self._lvgs_changed = True
             enqueue(PLAN_KEY)
 
         def on_pod(etype: str, new: Obj | None, old: Obj | None) -> None:
@@ -222,9 +231,9 @@ class CapacityReservations:
         def on_node(etype: str, new: Obj | None, old: Obj | None) -> None:
             enqueue(RELEASE_KEY)
 
-        self.acs.add_handler(on_capacity)
+        self.acs.add_handler(on_ac)
         if self.lvgs is not None:
-            self.lvgs.add_handler(on_capacity)
+            self.lvgs.add_handler(on_lvg)
         self.acrs.add_handler(on_acr)
         self.pods.add_handler(on_pod)
         self.nodes.add_handler(on_node)
@@ -289,17 +298,25 @@ class CapacityReservations:
         raise Conflict(409, "Conflict", f"ACRs kept changing during {self.max_rounds} planning rounds")
 
     def _current_planner(self) -> CapacityPlanner:
+        # Changes are taken before the caches are read: an event during a build is
+        # applied again at the next pass, which is harmless (an update is idempotent).
         with self._lock:
-            generation, kept = self._capacity_generation, self._planner
-        if kept is not None and kept[0] == generation:
-            return kept[1]
-        # Read after the generation: an AC event during the build bumps it again, and the
-        # next pass rebuilds instead of trusting a planner that may have missed it.
-        lvgs = self.lvgs.list() if self.lvgs is not None else []
-        planner = CapacityPlanner(self.acs.list(), self.options, lvgs)
-        with self._lock:
-            self._planner = (generation, planner)
-        return planner
+            changes, self._ac_changes = self._ac_changes, {}
+            lvgs_changed, self._lvgs_changed = self._lvgs_changed, False
+            kept = self._planner
+        if kept is None:
+            lvgs = self.lvgs.list() if self.lvgs is not None else []
+            planner = CapacityPlanner(self.acs.list(), self.options, lvgs)
+            self.rebuilds += 1
+            with self._lock:
+                self._planner = planner
+            return planner
+        if changes or lvgs_changed:
+            # In place: the nodes of the changed ACs are summarised again when next
+            # named; a reservation that named an AC not usable before is charged again.
+            now_lvgs = (self.lvgs.list() if self.lvgs is not None else []) if lvgs_changed else None
+            kept.update(changes, now_lvgs)
+        return kept
 
     def _write(self, acr: Obj, decision: Decision, now: datetime) -> bool:
         """Write ``decision`` with ``acr``'s resourceVersion; False after a 409 (fresh copy kept)."""

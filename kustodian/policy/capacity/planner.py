@@ -29,14 +29,16 @@ by name; ``ANY`` tries HDD, then SSD, then NVME and never a volume group.  A req
 only takes ACs whose storage-group label equals its ``StorageGroup``
 (both empty included): grouped drives are kept for their group.
 
-Speed (1,000 ACRs x 3 volumes over 1,000 nodes x 12 drives well under a second):
-``plan_all`` indexes the ACs once by (node, storage group) -> storage class -> AC ids
-sorted by (size, name) and keeps the charge of every AC in one list.  A per-node summary
-("the largest request of class X that still fits here") is kept up to date on every
-commit, so a node that cannot take some request even alone costs one dict lookup; only
-the remaining nodes get a real placement, in a small overlay dict that is committed
-only when the whole ACR fits.  Nothing is re-sorted per request, and explanation text
-is built only for rejected ACRs, grouped by reason.
+Speed (the bench: 3,000 ACRs x 3 volumes over 5,000 nodes x 24 drives): the ACs are
+read once, in one pass, into flat per-AC lists of plain ints and strings; the charge of
+every AC is one list.  A node's ACs are sorted by (size, name) per (group, class), and
+its summary ("the largest request of class X that still fits here") computed, only when
+an ACR first names the node; a charge refreshes only the classes it touched.  A node
+that cannot take some request even alone then costs one dict lookup; only the remaining
+nodes get a real placement, in a small overlay dict that is committed only when the
+whole ACR fits.  Nothing is re-sorted per request, and explanation text is built only
+for rejected ACRs, grouped by reason.  An AC or LVG change forgets the nodes concerned
+(``CapacityPlanner.update``); nothing else is rebuilt.
 """
 
 from __future__ import annotations
@@ -45,6 +47,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from kustodian.policy.capacity.model import (
     AC_STORAGE_CLASSES,
@@ -78,6 +81,8 @@ FREE = -1
 WHOLE = -2
 
 _AC_CLASSES = frozenset(AC_STORAGE_CLASSES)
+# plain media -> the LVG class a drive of it can become
+_LVG_OF: Mapping[str, str] = {media: sc for sc, media in LVG_MEDIA.items() if media is not None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,13 +105,14 @@ def _size_of(value: object) -> int | None:
     return value
 
 
-def _parse_ac(ac: RawObject, bad_lvgs: Collection[str]) -> tuple[str, tuple[int, str, str, str, str]] | None:
+def _parse_ac(ac: RawObject) -> tuple[str, tuple[int, str, str, str, str]] | None:
     """``(name, (size, node, class, group, location))`` of a usable AC, else ``None``.
 
-    Not usable: malformed (the webhook refuses these), tainted ``NoSchedule`` (upstream's
-    node_capacity.go skips them too) and the AC of a volume group known to be failed or
-    going away.  A hundred thousand ACs are read per batch, so plain dicts (what the JSON
-    decoder gives) take a direct path; anything else goes through the safe readers.
+    Not usable: malformed (the webhook refuses these) and tainted ``NoSchedule``
+    (upstream's node_capacity.go skips them too); the AC of a volume group known to be
+    failed or going away is the caller's to set aside.  A hundred thousand ACs are read
+    per batch, so plain dicts (what the JSON decoder gives) take a direct path; anything
+    else goes through the safe readers.
     """
     meta, spec = ac.get("metadata"), ac.get("spec")
     if type(meta) is dict and type(spec) is dict:
@@ -131,8 +137,6 @@ def _parse_ac(ac: RawObject, bad_lvgs: Collection[str]) -> tuple[str, tuple[int,
         or type(size) is not int or size < 0
         or taint == DRIVE_TAINT_NO_SCHEDULE
     ):
-        return None
-    if storage_class in LVG_MEDIA and location in bad_lvgs:
         return None
     return ac_name, (
         size,
@@ -159,132 +163,301 @@ class _Held:
     version: str
     charges: tuple[tuple[int, bool, int], ...]  # (AC id, LVG?, bytes)
     lvg_keys: tuple[tuple[str, str], ...]  # (node, LVG class) it holds for sequential mode
+    unresolved: tuple[str, ...] = ()  # AC names it holds that are not (or no longer) usable
 
 
 class _Capacity:
-    """Every AC of the cluster and how much of it is already promised."""
+    """Every AC of the cluster and how much of it is already promised.
+
+    Built in one pass over the ACs into flat per-AC lists (no per-object classes); the
+    per-node lists sorted by (size, name) and the per-node summaries are made only when
+    a node is first named by an ACR (``ensure``), and a charge refreshes only the
+    storage classes it touched.  ACs and LVGs can change in place (``update``): the
+    nodes concerned are forgotten (made again when next named).
+    """
 
     def __init__(self, acs: Iterable[RawObject], track_lvg_holders: bool,
                  bad_lvgs: Collection[str] = frozenset()) -> None:
-        best: dict[str, tuple[int, str, str, str, str]] = {}
-        for ac in acs:
-            parsed = _parse_ac(ac, bad_lvgs)
-            if parsed is None:
-                continue
-            ac_name, entry = parsed
-            # Names are unique in a real cluster; if a snapshot repeats one, keep a
-            # choice that does not depend on input order.
-            if ac_name not in best or entry < best[ac_name]:
-                best[ac_name] = entry
-
-        ordered = sorted(best.items(), key=lambda item: (item[1][0], item[0]))
-        self.names: list[str] = [n for n, _ in ordered]
-        self.index_of: dict[str, int] = {n: i for i, n in enumerate(self.names)}
-        self.sizes: list[int] = [e[0] for _, e in ordered]
-        self.nodes: list[str] = [e[1] for _, e in ordered]
-        self.groups: list[str] = [e[3] for _, e in ordered]
-        self.is_group: list[bool] = [e[2] in LVG_MEDIA for _, e in ordered]
+        self.bad_lvgs = frozenset(bad_lvgs)
+        self.names: list[str] = []
+        self.index_of: dict[str, int] = {}
+        self.sizes: list[int] = []
+        self.nodes: list[str] = []
+        self.groups: list[str] = []
+        self.classes: list[str] = []
+        self.locations: list[str] = []
+        self.is_group: list[bool] = []
         self.usable: list[int] = []
         self.used: list[int] = []
+        # False for an AC in a failed volume group (kept, so that it can come back).
+        self.live: list[bool] = []
         # The ledger ``used`` is derived from: volumes holding each AC whole, LVG volumes
         # in it and their bytes.  Counting (not overwriting) is what makes release exact.
-        self.whole_holds: list[int] = [0] * len(ordered)
-        self.lvg_holds: list[int] = [0] * len(ordered)
-        self.lvg_bytes: list[int] = [0] * len(ordered)
-        buckets: dict[tuple[str, str], dict[str, list[int]]] = {}
-        for i, (_, (size, node, storage_class, group, _loc)) in enumerate(ordered):
-            if storage_class in LVG_MEDIA:
-                self.usable.append(size // PE_SIZE * PE_SIZE)
-                self.used.append(0)
-            else:
-                self.usable.append(lvg_usable_size(size))
-                self.used.append(FREE)
-            buckets.setdefault((node, group), {}).setdefault(storage_class, []).append(i)
-        # (node, group) -> storage class (incl. ANY) -> AC ids by (size, name).
+        self.whole_holds: list[int] = []
+        self.lvg_holds: list[int] = []
+        self.lvg_bytes: list[int] = []
+        # node -> its live AC ids, in no particular order.
+        self.node_ids: dict[str, list[int]] = {}
+        # Made per node on first use (``ensure``):
+        # (node, group) -> storage class (incl. ANY) -> AC ids by (size, name);
         self.lists: dict[tuple[str, str], dict[str, tuple[int, ...]]] = {}
-        for key, by_class in buckets.items():
-            lists = {sc: tuple(ids) for sc, ids in by_class.items()}
-            lists[ANY_CLASS] = tuple(i for sc in ANY_ORDER for i in by_class.get(sc, ()))
-            self.lists[key] = lists
+        # (node, group) -> plain media -> largest LVG room a drive of it offers;
+        self.as_group: dict[tuple[str, str], dict[str, int]] = {}
+        # (node, group) -> plain media -> largest free drive of it;
+        self.wholes: dict[tuple[str, str], dict[str, int]] = {}
         # (request class, group) -> node -> the largest ``need`` one request of that class
         # could still get there.  A node that cannot take a request alone is skipped
         # with one dict lookup: on a busy cluster most candidate nodes are such nodes.
-        # Filled by ``summarize`` once the RESERVED ACRs are charged, kept by ``commit``.
         self.best: dict[tuple[str, str], dict[str, int]] = {}
-        self.summarized = False
+        self.node_groups: dict[str, tuple[str, ...]] = {}
+        self.ready: set[str] = set()
         # (node, LVG class) -> RESERVED ACRs holding such a volume there (sequential mode).
         self.track_lvg_holders = track_lvg_holders
         self.lvg_holders: dict[tuple[str, str], set[str]] = {}
         # ACR name -> what it charged.
         self.held: dict[str, _Held] = {}
 
-    def _charge(self, a: int, lvg: bool, size: int, sign: int) -> None:
-        if lvg:
-            self.lvg_holds[a] += sign
-            self.lvg_bytes[a] += sign * size
-        else:
-            self.whole_holds[a] += sign
-        if self.whole_holds[a] > 0:
-            self.used[a] = WHOLE
-        elif self.is_group[a] or self.lvg_holds[a] > 0:
-            self.used[a] = self.lvg_bytes[a]
-        else:
-            self.used[a] = FREE
-
-    def _apply(self, acr_name: str, held: _Held, sign: int) -> None:
-        touched = set()
-        for a, lvg, size in held.charges:
-            self._charge(a, lvg, size, sign)
-            touched.add((self.nodes[a], self.groups[a]))
-        if self.track_lvg_holders:
-            for key in held.lvg_keys:
-                if sign > 0:
-                    self.lvg_holders.setdefault(key, set()).add(acr_name)
+        # One pass, straight into the lists: a hundred thousand ACs are read per build.
+        bad = self.bad_lvgs
+        index_of, node_ids = self.index_of, self.node_ids
+        names, sizes, nodes, groups, classes = self.names, self.sizes, self.nodes, self.groups, self.classes
+        locations, is_group, live = self.locations, self.is_group, self.live
+        usable, used = self.usable, self.used
+        for ac in acs:
+            parsed = _parse_ac(ac)
+            if parsed is None:
+                continue
+            ac_name, entry = parsed
+            size, node, storage_class, group, location = entry
+            group_kind = storage_class in LVG_MEDIA
+            alive = not (group_kind and location in bad)
+            if ac_name in index_of:
+                # Names are unique in a real cluster; if a snapshot repeats one, keep a
+                # choice that does not depend on input order (a usable one first).
+                i = index_of[ac_name]
+                current = (not live[i], (sizes[i], nodes[i], classes[i], groups[i], locations[i]))
+                if (not alive, entry) < current:
+                    self._grow_ledger()
+                    self._unlink(i)
+                    self._put(ac_name, entry, alive)
+                continue
+            i = len(names)
+            index_of[ac_name] = i
+            names.append(ac_name)
+            sizes.append(size)
+            nodes.append(node)
+            groups.append(group)
+            classes.append(storage_class)
+            locations.append(location)
+            is_group.append(group_kind)
+            if group_kind:
+                usable.append(size // PE_SIZE * PE_SIZE)
+                used.append(0)
+            else:
+                usable.append(lvg_usable_size(size))
+                used.append(FREE)
+            live.append(alive)
+            if alive:
+                ids = node_ids.get(node)
+                if ids is None:
+                    node_ids[node] = [i]
                 else:
-                    holders = self.lvg_holders.get(key)
-                    if holders is not None:
-                        holders.discard(acr_name)
-        if self.summarized:
-            for node, group in touched:
-                self._refresh(node, group)
+                    ids.append(i)
+        self._grow_ledger()
 
-    def hold(self, acr: RawObject, version: str = "") -> None:
-        """Charge the ACs a RESERVED ACR holds (it may hold the same AC several times)."""
-        charges: list[tuple[int, bool, int]] = []
-        classes: set[str] = set()
-        for item in list_field(acr, "spec", "ReservationRequests"):
-            storage_class = str_field(item, "CapacityRequest", "StorageClass")
-            size = _size_of(field(item, "CapacityRequest", "Size"))
-            if storage_class in LVG_MEDIA:
-                classes.add(storage_class)
-            for ac_name in list_field(item, "Reservations"):
-                i = self.index_of.get(ac_name) if isinstance(ac_name, str) else None
-                if i is None:
-                    continue
-                if storage_class in LVG_MEDIA and size is not None:
-                    charges.append((i, True, align_to_extent(size)))
+    def _grow_ledger(self) -> None:
+        zeros = [0] * (len(self.names) - len(self.whole_holds))
+        self.whole_holds.extend(zeros)
+        self.lvg_holds.extend(zeros)
+        self.lvg_bytes.extend(zeros)
+
+    # -- the AC table --------------------------------------------------------------
+
+    def _put(self, ac_name: str, entry: tuple[int, str, str, str, str], live: bool) -> None:
+        """Add ``ac_name`` or replace its fields (its ledger stays: holds name ACs)."""
+        size, node, storage_class, group, location = entry
+        group_kind = storage_class in LVG_MEDIA
+        i = self.index_of.get(ac_name)
+        if i is None:
+            i = len(self.names)
+            self.index_of[ac_name] = i
+            self.names.append(ac_name)
+            self.sizes.append(size)
+            self.nodes.append(node)
+            self.groups.append(group)
+            self.classes.append(storage_class)
+            self.locations.append(location)
+            self.is_group.append(group_kind)
+            self.usable.append(size // PE_SIZE * PE_SIZE if group_kind else lvg_usable_size(size))
+            self.used.append(0 if group_kind else FREE)
+            self.live.append(live)
+            self.whole_holds.append(0)
+            self.lvg_holds.append(0)
+            self.lvg_bytes.append(0)
+        else:
+            self.sizes[i], self.nodes[i], self.groups[i] = size, node, group
+            self.classes[i], self.locations[i], self.is_group[i] = storage_class, location, group_kind
+            self.usable[i] = size // PE_SIZE * PE_SIZE if group_kind else lvg_usable_size(size)
+            self.live[i] = live
+            self._charge(i, False, 0, 0)  # recompute ``used`` from the ledger
+        if live:
+            ids = self.node_ids.get(node)
+            if ids is None:
+                self.node_ids[node] = [i]
+            else:
+                ids.append(i)
+
+    def _unlink(self, i: int) -> None:
+        """Take AC ``i`` off its node (it stays in the table, not live)."""
+        if self.live[i]:
+            self.live[i] = False
+            self.node_ids[self.nodes[i]].remove(i)
+        self.forget(self.nodes[i])
+
+    def update(self, changed: Mapping[str, RawObject | None],
+               bad_lvgs: Collection[str] | None = None) -> None:
+        """Apply AC changes (name -> the AC now, ``None`` once deleted) and a new set of
+        unusable LVGs (``None``: unchanged), as a fresh build from the new objects would
+        see them.  RESERVED ACRs that named an AC not usable when they were charged are
+        released: the caller's next ``sync`` charges them again against the new ACs."""
+        entries: dict[str, tuple[tuple[int, str, str, str, str], bool] | None] = {}
+        for ac_name, ac in changed.items():
+            parsed = _parse_ac(ac) if ac is not None else None
+            entries[ac_name] = None if parsed is None or parsed[0] != ac_name else (parsed[1], True)
+        if bad_lvgs is not None:
+            bad = frozenset(bad_lvgs)
+            flipped = bad ^ self.bad_lvgs
+            self.bad_lvgs = bad
+            if flipped:
+                for i, location in enumerate(self.locations):
+                    if location in flipped and self.is_group[i] and self.names[i] not in entries:
+                        entries[self.names[i]] = (
+                            (self.sizes[i], self.nodes[i], self.classes[i], self.groups[i], location), True)
+        for ac_name, found in list(entries.items()):
+            if found is not None:
+                entry = found[0]
+                entries[ac_name] = (entry, not (entry[2] in LVG_MEDIA and entry[4] in self.bad_lvgs))
+        if not entries:
+            return
+        # The ledger is kept per AC id and a charge depends on the ACR only, so an ACR
+        # holding a changed (even deleted) AC stays charged, exactly as a fresh build
+        # would charge it once the AC is usable again.  Only an ACR that named an AC
+        # unusable when it was charged must be charged again (by the next ``sync``).
+        names = entries.keys()
+        for acr_name in [n for n, held in self.held.items() if not names.isdisjoint(held.unresolved)]:
+            self.release(acr_name)
+        for ac_name, found in entries.items():
+            known = self.index_of.get(ac_name)
+            if known is not None:
+                self._unlink(known)
+            if found is not None:
+                self._put(ac_name, found[0], found[1])
+                self.forget(found[0][1])
+
+    # -- per-node lists and summaries ----------------------------------------------
+
+    def ensure(self, nodes: Iterable[str]) -> None:
+        """Make the lists and summaries of every node in ``nodes`` not made yet."""
+        ready = self.ready
+        if ready.issuperset(nodes):
+            return
+        for node in nodes:
+            if node not in ready:
+                self._make(node)
+
+    def _make(self, node: str) -> None:
+        buckets: dict[str, dict[str, list[int]]] = {}
+        groups, classes = self.groups, self.classes
+        for a in self.node_ids.get(node, ()):
+            by_class = buckets.get(groups[a])
+            if by_class is None:
+                by_class = buckets[groups[a]] = {}
+            ids = by_class.get(classes[a])
+            if ids is None:
+                by_class[classes[a]] = [a]
+            else:
+                ids.append(a)
+        sizes, names = self.sizes, self.names
+
+        def order(a: int) -> tuple[int, str]:
+            return sizes[a], names[a]
+
+        for group, by_class in buckets.items():
+            lists = {sc: tuple(sorted(ids, key=order)) for sc, ids in by_class.items()}
+            lists[ANY_CLASS] = tuple(i for sc in ANY_ORDER for i in lists.get(sc, ()))
+            self.lists[(node, group)] = lists
+            self._refresh(node, group, None)
+        self.node_groups[node] = tuple(buckets)
+        self.ready.add(node)
+
+    def forget(self, node: str) -> None:
+        """Drop what was made for ``node``; made again when next named."""
+        if node not in self.ready:
+            return
+        self.ready.discard(node)
+        for group in self.node_groups.pop(node, ()):
+            self.lists.pop((node, group), None)
+            self.as_group.pop((node, group), None)
+            self.wholes.pop((node, group), None)
+        for by_node in self.best.values():
+            by_node.pop(node, None)
+
+    def _refresh(self, node: str, group: str, touched: Collection[str] | None) -> None:
+        """Recompute the summary of ``node`` for the classes an AC of ``touched`` feeds
+        (``None``: all).  Mirrors ``rooms`` with no pending charges exactly."""
+        key = (node, group)
+        lists = self.lists.get(key)
+        if lists is None:
+            return
+        used, sizes, usable, best = self.used, self.sizes, self.usable, self.best
+        as_group = self.as_group.get(key)
+        if as_group is None:
+            as_group = self.as_group[key] = {}
+            wholes = self.wholes[key] = {}
+        else:
+            wholes = self.wholes[key]
+        redo: set[str] = set()
+        for media in ANY_ORDER:
+            if touched is not None and media not in touched:
+                continue
+            ids = lists.get(media)
+            if not ids:
+                continue
+            whole = lvg = -1
+            for a in ids:
+                u = used[a]
+                if u == FREE:
+                    whole = max(whole, sizes[a])
+                    lvg = max(lvg, usable[a])
+                elif u >= 0 and usable[a] - u > lvg:
+                    lvg = usable[a] - u
+            wholes[media] = whole
+            as_group[media] = lvg
+            by_node = best.get((media, group))
+            if by_node is None:
+                best[(media, group)] = {node: whole}
+            else:
+                by_node[node] = whole
+            redo.add(_LVG_OF[media])
+        if redo:
+            by_node = best.get((ANY_CLASS, group))
+            if by_node is None:
+                best[(ANY_CLASS, group)] = {node: max(wholes.values())}
+            else:
+                by_node[node] = max(wholes.values())
+        for storage_class, plain in LVG_MEDIA.items():
+            if touched is not None and storage_class not in touched and storage_class not in redo:
+                continue
+            room = as_group.get(plain) if plain is not None else None
+            for a in lists.get(storage_class, ()):
+                u = used[a]
+                room = max(-1 if room is None else room, usable[a] - u if u >= 0 else -1)
+            if room is not None:
+                by_node = best.get((storage_class, group))
+                if by_node is None:
+                    best[(storage_class, group)] = {node: room}
                 else:
-                    # A whole-drive volume, or a request we cannot size: take it all,
-                    # so a broken reservation never leads to over-promising.
-                    charges.append((i, False, 0))
-        lvg_keys = tuple(
-            (node, storage_class)
-            for node in list_field(acr, "spec", "NodeRequests", "Reserved") if isinstance(node, str)
-            for storage_class in sorted(classes)
-        )
-        acr_name = name(acr)
-        self.release(acr_name)
-        held = _Held(version, tuple(charges), lvg_keys)
-        self.held[acr_name] = held
-        self._apply(acr_name, held, +1)
-
-    def release(self, acr_name: str) -> None:
-        """Undo what ``acr_name`` charged (nothing if it holds nothing)."""
-        held = self.held.pop(acr_name, None)
-        if held is not None:
-            self._apply(acr_name, held, -1)
-
-    # -- placing -------------------------------------------------------------------
+                    by_node[node] = room
 
     def try_node(self, node: str, ordered: Sequence[_Request]) -> tuple[dict[int, int], list[int], int]:
         """Place every request on ``node``.
@@ -297,17 +470,22 @@ class _Capacity:
         usable = self.usable
         sizes = self.sizes
         pending: dict[int, int] = {}
+        get = pending.get
         chosen: list[int] = []
         lists_by_group = self.lists
+        group: str | None = None
+        lists: dict[str, tuple[int, ...]] | None = None
         for pos, req in enumerate(ordered):
-            lists = lists_by_group.get((node, req.group))
+            if req.group != group:
+                group = req.group
+                lists = lists_by_group.get((node, group))
             found = -1
             charge = 0
             if lists is not None:
                 need = req.need
                 if req.lvg:
                     for a in lists.get(req.storage_class, ()):
-                        u = pending.get(a, used[a])
+                        u = get(a, used[a])
                         if u >= 0 and u + need <= usable[a]:
                             found, charge = a, u + need
                             break
@@ -315,18 +493,18 @@ class _Capacity:
                         plain = lists.get(req.media, ())
                         # Groups already made from plain drives first: fewer drives.
                         for a in plain:
-                            u = pending.get(a, used[a])
+                            u = get(a, used[a])
                             if u >= 0 and u + need <= usable[a]:
                                 found, charge = a, u + need
                                 break
                         else:
                             for a in plain:
-                                if need <= usable[a] and pending.get(a, used[a]) == FREE:
+                                if need <= usable[a] and get(a, used[a]) == FREE:
                                     found, charge = a, need
                                     break
                 else:
                     for a in lists.get(req.storage_class, ()):
-                        if sizes[a] >= need and pending.get(a, used[a]) == FREE:
+                        if sizes[a] >= need and get(a, used[a]) == FREE:
                             found, charge = a, WHOLE
                             break
             if found < 0:
@@ -334,8 +512,6 @@ class _Capacity:
             pending[found] = charge
             chosen.append(found)
         return pending, chosen, -1
-
-    # -- summaries -----------------------------------------------------------------
 
     def rooms(self, node: str, group: str, pending: Mapping[int, int]) -> dict[str, int]:
         """Request class -> largest ``need`` a single request could get on ``node`` now.
@@ -375,19 +551,96 @@ class _Capacity:
                 out[storage_class] = room
         return out
 
-    def _refresh(self, node: str, group: str) -> None:
-        best = self.best
-        for storage_class, room in self.rooms(node, group, _NO_PENDING).items():
-            key = (storage_class, group)
-            if key not in best:
-                best[key] = {}
-            best[key][node] = room
+    # -- charging ------------------------------------------------------------------
 
-    def summarize(self) -> None:
-        """Compute ``best`` for every node; call once all RESERVED ACRs are charged."""
-        for node, group in self.lists:
-            self._refresh(node, group)
-        self.summarized = True
+    def _charge(self, a: int, lvg: bool, size: int, sign: int) -> None:
+        if lvg:
+            self.lvg_holds[a] += sign
+            self.lvg_bytes[a] += sign * size
+        else:
+            self.whole_holds[a] += sign
+        if self.whole_holds[a] > 0:
+            self.used[a] = WHOLE
+        elif self.is_group[a] or self.lvg_holds[a] > 0:
+            self.used[a] = self.lvg_bytes[a]
+        else:
+            self.used[a] = FREE
+
+    def _apply(self, acr_name: str, held: _Held, sign: int) -> None:
+        touched: dict[tuple[str, str], set[str]] = {}
+        ready, nodes, groups, classes = self.ready, self.nodes, self.groups, self.classes
+        whole_holds, lvg_holds, lvg_bytes = self.whole_holds, self.lvg_holds, self.lvg_bytes
+        used, is_group = self.used, self.is_group
+        for a, lvg, size in held.charges:
+            # ``_charge``, inlined: a reservation on 500 nodes is 1,500 charges.
+            if lvg:
+                lvg_holds[a] += sign
+                lvg_bytes[a] += sign * size
+            else:
+                whole_holds[a] += sign
+            if whole_holds[a] > 0:
+                used[a] = WHOLE
+            elif is_group[a] or lvg_holds[a] > 0:
+                used[a] = lvg_bytes[a]
+            else:
+                used[a] = FREE
+            if nodes[a] in ready:
+                key = (nodes[a], groups[a])
+                if key in touched:
+                    touched[key].add(classes[a])
+                else:
+                    touched[key] = {classes[a]}
+        if self.track_lvg_holders:
+            for key2 in held.lvg_keys:
+                if sign > 0:
+                    self.lvg_holders.setdefault(key2, set()).add(acr_name)
+                else:
+                    holders = self.lvg_holders.get(key2)
+                    if holders is not None:
+                        holders.discard(acr_name)
+        for (node, group), touched_classes in touched.items():
+            self._refresh(node, group, touched_classes)
+
+    def hold(self, acr: RawObject, version: str = "") -> None:
+        """Charge the ACs a RESERVED ACR holds (it may hold the same AC several times)."""
+        charges: list[tuple[int, bool, int]] = []
+        unresolved: list[str] = []
+        classes: set[str] = set()
+        index_of, live = self.index_of, self.live
+        for item in list_field(acr, "spec", "ReservationRequests"):
+            storage_class = str_field(item, "CapacityRequest", "StorageClass")
+            size = _size_of(field(item, "CapacityRequest", "Size"))
+            if storage_class in LVG_MEDIA:
+                classes.add(storage_class)
+            for ac_name in list_field(item, "Reservations"):
+                if not isinstance(ac_name, str):
+                    continue
+                i = index_of.get(ac_name)
+                if i is None or not live[i]:
+                    unresolved.append(ac_name)  # charged if it appears (``update``)
+                    continue
+                if storage_class in LVG_MEDIA and size is not None:
+                    charges.append((i, True, align_to_extent(size)))
+                else:
+                    # A whole-drive volume, or a request we cannot size: take it all,
+                    # so a broken reservation never leads to over-promising.
+                    charges.append((i, False, 0))
+        lvg_keys = tuple(
+            (node, storage_class)
+            for node in list_field(acr, "spec", "NodeRequests", "Reserved") if isinstance(node, str)
+            for storage_class in sorted(classes)
+        )
+        acr_name = name(acr)
+        self.release(acr_name)
+        held = _Held(version, tuple(charges), lvg_keys, tuple(unresolved))
+        self.held[acr_name] = held
+        self._apply(acr_name, held, +1)
+
+    def release(self, acr_name: str) -> None:
+        """Undo what ``acr_name`` charged (nothing if it holds nothing)."""
+        held = self.held.pop(acr_name, None)
+        if held is not None:
+            self._apply(acr_name, held, -1)
 
 
 _NO_ROOM: Mapping[str, int] = {}
@@ -435,7 +688,8 @@ def _requests(acr: RawObject) -> list[_Request]:
 
 
 def _requested_nodes(acr: RawObject) -> list[str]:
-    return list(dict.fromkeys(n for n in list_field(acr, "spec", "NodeRequests", "Requested") if n))
+    """The requested nodes of a *validated* ACR (non-empty strings), first mention first."""
+    return list(dict.fromkeys(list_field(acr, "spec", "NodeRequests", "Requested")))
 
 
 def _rejected(acr_name: str, reason: str) -> Decision:
@@ -495,40 +749,52 @@ def _rejection(
     Nodes failing for the same reason are grouped: complete, yet short on big clusters.
     """
     room_of = [cap.best.get((req.storage_class, req.group), _NO_ROOM).get for req in ordered]
-    # First request that cannot fit alone, per node, one request at a time (fast).
-    quick: dict[str, int] = {}
-    remaining = [node for node in nodes if node not in failed]
+    # First request that cannot fit alone, per node, one request at a time (fast), and
+    # the room the summary gives it there (None: no capacity of its class at all).
+    quick: dict[str, tuple[int, int | None]] = {}
+    remaining = [node for node in nodes if node not in failed] if failed else nodes
     for pos, req in enumerate(ordered):
-        get, need, still = room_of[pos], req.need, []
+        get, need = room_of[pos], req.need
+        still: list[str] = []
+        keep = still.append
         for node in remaining:
-            if get(node, -1) < need:
-                quick[node] = pos
+            room = get(node)
+            if room is None or room < need:
+                quick[node] = (pos, room)
             else:
-                still.append(node)
+                keep(node)
         remaining = still
-    # (position, kind) -> nodes, largest room among them; kind: 0 no capacity of the
+        if not remaining:
+            break
+    # (position, kind) -> [nodes, largest room among them]; kind: 0 no capacity of the
     # class at all, 1 some but not enough.
-    groups: dict[tuple[int, int], tuple[list[str], int]] = {}
+    groups: dict[tuple[int, int], list[Any]] = {}
     for node in nodes:
-        pending: dict[int, int] = {}
-        if node in failed:
-            pos, pending = failed[node]
+        found = quick.get(node)
+        if found is not None and found[0] < 2:
+            pos, room = found
         else:
-            pos = quick[node]
-            if pos >= 2:
+            pending: dict[int, int] = {}
+            if found is None:
+                pos, pending = failed[node]
+            else:
+                pos = found[0]
                 overlay, _chosen, early = cap.try_node(node, ordered[:pos])
                 if early >= 0:
                     pos, pending = early, overlay
-        req = ordered[pos]
-        room = cap.rooms(node, req.group, pending).get(req.storage_class) if pending else room_of[pos](node)
+            req = ordered[pos]
+            if pending:
+                room = cap.rooms(node, req.group, pending).get(req.storage_class)
+            else:
+                room = room_of[pos](node)
         key = (pos, 0 if room is None else 1)
-        if key in groups:
-            members, largest = groups[key]
-            members.append(node)
-            if room is not None and room > largest:
-                groups[key] = (members, room)
+        entry = groups.get(key)
+        if entry is None:
+            groups[key] = [[node], -1 if room is None else room]
         else:
-            groups[key] = ([node], -1 if room is None else room)
+            entry[0].append(node)
+            if room is not None and room > entry[1]:
+                entry[1] = room
     detail = "; ".join(
         f"{', '.join(members)}: {_describe(ordered[pos], largest if kind else None, len(members))}"
         for (pos, kind), (members, largest) in groups.items()
@@ -551,6 +817,7 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
             return waiting
 
     ordered = sorted(reqs, key=lambda r: (not r.lvg, r.size, r.name, r.index))
+    cap.ensure(nodes)
     # Cheap pass: drop nodes where some request cannot fit even alone.
     alive = nodes
     for req in ordered:
@@ -576,10 +843,12 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
 
     picks: list[list[str]] = [[] for _ in reqs]
     charges: list[tuple[int, bool, int]] = []
+    ac_names = cap.names
+    slots = [(picks[req.index].append, req.lvg, req.need if req.lvg else 0) for req in ordered]
     for _node, _pending, chosen in qualified:
-        for req, a in zip(ordered, chosen, strict=True):
-            picks[req.index].append(cap.names[a])
-            charges.append((a, req.lvg, req.need if req.lvg else 0))
+        for (pick, lvg, need), a in zip(slots, chosen, strict=True):
+            pick(ac_names[a])
+            charges.append((a, lvg, need))
     reserved_nodes = tuple(node for node, _, _ in qualified)
     lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
     held = _Held(_PLANNED, tuple(charges), tuple((n, c) for n in reserved_nodes for c in lvg_classes))
@@ -619,7 +888,6 @@ def plan(
     for other in acrs:
         if name(other) != own and str_field(other, "spec", "Status") == RESERVED:
             cap.hold(other)
-    cap.summarize()
     return _plan_one(cap, acr, now, options)
 
 
@@ -646,14 +914,25 @@ class CapacityPlanner:
     the last pass (a bound pod's released nodes, a deleted ACR, a decision as written)
     and plans the REQUESTED ones.  Decisions of a pass are charged at once, under a
     version no real object has, so the next pass replaces them with the ACR as it was
-    really written, or releases them if the write never happened.  Any change to an AC
-    or an LVG needs a new ``CapacityPlanner`` (the caller rebuilds; ACs change rarely).
+    really written, or releases them if the write never happened.  AC and LVG changes
+    are applied in place with ``update`` (no rebuild).
     """
 
     def __init__(self, acs: Iterable[RawObject], options: PlanOptions | None = None,
                  lvgs: Iterable[RawObject] = ()) -> None:
         self.options = options or PlanOptions()
         self._cap = _Capacity(acs, self.options.sequential_lvg, unusable_lvgs(lvgs))
+
+    def update(self, acs: Mapping[str, RawObject | None], lvgs: Iterable[RawObject] | None = None) -> None:
+        """Apply AC changes in place: AC name -> the AC as it is now (``None`` once deleted),
+        and, if any LogicalVolumeGroup changed, every LVG as it is now (``None``: none did).
+
+        The next ``plan_requested`` decides exactly as a planner built afresh from the new
+        ACs would: the nodes of changed ACs are summarised again when next named, and a
+        RESERVED ACR naming an AC that was not usable is released here and charged again
+        by ``sync``.
+        """
+        self._cap.update(acs, None if lvgs is None else unusable_lvgs(lvgs))
 
     def sync(self, acrs: Iterable[RawObject]) -> list[RawObject]:
         """Charge the RESERVED ACRs as they are now; return the REQUESTED ones to plan."""
@@ -690,8 +969,6 @@ class CapacityPlanner:
     def plan_requested(self, acrs: Iterable[RawObject], now: datetime) -> list[Decision]:
         """Plan every REQUESTED ACR (not being deleted), oldest first, then by name."""
         todo = self.sync(acrs)
-        if not self._cap.summarized:
-            self._cap.summarize()  # once, after the first charge of every RESERVED ACR
         todo.sort(key=_batch_order)
         return [_plan_one(self._cap, acr, now, self.options) for acr in todo]
 

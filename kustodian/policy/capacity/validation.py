@@ -35,6 +35,7 @@ from kustodian.policy.capacity.model import (
 from kustodian.policy.objects import RawObject, field
 
 _MISSING = object()
+_STR_ONLY = frozenset({str})
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -83,8 +84,8 @@ def _check_name_list(errors: list[str], path: str, value: Any, *, required: bool
     if not isinstance(value, list):
         errors.append(f"{path}: must be a list of strings, got {value!r}")
         return []
-    if all(type(item) is str and item for item in value):
-        return value  # the common case, without building per-item state (1,000-node lists)
+    if set(map(type, value)) <= _STR_ONLY and "" not in value:
+        return value  # the common case, at C speed (a 500-node list per ACR, 3,000 ACRs a batch)
     good: list[str] = []
     for i, item in enumerate(value):
         if isinstance(item, str) and item:

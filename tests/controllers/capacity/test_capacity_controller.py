@@ -426,3 +426,18 @@ def test_ttl_counts_from_the_last_status_change(capacity: Factory) -> None:
     # the counter moves just after the delete the API server already shows: wait for it
     wait_for(lambda: ctl.collected >= 1, "the collection counted", timeout=2)
     assert ctl.collected == 1
+
+
+def test_a_new_drive_is_planned_in_place_without_a_rebuild(capacity: Factory) -> None:
+    """An AC event is applied to the kept planner (``CapacityPlanner.update``): the drive
+    added after the first pass is used, and the planner was built once."""
+    cluster, ctl, _ = capacity()
+    cluster.apply(cluster.ac("small", "n1", "HDD", 100 * GIB), cluster.pod("first"),
+                  cluster.acr("first", ["n1"], [("data", "HDD", 500 * GIB)]))
+    cluster.wait_status("first", "REJECTED")
+    cluster.apply(cluster.ac("big", "n1", "HDD", 1024 * GIB))
+    wait_for(lambda: ctl.acs.get(None, f"{cluster.ns}-big") is not None, "the new AC in the cache")
+    cluster.apply(cluster.pod("second"), cluster.acr("second", ["n1"], [("data", "HDD", 500 * GIB)]))
+    acr = cluster.wait_status("second", "RESERVED")
+    assert cluster.reservations(acr) == {"data": ["big"]}
+    assert ctl.rebuilds == 1

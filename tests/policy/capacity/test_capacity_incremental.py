@@ -43,3 +43,109 @@ def test_incremental_planning_matches_a_fresh_plan_at_every_step(candidates: int
             written.pop(0)
         written.append(new)
         assert_sound(acs, written)
+
+
+# -- AC and LVG changes applied in place (``CapacityPlanner.update``) -------------------------
+
+def _held_acs(written: list[dict[str, Any]], lvg: bool) -> list[str]:
+    return [ac_name for acr in written if acr["spec"]["Status"] == "RESERVED"
+            for item in acr["spec"]["ReservationRequests"]
+            if item["CapacityRequest"]["StorageClass"].endswith("LVG") == lvg
+            for ac_name in item.get("Reservations", [])]
+
+
+def _resize(state: dict[str, Any]) -> None:
+    ac = state["acs"][_held_acs(state["written"], lvg=False)[0]]
+    ac["spec"]["Size"] //= 3  # a held drive shrinks: its reservation no longer fits there
+
+
+def _delete(state: dict[str, Any]) -> None:
+    ac_name = _held_acs(state["written"], lvg=False)[1]
+    state["deleted"][ac_name] = state["acs"].pop(ac_name)
+
+
+def _re_add(state: dict[str, Any]) -> None:
+    ac_name, ac = state["deleted"].popitem()  # named by a reservation while it was gone
+    state["acs"][ac_name] = ac
+
+
+def _taint(state: dict[str, Any]) -> None:
+    ac = state["acs"][_held_acs(state["written"], lvg=False)[2]]
+    ac["metadata"]["labels"]["drive.csi-baremetal.dell.com/taint"] = "NoSchedule"
+
+
+def _group_of_held_lvg(state: dict[str, Any]) -> str:
+    held = [n for n in _held_acs(state["written"], lvg=True) if state["acs"][n]["spec"]["storageClass"].endswith("LVG")]
+    return str(state["acs"][held[0]]["spec"]["Location"])
+
+
+def _lvg_fails(state: dict[str, Any]) -> None:
+    state["lvgs"]["failed"] = {"metadata": {"name": _group_of_held_lvg(state)}, "spec": {"Status": "FAILED"}}
+
+
+def _lvg_recovers(state: dict[str, Any]) -> None:
+    state["lvgs"]["failed"]["spec"]["Status"] = "CREATED"
+
+
+def _move(state: dict[str, Any]) -> None:
+    held = _held_acs(state["written"], lvg=False)[3]
+    other = next(a for a in state["acs"].values() if a["spec"]["NodeId"] != state["acs"][held]["spec"]["NodeId"])
+    state["acs"][held]["spec"]["NodeId"] = other["spec"]["NodeId"]
+
+
+def _new(state: dict[str, Any]) -> None:
+    node = next(iter(state["acs"].values()))["spec"]["NodeId"]
+    state["acs"]["brand-new"] = {"metadata": {"name": "brand-new", "labels": {}},
+                                 "spec": {"Location": "x", "NodeId": node, "storageClass": "HDD", "Size": 16 << 40}}
+
+
+CHANGES = [
+    ("a-held-drive-shrinks", _resize),
+    ("a-held-drive-is-deleted", _delete),
+    ("the-deleted-drive-comes-back", _re_add),
+    ("a-held-drive-is-tainted", _taint),
+    ("a-held-volume-group-fails", _lvg_fails),
+    ("the-volume-group-recovers", _lvg_recovers),
+    ("a-held-drive-moves-node", _move),
+    ("a-new-drive", _new),
+]
+
+
+@pytest.mark.parametrize("candidates", [2, 8], ids=["few-candidates", "many-candidates"])
+def test_ac_and_lvg_changes_in_place_plan_like_a_fresh_build(candidates: int) -> None:
+    """Each change, applied in place, then a batch of new ACRs: the kept planner (never
+    rebuilt) decides exactly as one built from scratch from the changed objects."""
+    import copy
+
+    acs_list, acrs = synthetic_cluster(12, 6, 24, 2, seed=5, nodes_per_acr=candidates)
+    _, incoming = synthetic_cluster(12, 6, 8 * len(CHANGES), 2, seed=6, nodes_per_acr=candidates)
+    planner = CapacityPlanner(acs_list)
+    written = [_write(acr, d, i) for i, (acr, d) in
+               enumerate(zip(sorted(acrs, key=lambda a: (a["metadata"]["creationTimestamp"], a["metadata"]["name"])),
+                             planner.plan_requested(acrs, NOW), strict=True))]
+    planner.plan_requested(written, NOW)
+    state: dict[str, Any] = {"acs": {a["metadata"]["name"]: a for a in acs_list}, "written": written,
+                             "deleted": {}, "lvgs": {}}
+    cap = planner._cap
+    statuses: set[str] = set()
+    for step, (label, change) in enumerate(CHANGES):
+        before = copy.deepcopy(state["acs"])
+        lvgs_before = copy.deepcopy(state["lvgs"])
+        change(state)
+        changed = {n: state["acs"].get(n) for n in before.keys() | state["acs"].keys()
+                   if before.get(n) != state["acs"].get(n)}
+        lvgs = list(state["lvgs"].values()) if state["lvgs"] != lvgs_before else None
+        assert changed or lvgs is not None, label
+        planner.update(changed, lvgs)
+        batch = incoming[8 * step: 8 * step + 8]
+        for acr in batch:
+            acr["metadata"]["name"] = f"{label}-{acr['metadata']['name']}"
+        snapshot = [*written, *batch]
+        fresh = plan_all(snapshot, list(state["acs"].values()), NOW, lvgs=list(state["lvgs"].values()))
+        assert planner.plan_requested(snapshot, NOW) == fresh, label
+        statuses.update(d.status for d in fresh)
+        assert planner._cap is cap, label  # in place: never rebuilt
+        for acr in written:  # every reservation re-written: charged again against the ACs as they are now
+            acr["metadata"]["resourceVersion"] += f"-{step}"
+        planner.plan_requested(written, NOW)  # and the batch goes away again (never written)
+    assert statuses >= {"RESERVED", "REJECTED"}  # the batches really competed for drives
