@@ -79,18 +79,7 @@ def cold_list(smoke: bool, runs: int) -> list[dict[str, Any]]:
     server = TestServer(script).start()
     try:
         client = KubeClient(load_config(str(server.kubeconfig)))
-
-        def create(start: int) -> None:
-            for i in range(start, min(count, start + 250)):
-                obj = pv(i)
-                obj["metadata"] = {"name": obj["metadata"]["name"]}
-                obj.pop("status")
-                client.create(PERSISTENT_VOLUMES, obj)
-
-        t0 = time.perf_counter()
-        with ThreadPoolExecutor(16) as pool:
-            list(pool.map(create, range(0, count, 250)))
-        created_in = time.perf_counter() - t0
+        created_in = _create_pvs(client, count)
 
         ours, theirs, ours_cpu, theirs_cpu = [], [], [], []
         from kubernetes import client as k8s
