@@ -102,3 +102,45 @@ def test_the_same_guarded_delete_by_mode(kube_api: KubeApi, rook_crds_installed:
                          "--ignore-not-found")
         stop_webhook(hook)
     assert "Traceback" not in hook.logs()
+
+
+def test_a_rule_in_warn_under_an_enforcing_guard(kube_api: KubeApi, rook_crds_installed: None, namespace: str,
+                                                 tmp_path: Path) -> None:
+    """README "Deletion rules are data": the rule's own ``mode: warn`` softens only its refusals."""
+    from kustodian.policy.deletion import load_rules
+    from tests.e2e.stories import pvc
+
+    rule = {"provider": "StorageClass.storage.k8s.io", "dependent": "PersistentVolumeClaim", "mode": "warn",
+            "match": {"type": "field-ref", "field": "spec.storageClassName", "scope": "cluster"}}
+    rules_file = tmp_path / "rules.yaml"
+    rules_file.write_text(yaml.safe_dump([rule]))
+    hook = start_webhook(kube_api, tmp_path, f"--deletion-guard-rules-file={rules_file}")
+    name = f"kustodian-rule-{uuid.uuid4().hex[:6]}"
+    apply(kube_api, *webhook_configurations(hook.url, hook.ca_bundle(), name=name, extra_rules=load_rules([rule])))
+    sc = f"fast-{uuid.uuid4().hex[:6]}"
+    pv = f"pvc-{namespace}-1"
+    try:
+        apply(kube_api, storage_class(sc, None), pvc("data-0", namespace, sc),
+              {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool",
+               "metadata": {"name": "replicapool", "namespace": namespace}, "spec": {"replicated": {"size": 3}}},
+              rbd_pv(pv, namespace, "replicapool"))
+        # the built-in Rook rules (no mode) still enforce
+        until(kube_api, ["delete", "cephblockpool", "replicapool", "-n", namespace, "--dry-run=server"],
+              f"PersistentVolumes: [{pv}]")
+        proc = kube_api.kubectl("delete", "cephblockpool", "replicapool", "-n", namespace, check=False)
+        assert proc.returncode != 0 and "denied the request" in proc.stderr
+        # the warn rule: allowed, with the warning, counted as warned
+        until(kube_api, ["delete", "storageclass", sc, "--dry-run=server"], f"[{namespace}/data-0]")
+        proc = kube_api.kubectl("delete", "storageclass", sc, check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert (f'Warning: kustodian (warn mode, not enforced): StorageClass "{sc}" cannot be deleted: it has '
+                f"dependents: PersistentVolumeClaims: [{namespace}/data-0]") in proc.stderr
+        counts = outcomes(hook)
+        assert counts[("deletion-guard", "StorageClass.storage.k8s.io", "warn", "warned")] >= 2  # dry run + real
+        assert counts[("deletion-guard", POOL, "enforce", "denied")] >= 2
+    finally:
+        kube_api.kubectl("delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration", name,
+                         "--ignore-not-found")
+        stop_webhook(hook)
+        kube_api.kubectl("delete", "storageclass", sc, "--ignore-not-found")
+        kube_api.kubectl("delete", "pv", pv, "--ignore-not-found")
