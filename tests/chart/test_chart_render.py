@@ -160,9 +160,11 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
 def test_bindings_point_at_the_right_service_accounts(rendered: dict[str, list[Doc]]) -> None:
     docs = rendered["all-on"]
     sas = {d["metadata"]["name"] for d in find(docs, "ServiceAccount")}
-    # the `helm test` Pod's account exists only while the test runs (a test hook)
-    assert sas == {FULLNAME, f"{FULLNAME}-node-agent", f"{FULLNAME}-test"}
+    # the `helm test` Pod's and the uninstall Job's accounts exist only while their hook runs
+    assert sas == {FULLNAME, f"{FULLNAME}-node-agent", f"{FULLNAME}-test", f"{FULLNAME}-cleanup"}
     assert one(docs, "ServiceAccount", f"{FULLNAME}-test")["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    assert one(docs, "ServiceAccount", f"{FULLNAME}-cleanup")["metadata"]["annotations"][
+        "helm.sh/hook"] == "post-delete"
     for b in find(docs, "RoleBinding") + find(docs, "ClusterRoleBinding"):
         (subject,) = b["subjects"]
         assert subject["name"] in sas and subject["namespace"] == NAMESPACE
