@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from kustodian.settings.common import Group
@@ -23,6 +25,9 @@ class ReclaimGroup(Group):
         description="Users whose schedule writes are never refused (csi-addons' controller; webhook)")
     keyrotation: bool = Field(
         False, description="Also keyrotation.csiaddons.openshift.io schedules, by the same rules")
+    mode: Literal["enforce", "warn", "audit"] = Field(
+        "enforce", description="Schedule/config validation: enforce refuses a bad one; warn allows it with a "
+                               "warning kubectl prints; audit allows it silently (both counted)")
 
     @property
     def csi_addons_config_ref(self) -> tuple[str, str]:

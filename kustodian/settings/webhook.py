@@ -69,3 +69,6 @@ class TlsGroup(Group):
 class DeletionGuardGroup(Group):
     enabled: bool = Field(True, description="Refuse deletes of storage that is still in use")
     rules_file: str | None = Field(None, description="YAML/JSON list of extra deletion rules")
+    mode: Literal["enforce", "warn", "audit"] = Field(
+        "enforce", description="enforce: refuse; warn: allow with a warning kubectl prints; audit: allow "
+                               "silently. Every refusal is counted (kustodian_admission_policy_outcomes)")

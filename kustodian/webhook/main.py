@@ -21,12 +21,14 @@ from kustodian.kube.kinds import FollowedKinds
 from kustodian.kube.slim import projection
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
+from kustodian.policy.modes import Mode
 from kustodian.policy.store import Indexer
 from kustodian.runtime.health import Checks, HealthServer
 from kustodian.settings import WebhookSettings
 from kustodian.webhook.app import Readiness, add_freshness, create_app
 from kustodian.webhook.features.deletion_guard import DeletionGuard, cache_projections, needed_kinds
 from kustodian.webhook.metrics import WebhookMetrics
+from kustodian.webhook.outcomes import Outcomes
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.server import RequestLimits, TLSFiles, build_server
 from kustodian.webhook.trust import ExistingObjectsRecorder
@@ -117,12 +119,15 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         # that admin deletion rules may need stays separate
         caches.update(reclaim.config_caches(client))
     view = CacheView(caches, kinds)
+    outcomes = Outcomes()  # refusals by feature/rule/mode/outcome, on /metrics
     if rules is not None:
         # events only about objects the caches hold: a forged review writes none
         guard_events = cast(EventRecorder, ExistingObjectsRecorder(recorder, view))
         guard = DeletionGuard(rules, view, guard_events)
+        guard.mode, guard.outcomes = Mode(settings.deletion_guard.mode), outcomes
         guard.register(registry)
     if reclaim is not None:
+        reclaim.mode, reclaim.outcomes = Mode(settings.reclaim.mode), outcomes
         reclaim.register(registry, view)
     if settings.capacity.enabled:
         from kustodian.webhook.features import capacity
@@ -133,6 +138,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     readiness.add("caches-synced", view.synced)
     add_freshness(readiness, kinds)
     metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds)
+    metrics.registry.register(outcomes)
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
     return Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard)

@@ -87,7 +87,7 @@ def test_the_deployment_is_highly_available_and_locked_down(rendered: dict[str, 
     spec = dep["spec"]["template"]["spec"]
     assert dep["spec"]["replicas"] == 3
     assert one(docs, "PodDisruptionBudget")["spec"]["minAvailable"] == 2
-    assert spec["priorityClassName"] == "system-cluster-critical"
+    assert "priorityClassName" not in spec  # issue 20: no system class by default (gatekeeper#1120)
     assert "podAntiAffinity" in spec["affinity"]
     assert spec["securityContext"]["runAsNonRoot"] is True and spec["securityContext"]["runAsUser"] == 65532
     names = [c["name"] for c in spec["containers"]]
@@ -176,7 +176,12 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
 def test_bindings_point_at_the_right_service_accounts(rendered: dict[str, list[Doc]]) -> None:
     docs = rendered["all-on"]
     sas = {d["metadata"]["name"] for d in find(docs, "ServiceAccount")}
-    assert sas == {FULLNAME, f"{FULLNAME}-controllers", f"{FULLNAME}-node-agent"}
+    # the `helm test` Pod's and the uninstall Job's accounts exist only while their hook runs
+    assert sas == {FULLNAME, f"{FULLNAME}-controllers", f"{FULLNAME}-node-agent", f"{FULLNAME}-test",
+                   f"{FULLNAME}-cleanup"}
+    assert one(docs, "ServiceAccount", f"{FULLNAME}-test")["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    assert one(docs, "ServiceAccount", f"{FULLNAME}-cleanup")["metadata"]["annotations"][
+        "helm.sh/hook"] == "post-delete"
     bound: dict[str, set[str]] = {}
     for b in find(docs, "RoleBinding") + find(docs, "ClusterRoleBinding"):
         for subject in b["subjects"]:
@@ -461,3 +466,50 @@ def test_the_node_agent_follows_longhorns_auto_deletion_unless_the_chart_overrid
     env = env_of(render({"orphans": {"enabled": True, "disks": ["/d"], "autoDelete": False,
                                      "gracePeriod": "1h"}}, tmp_path))
     assert (env["KUSTODIAN_NODE_AGENT__AUTO_DELETE"], env["KUSTODIAN_NODE_AGENT__GRACE_PERIOD"]) == ("false", "1h")
+
+
+@pytest.mark.parametrize(("values", "want"), [
+    ({}, {"deletion-guard.kustodian.io": ("Fail", 3), "reclaim-space-validation.kustodian.io": ("Fail", 3),
+          "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Ignore", 2)}),
+    ({"admission": {"deletionGuard": {"failurePolicy": "Ignore", "timeoutSeconds": 10},
+                    "reclaimValidation": {"failurePolicy": "Ignore", "timeoutSeconds": 1},
+                    "reclaimMutation": {"failurePolicy": "Fail", "timeoutSeconds": 5}}},
+     {"deletion-guard.kustodian.io": ("Ignore", 10), "reclaim-space-validation.kustodian.io": ("Ignore", 1),
+      "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Fail", 5)}),
+], ids=["defaults", "overridden"])
+def test_failure_policy_and_timeout_are_values_per_webhook(
+        values: dict[str, Any], want: dict[str, tuple[str, int]], tmp_path: Path) -> None:
+    hooks = webhooks(render(values, tmp_path, include_crds=False))
+    assert {n: (h["failurePolicy"], h["timeoutSeconds"]) for n, h in hooks.items()} == want
+
+
+@pytest.mark.parametrize(("guard", "condition"), [
+    ({}, "request.resource.resource != 'namespaces' || oldObject.metadata.name in ['rook-ceph'] || "
+         "(has(oldObject.metadata.labels) && 'kustodian.io/storage-providers' in oldObject.metadata.labels)"),
+    ({"providerNamespaces": ["ceph-a", "ceph-b"], "providerNamespaceLabel": "example.com/storage"},
+     "request.resource.resource != 'namespaces' || oldObject.metadata.name in ['ceph-a', 'ceph-b'] || "
+     "(has(oldObject.metadata.labels) && 'example.com/storage' in oldObject.metadata.labels)"),
+    ({"providerNamespaces": ["*"]}, None),
+], ids=["default", "named", "every-namespace"])
+def test_the_namespace_guard_sees_only_provider_namespaces(
+        guard: dict[str, Any], condition: str | None, tmp_path: Path) -> None:
+    hook = webhooks(render({"admission": {"deletionGuard": guard}}, tmp_path, include_crds=False))[
+        "deletion-guard.kustodian.io"]
+    assert [c["expression"] for c in hook.get("matchConditions", [])] == ([condition] if condition else [])
+
+
+@pytest.mark.parametrize("bad", [
+    {"deletionGuard": {"failurePolicy": "Deny"}}, {"reclaimValidation": {"timeoutSeconds": 31}},
+    {"reclaimMutation": {"timeoutSeconds": 0}}, {"capacityValidation": {"retries": 3}},
+], ids=["policy", "timeout-high", "timeout-zero", "unknown-key"])
+def test_admission_values_are_checked(bad: dict[str, Any], tmp_path: Path) -> None:
+    proc = helm("template", "r", str(CHART), values={"admission": bad}, tmp=tmp_path, check=False)
+    assert proc.returncode != 0 and "admission" in proc.stderr, proc.stderr
+
+
+def test_no_system_priority_class_by_default(rendered: dict[str, list[Doc]]) -> None:
+    """system-cluster-critical is refused by quota outside kube-system on some clusters (gatekeeper#1120)."""
+    deployments = find(rendered["default"], "Deployment")
+    assert {d["metadata"]["name"] for d in deployments} == {FULLNAME, f"{FULLNAME}-controllers"}
+    for d in deployments:
+        assert "priorityClassName" not in d["spec"]["template"]["spec"], d["metadata"]["name"]

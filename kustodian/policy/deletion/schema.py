@@ -260,3 +260,5 @@ class Rule(_Model):
     skip_in_peer_zone: bool = False
     # Why these dependents block, shown after their kind: "CephObjectZones (<note>): [...]".
     note: str = ""
+    # enforce | warn | audit for refusals this rule causes (issue 20); unset: the guard's mode
+    mode: Literal["enforce", "warn", "audit"] | None = None

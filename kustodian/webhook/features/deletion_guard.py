@@ -42,8 +42,11 @@ from kustodian.kube.view import CacheView
 from kustodian.logs import about
 from kustodian.policy.deletion import DeleteDecision, RuleSet, decide_delete, decide_namespace_delete
 from kustodian.policy.deletion.projection import FieldPath, fields_read
+from kustodian.policy.modes import Mode
+from kustodian.policy.modes.deletion import refusal_mode
 from kustodian.policy.objects import RawObject
 from kustodian.policy.store import Indexer
+from kustodian.webhook.outcomes import Outcomes, judged
 from kustodian.webhook.registry import Registry, SlowPath, off_loop
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied
 
@@ -110,6 +113,10 @@ class _Memo:
 
 
 class DeletionGuard:
+    # enforcement mode (issue 20) and where refusals are counted; set by the webhook's wiring
+    mode: Mode = Mode.ENFORCE
+    outcomes: Outcomes | None = None
+
     def __init__(self, rules: RuleSet, view: CacheView, recorder: EventRecorder | None) -> None:
         self.rules = rules
         self.view = view
@@ -132,6 +139,19 @@ class DeletionGuard:
         for kind in sorted(self.rules.provider_kinds()):
             registry.validate(kind, ["DELETE"], self.on_delete)
         registry.validate(NAMESPACE, ["DELETE"], self.on_namespace_delete)
+
+    def _refuse(self, req: AdmissionRequest, obj: Mapping[str, Any], decision: DeleteDecision,
+                provider_kinds: Iterable[str]) -> Answer:
+        """A refusal answered by the mode (the rules' or the guard's): denied (enforce), allowed
+        with a warning (warn) or silently (audit); counted either way."""
+        rule = req.kind_key
+        mode = refusal_mode(decision, self.rules, provider_kinds, self.mode)
+        where = f"{req.namespace}/{req.name}" if req.namespace else req.name
+        answer = judged("deletion-guard", rule, mode, decision.message, self.outcomes,
+                        subject=f"{rule.partition('.')[0]} {where}")
+        reason = {Mode.ENFORCE: "DeletionBlocked", Mode.WARN: "DeletionWarned", Mode.AUDIT: "DeletionAudited"}
+        self._event(req, obj, reason[mode], decision.message)
+        return answer
 
     def _event(self, req: AdmissionRequest, obj: Mapping[str, Any], reason: str, message: str) -> None:
         if req.dry_run or self.recorder is None:
@@ -277,8 +297,7 @@ class DeletionGuard:
             return allowed()
         decision = self.decide(req.kind_key, provider, self._terminating(req.namespace))
         if not decision.allowed:
-            self._event(req, provider, "DeletionBlocked", decision.message)
-            return denied(decision.message)
+            return self._refuse(req, provider, decision, (req.kind_key,))
         if decision.overridden:
             who = req.user_info.username or "an unknown user"
             # the decision already says "is being deleted despite its dependents": add only who
@@ -299,6 +318,5 @@ class DeletionGuard:
         decision = decide_namespace_delete(req.name, self.view, self.rules)
         if not decision.allowed:
             ns_obj = req.subject or {"apiVersion": "v1", "kind": NAMESPACE, "metadata": {"name": req.name}}
-            self._event(req, ns_obj, "DeletionBlocked", decision.message)
-            return denied(decision.message)
+            return self._refuse(req, ns_obj, decision, {p.kind for p in decision.providers})
         return allowed()

@@ -36,6 +36,7 @@ from kustodian.kube.client import KubeClient
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import CONFIG_MAPS
 from kustodian.kube.view import CacheView
+from kustodian.policy.modes import Mode
 from kustodian.policy.objects import field
 from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
 from kustodian.policy.reclaim.config import ReclaimConfig
@@ -61,8 +62,9 @@ from kustodian.policy.reclaim.validation import (
     validate_object,
 )
 from kustodian.policy.store import Indexer
+from kustodian.webhook.outcomes import Outcomes, judged
 from kustodian.webhook.registry import Registry
-from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied, patched
+from kustodian.webhook.review import AdmissionRequest, Answer, allowed, patched
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +80,10 @@ def _policy_annotations(obj: Any) -> tuple[Any, ...]:
 
 
 class ReclaimPolicyWebhook:
+    # enforcement mode of the schedule/config validator (issue 20); set by the webhook's wiring
+    mode: Mode = Mode.ENFORCE
+    outcomes: Outcomes | None = None
+
     def __init__(self, namespace: str, config_name: str, recorder: EventRecorder | None = None, *,
                  csi_addons_config: tuple[str, str] = CSI_ADDONS_CONFIG,
                  csi_addons_users: tuple[str, ...] = DEFAULT_CSI_ADDONS_USERS,
@@ -193,7 +199,9 @@ class ReclaimPolicyWebhook:
             obj = {**obj, "metadata": {**obj.get("metadata", {}), "namespace": req.namespace}}
         errors = validate_object(req.kind_key, obj, config_map=self.config_ref)
         if errors:
-            return denied("; ".join(errors), code=422, reason="Invalid")
+            where = f"{req.namespace}/{req.name}" if req.namespace else req.name
+            return judged("reclaim-validation", req.kind_key, self.mode, "; ".join(errors), self.outcomes,
+                          subject=f"{req.kind_key.partition('.')[0]} {where}", code=422, reason="Invalid")
         value = field(obj, "metadata", "annotations", SCHEDULE) if req.kind_key != KIND_CONFIGMAP else None
         warning = schedule_warning(value) if isinstance(value, str) else None
         if warning:

@@ -1,0 +1,127 @@
+"""helm uninstall (issue 20): the post-delete hook Job removes the runtime-created TLS Secret
+and Lease once the release's pods are gone, and nothing else; a value keeps them.
+
+kube-testserver runs no kubelet: the rendered Job's own command runs here, with its env,
+against the real API server."""
+
+from __future__ import annotations
+
+import base64
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from tests.conftest import KubeApi
+from tests.e2e.stories import apply
+
+from .conftest import FULLNAME, RELEASE, Doc, find, one, render
+
+SECRET = f"{FULLNAME}-tls"
+CA_SECRET = f"{SECRET}-ca"  # the certificate manager keeps ca.key here, out of the serving Secret
+LEASE = "kustodian-controllers"
+
+
+@pytest.fixture(scope="module")
+def chart(tmp_path_factory: pytest.TempPathFactory) -> list[Doc]:
+    return render(None, tmp_path_factory.mktemp("uninstall"), include_crds=False)
+
+
+def hook_docs(chart: list[Doc]) -> list[Doc]:
+    return [d for d in chart if (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "post-delete"]
+
+
+def test_the_hook_deletes_only_the_runtime_objects_by_name(chart: list[Doc]) -> None:
+    docs = hook_docs(chart)
+    assert sorted(d["kind"] for d in docs) == ["Job", "Role", "RoleBinding", "ServiceAccount"]
+    role = one(docs, "Role")
+    grants = {(g, r, v, tuple(rule.get("resourceNames", ()))) for rule in role["rules"]
+              for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+    assert grants == {("", "pods", "list", ()), ("", "secrets", "delete", (SECRET, CA_SECRET)),
+                      ("coordination.k8s.io", "leases", "delete", (LEASE,))}
+    env = {e["name"]: e["value"] for e in one(docs, "Job")["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert (env["SECRET"], env["CA_SECRET"], env["LEASE"]) == (SECRET, CA_SECRET, LEASE)
+
+
+@pytest.mark.parametrize(("values", "kinds"), [
+    ({"uninstall": {"keepRuntimeObjects": True}}, []),
+    # the Helm-generated pair is a chart resource (helm deletes it): only the Lease is left to the hook
+    ({"tls": {"builtin": {"inProcessRotation": False}}}, ["Job", "Role", "RoleBinding", "ServiceAccount"]),
+    ({"tls": {"builtin": {"inProcessRotation": False}}, "controllers": {"enabled": False}}, []),
+], ids=["kept", "helm-tls", "nothing-at-runtime"])
+def test_what_the_hook_covers_follows_the_values(values: dict[str, Any], kinds: list[str], tmp_path: Path) -> None:
+    docs = hook_docs(render(values, tmp_path, include_crds=False))
+    assert sorted(d["kind"] for d in docs) == kinds
+    if docs:
+        env = {e["name"]: e["value"] for e in one(docs, "Job")["spec"]["template"]["spec"]["containers"][0]["env"]}
+        assert env["SECRET"] == env["CA_SECRET"] == ""
+
+
+def run_job(kube_api: KubeApi, chart: list[Doc], namespace: str, tmp: Path,
+            wait: str) -> subprocess.CompletedProcess[str]:
+    if kube_api.server is None:
+        pytest.skip("needs kube-testserver's static token")
+    (container,) = one(hook_docs(chart), "Job")["spec"]["template"]["spec"]["containers"]
+    assert container["command"] == ["/opt/kustodian/bin/python", "-c"]
+    env = {e["name"]: e["value"] for e in container["env"]}
+    config: dict[str, Any] = yaml.safe_load(kube_api.kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    ca = tmp / "ca.crt"
+    if "certificate-authority-data" in cluster:
+        ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    else:
+        ca.write_text(Path(cluster["certificate-authority"]).read_text())
+    token = tmp / "token"
+    token.write_text(kube_api.server.token)
+    env |= {"NAMESPACE": namespace, "WAIT_SECONDS": wait, "API_SERVER": cluster["server"],
+            "TOKEN_FILE": str(token), "CA_FILE": str(ca)}
+    return subprocess.run([sys.executable, "-c", *container["args"]], capture_output=True, text=True,
+                          timeout=60, env=env, check=False)
+
+
+def pod(name: str, component: str) -> Doc:
+    return {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": name, "labels": {"app.kubernetes.io/name": "kustodian",
+                                                  "app.kubernetes.io/instance": RELEASE,
+                                                  "app.kubernetes.io/component": component}},
+            "spec": {"containers": [{"name": "c", "image": "kustodian"}]}}
+
+
+def names(kube_api: KubeApi, kind: str, namespace: str) -> set[str]:
+    out = kube_api.kubectl("get", kind, "-n", namespace, "-o", "name").stdout.split()
+    return {n.partition("/")[2] for n in out}
+
+
+@pytest.mark.api
+def test_uninstall_removes_the_secret_and_lease_once_the_pods_are_gone(
+        kube_api: KubeApi, chart: list[Doc], namespace: str, tmp_path: Path) -> None:
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": SECRET, "namespace": namespace},
+              "type": "kubernetes.io/tls", "data": {"tls.crt": "", "tls.key": "", "ca.crt": ""}}
+    ca_secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": CA_SECRET, "namespace": namespace},
+                 "data": {"ca.crt": "", "ca.key": ""}}
+    other = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "someone-elses", "namespace": namespace}}
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": LEASE, "namespace": namespace}, "spec": {"holderIdentity": "pod-a"}}
+    apply(kube_api, secret, ca_secret, other, lease)
+    kube_api.kubectl("create", "-n", namespace, "-f", "-",
+                     input=yaml.safe_dump_all([pod("kustodian-a", "webhook"), pod("cleanup-x", "cleanup")]))
+
+    # a replica still terminating: nothing deleted (it could re-create them), the Job fails
+    proc = run_job(kube_api, chart, namespace, tmp_path, wait="1")
+    assert proc.returncode != 0 and "the release's pods are still there, nothing deleted: ['kustodian-a']" in proc.stderr
+    assert {SECRET, CA_SECRET, "someone-elses"} <= names(kube_api, "secrets", namespace)
+    assert LEASE in names(kube_api, "leases", namespace)
+
+    kube_api.kubectl("delete", "pod", "kustodian-a", "-n", namespace, "--grace-period=0", "--force")
+    proc = run_job(kube_api, chart, namespace, tmp_path, wait="10")
+    assert proc.returncode == 0, proc.stderr
+    assert not {SECRET, CA_SECRET} & names(kube_api, "secrets", namespace)
+    assert "someone-elses" in names(kube_api, "secrets", namespace)
+    assert LEASE not in names(kube_api, "leases", namespace)
+    # run again (a retried Job): already gone is fine
+    proc = run_job(kube_api, chart, namespace, tmp_path, wait="10")
+    assert proc.returncode == 0 and "already gone" in proc.stdout, proc.stderr
+    assert find(chart, "Secret") == []  # the chart itself never rendered the Secret (runtime-created)
