@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +13,7 @@ import pytest
 import yaml
 
 from kustodian.testing.tools import ensure_tools
-from tests.conftest import unavailable
+from tests.conftest import KubeApi, unavailable
 from tests.e2e.conftest import rook_crds_installed
 
 __all__ = ["rook_crds_installed"]
@@ -114,3 +116,25 @@ def webhooks(docs: list[Doc]) -> dict[str, Doc]:
 def rendered(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[Doc]]:
     """Every value set rendered once."""
     return {name: render(values, tmp_path_factory.mktemp(name)) for name, values in VALUE_SETS.items()}
+
+
+def run_hook_script(kube_api: KubeApi, container: Doc, tmp: Path, env: dict[str, str],
+                    timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run a rendered hook container's ``python -c`` script here, with the in-cluster credentials
+    it would read (API_SERVER, TOKEN_FILE, CA_FILE) pointed at kube-testserver, plus ``env``."""
+    if kube_api.server is None:
+        pytest.skip("needs kube-testserver's static token")
+    assert container["command"] == ["/opt/kustodian/bin/python", "-c"]
+    config: dict[str, Any] = yaml.safe_load(kube_api.kubeconfig.read_text())
+    cluster = config["clusters"][0]["cluster"]
+    ca = tmp / "ca.crt"
+    if "certificate-authority-data" in cluster:
+        ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
+    else:
+        ca.write_text(Path(cluster["certificate-authority"]).read_text())
+    token = tmp / "token"
+    token.write_text(kube_api.server.token)
+    return subprocess.run([sys.executable, "-c", *container["args"]], capture_output=True, text=True,
+                          timeout=timeout, check=False,
+                          env={**env, "API_SERVER": cluster["server"], "TOKEN_FILE": str(token),
+                               "CA_FILE": str(ca)})

@@ -7,22 +7,18 @@ webhook configurations pointed at a locally running Kustodian.
 
 from __future__ import annotations
 
-import base64
 import json
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
 from tests.conftest import KubeApi
 from tests.e2e.conftest import WebhookProcess, start_webhook, stop_webhook
 from tests.e2e.stories import apply
 
-from .conftest import Doc, find, one, render
+from .conftest import Doc, find, one, render, run_hook_script
 
 pytestmark = pytest.mark.api
 
@@ -56,25 +52,11 @@ def register(kube_api: KubeApi, chart: list[Doc], hook: WebhookProcess) -> None:
 
 def run_test_pod(kube_api: KubeApi, chart: list[Doc], namespace: str, tmp: Path) -> subprocess.CompletedProcess[str]:
     """The hook Pod's container command, with its env (TEST_NAMESPACE pointed at ``namespace``)."""
-    if kube_api.server is None:
-        pytest.skip("needs kube-testserver's static token")
     pod = one(chart, "Pod")
     (container,) = pod["spec"]["containers"]
-    assert container["command"] == ["/opt/kustodian/bin/python", "-c"]
     env = {e["name"]: e["value"] for e in container["env"]}
     assert env == {"TEST_NAMESPACE": "default"}
-    config: dict[str, Any] = yaml.safe_load(kube_api.kubeconfig.read_text())
-    cluster = config["clusters"][0]["cluster"]
-    ca = tmp / "ca.crt"
-    if "certificate-authority-data" in cluster:
-        ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
-    else:
-        ca.write_text(Path(cluster["certificate-authority"]).read_text())
-    token = tmp / "token"
-    token.write_text(kube_api.server.token)
-    return subprocess.run([sys.executable, "-c", *container["args"]], capture_output=True, text=True, timeout=120,
-                          env={"API_SERVER": cluster["server"], "TOKEN_FILE": str(token), "CA_FILE": str(ca),
-                               "TEST_NAMESPACE": namespace}, check=False)
+    return run_hook_script(kube_api, container, tmp, {"TEST_NAMESPACE": namespace}, timeout=120)
 
 
 def test_the_hook_is_a_helm_test_with_its_own_least_privilege(chart: list[Doc]) -> None:

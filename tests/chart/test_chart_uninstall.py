@@ -6,9 +6,7 @@ against the real API server."""
 
 from __future__ import annotations
 
-import base64
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ import yaml
 from tests.conftest import KubeApi
 from tests.e2e.stories import apply
 
-from .conftest import FULLNAME, RELEASE, Doc, find, one, render
+from .conftest import FULLNAME, RELEASE, Doc, find, one, render, run_hook_script
 
 SECRET = f"{FULLNAME}-tls"
 CA_SECRET = f"{SECRET}-ca"  # the certificate manager keeps ca.key here, out of the serving Secret
@@ -62,24 +60,10 @@ def test_what_the_hook_covers_follows_the_values(values: dict[str, Any], kinds: 
 
 def run_job(kube_api: KubeApi, chart: list[Doc], namespace: str, tmp: Path,
             wait: str) -> subprocess.CompletedProcess[str]:
-    if kube_api.server is None:
-        pytest.skip("needs kube-testserver's static token")
     (container,) = one(hook_docs(chart), "Job")["spec"]["template"]["spec"]["containers"]
-    assert container["command"] == ["/opt/kustodian/bin/python", "-c"]
     env = {e["name"]: e["value"] for e in container["env"]}
-    config: dict[str, Any] = yaml.safe_load(kube_api.kubeconfig.read_text())
-    cluster = config["clusters"][0]["cluster"]
-    ca = tmp / "ca.crt"
-    if "certificate-authority-data" in cluster:
-        ca.write_bytes(base64.b64decode(cluster["certificate-authority-data"]))
-    else:
-        ca.write_text(Path(cluster["certificate-authority"]).read_text())
-    token = tmp / "token"
-    token.write_text(kube_api.server.token)
-    env |= {"NAMESPACE": namespace, "WAIT_SECONDS": wait, "API_SERVER": cluster["server"],
-            "TOKEN_FILE": str(token), "CA_FILE": str(ca)}
-    return subprocess.run([sys.executable, "-c", *container["args"]], capture_output=True, text=True,
-                          timeout=60, env=env, check=False)
+    return run_hook_script(kube_api, container, tmp, env | {"NAMESPACE": namespace, "WAIT_SECONDS": wait},
+                           timeout=60)
 
 
 def pod(name: str, component: str) -> Doc:
