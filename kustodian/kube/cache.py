@@ -52,6 +52,7 @@ Indexer = Callable[[Mapping[str, Any]], Iterable[str]]
 Handler = Callable[[str, Obj | None, Obj | None], None]  # (event type, new, old)
 
 NAMESPACE_INDEX = "namespace"
+TOMBSTONES = 65_536  # emptied index buckets remembered before they are forgotten together
 _LAST_APPLIED = "kubectl.kubernetes.io/last-applied-configuration"
 
 
@@ -113,11 +114,14 @@ class WatchCache:
         self._last_event_at: float | None = None
         self._watch_started_at = 0.0
         # change tracking for memoised decisions: every index bucket carries the counter value
-        # of its last change; a bucket that does not exist reads as ``_empty_gen`` (bumped when
-        # any bucket disappears), and ``epoch`` changes on every full replace
+        # of its last change, kept after the bucket empties (a tombstone), so emptying one
+        # bucket does not look like a change to every other; a bucket never seen reads as
+        # ``_empty_gen``, which is bumped when tombstones are dropped (at ``TOMBSTONES``, so
+        # churn of one-off keys cannot grow the table); ``epoch`` changes on every replace
         self._gen = 0
         self._bucket_gen: dict[tuple[str, str], int] = {}
         self._empty_gen = 0
+        self._tombstones = 0
         self.epoch = 0
         self.ghost = False  # stopped because its CRD went away while objects were cached (kube.kinds)
 
@@ -308,6 +312,7 @@ class WatchCache:
                 self._items = fresh
                 self._index = {n: {} for n in self._indexers}
                 self._bucket_gen = {}
+                self._tombstones = 0
                 self.epoch += 1
                 for key, obj in fresh.items():
                     self._index_add(key, obj)
@@ -415,8 +420,15 @@ class WatchCache:
                     self._bucket_gen[(name, value)] = gen
                     if not bucket:
                         del table[value]
-                        del self._bucket_gen[(name, value)]
-                        self._empty_gen = gen
+                        self._tombstones += 1
+        if self._tombstones > TOMBSTONES:
+            self._drop_tombstones(gen)
+
+    def _drop_tombstones(self, gen: int) -> None:
+        self._empty_gen = gen  # first: every bucket that now reads as never seen reads as changed
+        self._bucket_gen = {(name, value): g for (name, value), g in self._bucket_gen.items()
+                            if value in self._index[name]}
+        self._tombstones = 0
 
     def _notify(self, etype: str, new: Obj | None, old: Obj | None) -> None:
         for handler in self._handlers:

@@ -25,7 +25,7 @@ from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kind
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry, SlowPath, off_loop
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed
-from tests.policy.deletion.builders import NS, blockpool, nfs, rbd_pv
+from tests.policy.deletion.builders import NS, blockpool, nfs, rbd_pv, storage_class
 from tests.support import wait_for
 from tests.webhook.conftest import serve
 
@@ -132,11 +132,17 @@ def test_memoised_decision_is_reused_until_a_bucket_it_read_changes() -> None:
     # a PV of another pool does not invalidate this pool's memo
     caches["PersistentVolume"]._apply("ADDED", caches["PersistentVolume"]._prepare(rbd_pv("other", "bigpool")))
     assert guard.on_delete(req).message == first.message and guard.memo_hits == 2
-    # a new dependent of this pool does: the next answer on the loop needs the slow path
+    # a new dependent of this pool is applied to the memo by the watch event (a leaf): still a
+    # dict read, and nothing was computed again (tests/webhook/test_deletion_guard_live.py)
     caches["PersistentVolume"]._apply("ADDED", caches["PersistentVolume"]._prepare(rbd_pv("pv-new")))
+    assert "pv-new" in guard.on_delete(req).message and guard.memo_misses == 1
+    # a change to a hop it read (a StorageClass naming this pool) does: the slow path
+    scs = caches["StorageClass.storage.k8s.io"]
+    scs._apply("ADDED", scs._prepare(storage_class("fast", "rook-ceph.rbd.csi.ceph.com", clusterID=NS,
+                                                   pool="replicapool")))
     with pytest.raises(SlowPath):
         guard.on_delete(req)
-    assert "pv-new" in decide(guard, req).message
+    assert "pv-new" in decide(guard, req).message and guard.memo_misses == 2
 
 
 def test_a_terminating_namespace_lets_its_own_dependents_go_but_not_outside_ones() -> None:
@@ -332,6 +338,10 @@ def test_warm_decisions_answer_the_first_delete_after_a_change_on_the_event_loop
     assert guard.warm() == 1 and guard.warm() == 0  # nothing changed: nothing recomputed
     first = guard.on_delete(req)  # on the loop, no SlowPath
     assert not first.allowed and "pv-0" in first.message and not off_loop()
+    # a hop changes (a StorageClass naming the pool): the memo must be computed whole again
+    scs = caches["StorageClass.storage.k8s.io"]
+    scs._apply("ADDED", scs._prepare(storage_class("fast", "rook-ceph.rbd.csi.ceph.com", clusterID=NS,
+                                                   pool="replicapool")))
     pvs = caches["PersistentVolume"]
     pvs._apply("ADDED", pvs._prepare(rbd_pv("pv-new")))
     with pytest.raises(SlowPath):  # not warmed yet: the request would go to a worker thread

@@ -56,6 +56,17 @@ class IndexSpec:
         return [obj for key in keys for obj in view.by_index(self.kind, self.name, key)]
 
 
+# A rule's last hop: the dependents are exactly the objects of ``spec.kind`` filed under one of
+# ``keys`` in ``spec``.  Matchers that end this way let a decision be kept up to date object by
+# object (``live``): whether an object depends on a provider is then a question about that
+# object alone (does ``spec.fn(obj)`` meet ``keys``?), so a watch event is applied in O(1).
+Leaf = tuple[IndexSpec, list[str]]
+
+
+def lookup_leaves(view: ClusterView, leaves: Iterable[Leaf]) -> list[RawObject]:
+    return [obj for spec, keys in leaves for obj in spec.lookup(view, keys)]
+
+
 def path(dotted: str) -> tuple[str, ...]:
     return tuple(dotted.split("."))
 
@@ -99,11 +110,9 @@ def same_namespace_indexes(rule: Rule, m: SameNamespace) -> list[IndexSpec]:
     return [namespace_index(rule.dependent, m.where)]
 
 
-def find_same_namespace(
-    rule: Rule, m: SameNamespace, provider: Provider, view: ClusterView
-) -> list[RawObject]:
+def leaves_same_namespace(rule: Rule, m: SameNamespace, provider: Provider, view: ClusterView) -> list[Leaf]:
     keys = [provider.namespace] if provider.namespace else []
-    return namespace_index(rule.dependent, m.where).lookup(view, keys)
+    return [(namespace_index(rule.dependent, m.where), keys)]
 
 
 def skip_index(skip: SkipIf) -> IndexSpec:
@@ -148,7 +157,7 @@ def field_ref_indexes(rule: Rule, m: FieldRef) -> list[IndexSpec]:
     return [field_index(rule.dependent, m)]
 
 
-def find_field_ref(rule: Rule, m: FieldRef, provider: Provider, view: ClusterView) -> list[RawObject]:
+def leaves_field_ref(rule: Rule, m: FieldRef, provider: Provider, view: ClusterView) -> list[Leaf]:
     values = [t.format(name=provider.name, namespace=provider.namespace) for t in m.values]
     keys = values if m.scope == "cluster" else [f"{provider.namespace}/{v}" for v in values]
-    return field_index(rule.dependent, m).lookup(view, keys)
+    return [(field_index(rule.dependent, m), keys)]

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from kustodian.policy.deletion.indexing import (
     IndexSpec,
+    Leaf,
     Provider,
     field_ref_indexes,
-    find_field_ref,
-    find_same_namespace,
+    leaves_field_ref,
+    leaves_same_namespace,
+    lookup_leaves,
     same_namespace_indexes,
     skip_index,
 )
@@ -21,12 +23,12 @@ from kustodian.policy.deletion.rook_matchers import (
     caps_pool_indexes,
     cosi_bucket_indexes,
     csi_volume_indexes,
-    find_caps_pool,
-    find_cosi_bucket,
-    find_csi_volume,
     find_multisite_peer_zones,
-    find_pool_ref,
-    find_storage_class_ref,
+    leaves_caps_pool,
+    leaves_cosi_bucket,
+    leaves_csi_volume,
+    leaves_pool_ref,
+    leaves_storage_class_ref,
     multisite_indexes,
     multisite_peer_zones_indexes,
     pool_ref_indexes,
@@ -81,22 +83,32 @@ def rule_skipped(rule: Rule, provider: Provider, view: ClusterView) -> bool:
     return rule.skip_in_peer_zone and serves_peer_zone(provider, view)
 
 
-def find_dependents(rule: Rule, provider: Provider, view: ClusterView) -> list[RawObject]:
-    """Objects of ``rule.dependent`` matching ``provider`` (may repeat an object; callers dedupe)."""
+def find_leaves(rule: Rule, provider: Provider, view: ClusterView) -> list[Leaf] | None:
+    """The last hop of ``rule`` for ``provider`` (``indexing.Leaf``), or None for a matcher whose
+    answer is not a plain lookup (the multisite peers leave the provider's own zone out)."""
     match rule.match:
         case SameNamespace() as m:
-            return find_same_namespace(rule, m, provider, view)
+            return leaves_same_namespace(rule, m, provider, view)
         case FieldRef() as m:
-            return find_field_ref(rule, m, provider, view)
+            return leaves_field_ref(rule, m, provider, view)
         case PoolRef() as m:
-            return find_pool_ref(rule, m, provider, view)
+            return leaves_pool_ref(rule, m, provider, view)
         case CapsPool() as m:
-            return find_caps_pool(rule, m, provider, view)
+            return leaves_caps_pool(rule, m, provider, view)
         case CsiVolume() as m:
-            return find_csi_volume(rule, m, provider, view)
+            return leaves_csi_volume(rule, m, provider, view)
         case StorageClassRef() as m:
-            return find_storage_class_ref(rule, m, provider, view)
+            return leaves_storage_class_ref(rule, m, provider, view)
         case CosiBucket() as m:
-            return find_cosi_bucket(rule, m, provider, view)
-        case MultisitePeerZones() as m:
-            return find_multisite_peer_zones(rule, m, provider, view)
+            return leaves_cosi_bucket(rule, m, provider, view)
+        case MultisitePeerZones():
+            return None
+
+
+def find_dependents(rule: Rule, provider: Provider, view: ClusterView) -> list[RawObject]:
+    """Objects of ``rule.dependent`` matching ``provider`` (may repeat an object; callers dedupe)."""
+    leaves = find_leaves(rule, provider, view)
+    if leaves is not None:
+        return lookup_leaves(view, leaves)
+    assert isinstance(rule.match, MultisitePeerZones)
+    return find_multisite_peer_zones(rule, rule.match, provider, view)

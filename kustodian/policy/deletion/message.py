@@ -37,7 +37,7 @@ def plural(kind: str) -> str:
 class Section:
     """``lead`` then ``Plural: [names]`` groups joined by ``"; "``, then ``tail``."""
 
-    groups: tuple[tuple[str, tuple[str, ...]], ...]
+    groups: tuple[tuple[str, Sequence[str]], ...]  # labels: any sequence (sliced, never walked whole)
     lead: str = ""
     tail: str = ""
 
@@ -62,13 +62,22 @@ def _render(header: str, sections: Sequence[Section], shown: Sequence[int]) -> s
     return header + "; ".join(parts)
 
 
+def _labels_within(sections: Sequence[Section], limit: int) -> bool:
+    """Do all the labels together take at most ``limit`` bytes?  Stops reading at the limit."""
+    total = 0
+    for section in sections:
+        for _, labels in section.groups:
+            for label in labels:
+                total += len(label.encode())
+                if total > limit:
+                    return False
+    return True
+
+
 def fit_message(header: str, sections: Sequence[Section], limit: int = MESSAGE_LIMIT) -> str:
     """Render ``header`` + sections, showing as many labels as fit in ``limit`` bytes."""
     totals = [len(labels) for section in sections for _, labels in section.groups]
-    label_bytes = sum(
-        len(label.encode()) for section in sections for _, labels in section.groups for label in labels
-    )
-    if label_bytes <= limit:  # cheap pre-check: never render 50,000 names just to measure them
+    if _labels_within(sections, limit):  # cheap pre-check: never render 50,000 names just to measure them
         everything = _render(header, sections, totals)
         if len(everything.encode()) <= limit:
             return everything

@@ -17,6 +17,7 @@ from typing import Any
 
 from kustodian.policy.deletion.indexing import (
     IndexSpec,
+    Leaf,
     Provider,
     cluster_field_index,
     field_index,
@@ -138,8 +139,8 @@ def pool_ref_indexes(rule: Rule, m: PoolRef) -> list[IndexSpec]:
     return [_pool_ref_index(rule.dependent, m)]
 
 
-def find_pool_ref(rule: Rule, m: PoolRef, provider: Provider, view: ClusterView) -> list[RawObject]:
-    return _pool_ref_index(rule.dependent, m).lookup(view, _pool_keys(provider))
+def leaves_pool_ref(rule: Rule, m: PoolRef, provider: Provider, view: ClusterView) -> list[Leaf]:
+    return [(_pool_ref_index(rule.dependent, m), _pool_keys(provider))]
 
 
 def _caps_pool_index(kind: str, m: CapsPool) -> IndexSpec:
@@ -158,8 +159,8 @@ def caps_pool_indexes(rule: Rule, m: CapsPool) -> list[IndexSpec]:
     return [_caps_pool_index(rule.dependent, m)]
 
 
-def find_caps_pool(rule: Rule, m: CapsPool, provider: Provider, view: ClusterView) -> list[RawObject]:
-    return _caps_pool_index(rule.dependent, m).lookup(view, _pool_keys(provider))
+def leaves_caps_pool(rule: Rule, m: CapsPool, provider: Provider, view: ClusterView) -> list[Leaf]:
+    return [(_caps_pool_index(rule.dependent, m), _pool_keys(provider))]
 
 
 # --- csi-volume and storage-class-ref: a map naming a clusterID and a pool or a name -------
@@ -223,9 +224,9 @@ def csi_volume_indexes(rule: Rule, m: CsiVolume) -> list[IndexSpec]:
     return [_csi_volume_index(rule.dependent, m), *cluster_id_indexes()]
 
 
-def find_csi_volume(rule: Rule, m: CsiVolume, provider: Provider, view: ClusterView) -> list[RawObject]:
+def leaves_csi_volume(rule: Rule, m: CsiVolume, provider: Provider, view: ClusterView) -> list[Leaf]:
     keys = _provider_attribute_keys(provider, view, m.pool_attributes, m.name_attributes, m.match_all)
-    return _csi_volume_index(rule.dependent, m).lookup(view, keys)
+    return [(_csi_volume_index(rule.dependent, m), keys)]
 
 
 def _storage_class_index(m: StorageClassRef) -> IndexSpec:
@@ -260,9 +261,9 @@ def storage_class_ref_indexes(rule: Rule, m: StorageClassRef) -> list[IndexSpec]
     return [_storage_class_index(m), _class_users_index(rule.dependent, m), *cluster_id_indexes()]
 
 
-def find_storage_class_ref(
+def leaves_storage_class_ref(
     rule: Rule, m: StorageClassRef, provider: Provider, view: ClusterView
-) -> list[RawObject]:
+) -> list[Leaf]:
     """Two hops, both indexed: the StorageClasses pointing at the provider, then their users.
 
     Users that say where they live themselves (``unlessSet``) are left to the rules that read it.
@@ -271,7 +272,7 @@ def find_storage_class_ref(
         return []
     keys = _provider_attribute_keys(provider, view, m.pool_parameters, m.name_parameters)
     classes = sorted({name(sc) for sc in _storage_class_index(m).lookup(view, keys)})
-    return _class_users_index(rule.dependent, m).lookup(view, classes)
+    return [(_class_users_index(rule.dependent, m), classes)]
 
 
 # --- cosi-bucket ---------------------------------------------------------------------------
@@ -313,16 +314,16 @@ def cosi_bucket_indexes(rule: Rule, m: CosiBucket) -> list[IndexSpec]:
     ]
 
 
-def find_cosi_bucket(rule: Rule, m: CosiBucket, provider: Provider, view: ClusterView) -> list[RawObject]:
+def leaves_cosi_bucket(rule: Rule, m: CosiBucket, provider: Provider, view: ClusterView) -> list[Leaf]:
     """Buckets attributed to the store by their own parameters, or by their BucketClass's."""
     ns, store = provider.namespace, provider.name
     keys = [f"{ns}/{store}", f"*/{store}", f"{ns}/*", "*/*"]
     by_bucket, by_class_param, by_class = cosi_bucket_indexes(rule, m)
-    found = by_bucket.lookup(view, keys)
+    leaves: list[Leaf] = [(by_bucket, keys)]
     if view.has_kind(BUCKET_CLASS):
         classes = sorted({name(c) for c in by_class_param.lookup(view, keys)})
-        found += by_class.lookup(view, classes)
-    return found
+        leaves.append((by_class, classes))
+    return leaves
 
 
 # --- multisite: is the store's zone the master, and who are its peers? ----------------------

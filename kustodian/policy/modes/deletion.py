@@ -17,7 +17,7 @@ __all__ = ["refusal_mode"]
 def refusal_mode(decision: DeleteDecision, rules: RuleSet, provider_kinds: Iterable[str],
                  default: Mode) -> Mode:
     """The mode for refusing ``decision`` about providers of ``provider_kinds``."""
-    blocking = {ref.kind for refs in decision.dependents.values() for ref in refs}
+    blocking = decision.dependent_kinds  # once per decision, not per request
     modes = [Mode(rule.mode) if rule.mode else default
              for kind in set(provider_kinds) for rule in rules.for_provider(kind)
              if rule.dependent in blocking]

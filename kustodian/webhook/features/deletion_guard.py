@@ -22,25 +22,36 @@ Decisions are memoised per provider (uid, resourceVersion, terminating namespace
 together with the version of every index bucket they read; a DELETE whose buckets
 did not change reuses the decision and its rendered, capped message, so repeated
 reviews (kubectl retries, several webhook configurations, the API server's own
-retries) cost a handful of dict reads whatever the number of dependents.  A change
-to any bucket read (a PV of *this* pool added or removed) recomputes on the next
-request; the warmer thread (``start``) makes that recomputation happen ahead of the
-request, so the first DELETE after a change normally finds its answer ready too.
+retries) cost a handful of dict reads whatever the number of dependents.
+
+Each memo keeps its provider's dependents live (``policy.deletion.live``): the buckets
+a decision read are recorded in two sets, the *hops* (which StorageClasses, which
+clusterIDs, skip rules) and the *leaves* (the final lookups whose objects are the
+dependents).  A watch event on a leaf bucket (a PV of this pool added or removed) is
+applied to the memo from the cache's handler, in O(log n), and the message is rendered
+again from the first names of sorted lists: no DELETE, and no thread, walks the 50,000
+PVs of a pool again.  A change to a hop, to the provider, or a cache re-list (new
+epoch) leaves the memo invalid, and the decision is computed whole: by the warmer
+thread (``start``) ahead of the request, or by the request in a worker thread.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
-from collections.abc import Hashable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+import weakref
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from kustodian.kube.cache import WatchCache
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.view import CacheView
 from kustodian.logs import about
-from kustodian.policy.deletion import DeleteDecision, RuleSet, decide_delete, decide_namespace_delete
+from kustodian.policy.deletion import DeleteDecision, RuleSet, decide_namespace_delete
+from kustodian.policy.deletion.live import LiveDependents
 from kustodian.policy.deletion.projection import FieldPath, fields_read
 from kustodian.policy.modes import Mode
 from kustodian.policy.modes.deletion import refusal_mode
@@ -106,10 +117,20 @@ class _RecordingView:
         return self._view.by_index(kind, index, key)
 
 
+Read = tuple[str, str | None, str | None, Hashable]  # (kind, index, key, version seen)
+
+
 @dataclass(frozen=True)
 class _Memo:
-    reads: tuple[tuple[str, str | None, str | None, Hashable], ...]
+    reads: tuple[Read, ...]  # the hops: a change here needs a whole new decision
     decision: DeleteDecision
+    leaf_reads: tuple[Read, ...] = ()  # the leaves: changes here are applied to ``live``
+    live: LiveDependents | None = None  # None: not kept live (a matcher that is no plain lookup)
+    epochs: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # leaf kind -> (cache id, epoch)
+
+    def all_reads(self) -> Iterable[Read]:
+        yield from self.reads
+        yield from self.leaf_reads
 
 
 class DeletionGuard:
@@ -129,6 +150,13 @@ class DeletionGuard:
         self._memo: dict[tuple[str, ...], _Memo] = {}
         self.memo_hits = 0
         self.memo_misses = 0
+        # live memos: which memo keys read each leaf bucket, and the leaf indexers per kind;
+        # all changes to memos and these maps happen under ``_live_lock`` (never on the event loop)
+        self._live_lock = threading.Lock()
+        self._subscribers: dict[tuple[str, str, str], set[tuple[str, ...]]] = {}
+        self._leaf_indexers: dict[str, dict[str, Callable[[RawObject], Iterable[str]]]] = {}
+        self._hooked: weakref.WeakSet[WatchCache] = weakref.WeakSet()  # caches whose changes we hear
+        self.applied = 0  # watch events applied to live memos (tests, metrics)
         self._flights: dict[tuple[str, ...], threading.Lock] = {}
         self._flights_lock = threading.Lock()
         self.warmed = 0  # decisions computed ahead of any request (``warm``)
@@ -177,11 +205,14 @@ class DeletionGuard:
 
     def _memoised(self, key: tuple[str, ...], *, count: bool = True) -> DeleteDecision | None:
         memo = self._memo.get(key)
-        if memo is not None and all(self.view.read_version(k, i, v) == seen for k, i, v, seen in memo.reads):
+        if memo is not None and self._current(memo.all_reads()):
             if count:
                 self.memo_hits += 1
             return memo.decision
         return None
+
+    def _current(self, reads: Iterable[Read]) -> bool:
+        return all(self.view.read_version(k, i, v) == seen for k, i, v, seen in reads)
 
     @staticmethod
     def _key(kind_key: str, provider: RawObject, deleting_namespace: str | None) -> tuple[str, ...]:
@@ -221,15 +252,102 @@ class DeletionGuard:
                  deleting_namespace: str | None) -> DeleteDecision:
         rv = key[4]
         self.memo_misses += 1
-        recording = _RecordingView(self.view)
-        decision = decide_delete(kind_key, provider, recording, self.rules,
-                                 deleting_namespace=deleting_namespace)
+        if not self.rules.for_provider(kind_key):
+            return DeleteDecision(allowed=True)
+        # hear changes before reading anything, and take the epochs first: an event or a re-list
+        # during the computation must leave the memo unusable, never silently missed
+        caches = self._hook_caches()
+        epochs = {rule.dependent: (id(cache), cache.epoch) for rule in self.rules.for_provider(kind_key)
+                  if (cache := caches.get(rule.dependent)) is not None}
+        hops, leaves = _RecordingView(self.view), _RecordingView(self.view)
+        live = LiveDependents(kind_key, provider, hops, self.rules,
+                              deleting_namespace=deleting_namespace, leaf_view=leaves)
+        decision = live.decision()
         if rv:
-            if len(self._memo) >= MEMO_SIZE:
-                with contextlib.suppress(StopIteration, KeyError, RuntimeError):  # racing workers
-                    self._memo.pop(next(iter(self._memo)))
-            self._memo[key] = _Memo(tuple(recording.reads), decision)
+            kept_live = live.exact and bool(caches)  # a view without watch caches hears no events
+            self._install(key, _Memo(tuple(hops.reads), decision, tuple(leaves.reads),
+                                     live if kept_live else None, epochs))
         return decision
+
+    def _install(self, key: tuple[str, ...], memo: _Memo) -> None:
+        with self._live_lock:
+            if memo.live is not None and not self._current(memo.leaf_reads):
+                # a leaf changed while we computed, and its event may have gone by before this
+                # memo could hear it: keep the answer for its versions, but never update it
+                memo = replace(memo, live=None)
+            if len(self._memo) >= MEMO_SIZE and key not in self._memo:
+                with contextlib.suppress(StopIteration, KeyError, RuntimeError):
+                    oldest = next(iter(self._memo))
+                    self._unsubscribe(oldest, self._memo.pop(oldest))
+            before = self._memo.get(key)
+            if before is not None:
+                self._unsubscribe(key, before)
+            self._memo[key] = memo
+            if memo.live is not None:
+                for bucket in memo.live.leaf_buckets():
+                    self._subscribers.setdefault(bucket, set()).add(key)
+                for kind, specs in memo.live.leaves.items():
+                    named = self._leaf_indexers.setdefault(kind, {})
+                    named.update((spec.name, spec.fn) for _, spec, _ in specs)
+
+    def _unsubscribe(self, key: tuple[str, ...], memo: _Memo) -> None:
+        if memo.live is None:
+            return
+        for bucket in memo.live.leaf_buckets():
+            keys = self._subscribers.get(bucket)
+            if keys is not None:
+                keys.discard(key)
+                if not keys:
+                    del self._subscribers[bucket]
+
+    def _hook_caches(self) -> Mapping[str, WatchCache]:
+        """Hear every change of every cache (caches come and go with their CRDs); the caches."""
+        caches: Mapping[str, WatchCache] = getattr(self.view, "caches", {})  # a test's ListView has none
+        for kind, cache in list(caches.items()):
+            if cache not in self._hooked:
+                self._hooked.add(cache)
+                cache.add_handler(functools.partial(self._on_change, kind, cache))
+        return caches
+
+    def _on_change(self, kind: str, cache: WatchCache, _type: str, new: RawObject | None,
+                   old: RawObject | None) -> None:
+        """A watch event (on the cache's thread, after its indexes were updated): apply it to every
+        live memo with a leaf bucket the object left or entered, and mark those buckets as seen
+        at their new version.  Hop buckets keep the version the memo saw, so a change there
+        still invalidates it."""
+        indexers = self._leaf_indexers.get(kind)
+        if not indexers or getattr(self.view, "caches", {}).get(kind) is not cache:
+            return
+        with self._live_lock:
+            touched: set[tuple[str, str]] = set()
+            for index, fn in indexers.items():
+                for obj in (old, new):
+                    if obj is not None:
+                        with contextlib.suppress(Exception):  # as the cache: a failing indexer files nothing
+                            touched.update((index, k) for k in fn(obj))
+            affected: set[tuple[str, ...]] = set()
+            for index, k in touched:
+                affected |= self._subscribers.get((kind, index, k), set())
+            for key in affected:
+                memo = self._memo.get(key)
+                if memo is None or memo.live is None or memo.epochs.get(kind) != (id(cache), cache.epoch):
+                    continue  # re-listed or re-created: the memo is stale by version, computed whole
+                try:
+                    self._memo[key] = self._applied(memo, kind, touched, new, old)
+                except Exception:  # never keep a half-applied memo
+                    log.exception("applying a %s change to the decision for %s failed", kind, key[:3])
+                    self._unsubscribe(key, self._memo.pop(key))
+
+    def _applied(self, memo: _Memo, kind: str, touched: set[tuple[str, str]],
+                 new: RawObject | None, old: RawObject | None) -> _Memo:
+        assert memo.live is not None
+        changed = memo.live.apply(kind, old, new)
+        leaf_reads = tuple(
+            (k, i, b, self.view.read_version(k, i, b)) if k == kind and (i, b) in touched else read
+            for read in memo.leaf_reads for k, i, b, _ in (read,))
+        self.applied += 1
+        decision = memo.live.decision() if changed else memo.decision
+        return replace(memo, decision=decision, leaf_reads=leaf_reads)
 
     # -- ahead of requests ------------------------------------------------------------------
 
