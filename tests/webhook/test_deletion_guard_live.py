@@ -72,11 +72,11 @@ class History:
                 pv["spec"]["storageClassName"] = "fast"
             self._event(PV, "ADDED", pv)
         elif roll < 0.55:
-            if (pv := self._some(PV)) is not None:
-                self._event(PV, "DELETED", pv)
+            if (gone := self._some(PV)) is not None:
+                self._event(PV, "DELETED", gone)
         elif roll < 0.75:
-            if (pv := self._some(PV)) is not None:
-                moved = {**pv, "spec": {**pv["spec"], "csi": {**pv["spec"]["csi"], "volumeAttributes": {
+            if (old := self._some(PV)) is not None:
+                moved = {**old, "spec": {**old["spec"], "csi": {**old["spec"]["csi"], "volumeAttributes": {
                     "clusterID": NS, "pool": self.rng.choice(POOLS)}}}}
                 self._event(PV, "MODIFIED", moved)
         elif roll < 0.85:
