@@ -139,6 +139,8 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     add_freshness(readiness, kinds)
     metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds)
     metrics.registry.register(outcomes)
+    if guard is not None:
+        metrics.registry.register(guard)  # kustodian_deletion_guard_memo_total
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
     return Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard)

@@ -46,6 +46,9 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.view import CacheView
@@ -133,7 +136,7 @@ class _Memo:
         yield from self.leaf_reads
 
 
-class DeletionGuard:
+class DeletionGuard(Collector):
     # enforcement mode (issue 20) and where refusals are counted; set by the webhook's wiring
     mode: Mode = Mode.ENFORCE
     outcomes: Outcomes | None = None
@@ -162,6 +165,18 @@ class DeletionGuard:
         self.warmed = 0  # decisions computed ahead of any request (``warm``)
         self._warmer: threading.Thread | None = None
         self._stop_warming = threading.Event()
+
+    def collect(self) -> Iterable[Metric]:
+        """``kustodian_deletion_guard_memo_total{event}`` (a Prometheus collector): answers read
+        ready (``hit``), decisions computed whole (``computed``), and watch events applied to a
+        kept decision (``applied``).  ``computed`` growing with every change of a dependent
+        would mean the decisions are not being kept live."""
+        family = CounterMetricFamily("kustodian_deletion_guard_memo",
+                                     "Deletion guard decisions: read ready, computed whole, or a watch "
+                                     "event applied to a kept decision", labels=["event"])
+        for event, n in (("hit", self.memo_hits), ("computed", self.memo_misses), ("applied", self.applied)):
+            family.add_metric([event], float(n))
+        yield family
 
     def register(self, registry: Registry) -> None:
         for kind in sorted(self.rules.provider_kinds()):
