@@ -206,6 +206,9 @@ class LiveDependents:
         header = f"{self.me.quoted()} cannot be deleted: it has dependents: "
         return DeleteDecision(False, fit_message(header, [section]), dependents, providers=(self.me,))
 
+    def __len__(self) -> int:
+        return len(self._first)
+
     def refs(self) -> list[ObjectRef]:
         """The dependents, unordered."""
         return list(self._first)
