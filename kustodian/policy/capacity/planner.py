@@ -736,68 +736,98 @@ def _wait_decision(
     )
 
 
+def _competes(ordered: Sequence[_Request]) -> bool:
+    """Whether two of ``ordered`` could want the same AC (group, class list they scan).
+
+    If none could, the requests are placed independently: together they fit on a node
+    exactly where each fits alone, which the summaries already tell."""
+    seen: set[tuple[str, str]] = set()
+    for req in ordered:
+        if req.storage_class == ANY_CLASS:
+            scanned: tuple[str, ...] = ANY_ORDER
+        elif req.media is not None:
+            scanned = (req.storage_class, req.media)
+        else:
+            scanned = (req.storage_class,)
+        keys = {(req.group, sc) for sc in scanned}
+        if not seen.isdisjoint(keys):
+            return True
+        seen |= keys
+    return False
+
+
 def _rejection(
     cap: _Capacity, nodes: Sequence[str], ordered: Sequence[_Request],
-    failed: Mapping[str, tuple[int, dict[int, int]]],
+    stages: Sequence[Sequence[str]], failed: Mapping[str, tuple[int, dict[int, int]]],
 ) -> str:
     """Name, for each node, the first request (in planning order) that did not fit, and why.
 
-    Only rejected ACRs pay for this, and cheaply: ``failed`` has the nodes where a full
-    placement was tried; on every other node some request cannot fit even alone (the
-    summary said so).  If that is request 0 or 1 it is also the first to fail a full
-    placement (whatever precedes it fits), so only a later one needs a placement run.
-    Nodes failing for the same reason are grouped: complete, yet short on big clusters.
+    Only rejected ACRs pay for this, and cheaply: ``stages[pos]`` are the nodes where
+    requests ``0..pos-1`` each fit alone (the summaries said so; ``stages[0]`` is every
+    node), ``failed`` the nodes where a full placement was tried and failed.  A node
+    that left the stages at ``pos`` fails there unless requests ``0..pos-1`` do not fit
+    *together*: impossible for ``pos`` < 2 (request 0 fits alone) or when no two of them
+    scan the same ACs (``_competes``), so only the rest get a placement run.  Nodes
+    failing for the same reason are grouped, in the order of their first node, each
+    group's nodes in requested order: complete, yet short on big clusters.
     """
     room_of = [cap.best.get((req.storage_class, req.group), _NO_ROOM).get for req in ordered]
-    # First request that cannot fit alone, per node, one request at a time (fast), and
-    # the room the summary gives it there (None: no capacity of its class at all).
-    quick: dict[str, tuple[int, int | None]] = {}
-    remaining = [node for node in nodes if node not in failed] if failed else nodes
-    for pos, req in enumerate(ordered):
-        get, need = room_of[pos], req.need
-        still: list[str] = []
-        keep = still.append
-        for node in remaining:
-            room = get(node)
-            if room is None or room < need:
-                quick[node] = (pos, room)
-            else:
-                keep(node)
-        remaining = still
-        if not remaining:
-            break
     # (position, kind) -> [nodes, largest room among them]; kind: 0 no capacity of the
     # class at all, 1 some but not enough.
     groups: dict[tuple[int, int], list[Any]] = {}
-    for node in nodes:
-        found = quick.get(node)
-        if found is not None and found[0] < 2:
-            pos, room = found
+    # Nodes whose first failure is not where the stages put them: node -> (position, room).
+    moved: dict[str, tuple[int, int | None]] = {}
+    for node, (pos, pending) in failed.items():
+        req = ordered[pos]
+        moved[node] = pos, (cap.rooms(node, req.group, pending).get(req.storage_class) if pending
+                            else room_of[pos](node))
+    for pos in range(1, len(stages)):
+        before, after = stages[pos - 1], stages[pos]
+        if len(before) == len(after):
+            continue
+        if len(after):
+            kept = set(after)
+            out = [node for node in before if node not in kept]
         else:
-            pending: dict[int, int] = {}
-            if found is None:
-                pos, pending = failed[node]
-            else:
-                pos = found[0]
-                overlay, _chosen, early = cap.try_node(node, ordered[:pos])
+            out = list(before)
+        at = pos - 1
+        if at >= 2 and _competes(ordered[:at]):
+            prefix = ordered[:at]
+            for node in out:
+                overlay, _chosen, early = cap.try_node(node, prefix)
                 if early >= 0:
-                    pos, pending = early, overlay
-            req = ordered[pos]
-            if pending:
-                room = cap.rooms(node, req.group, pending).get(req.storage_class)
+                    req = ordered[early]
+                    moved[node] = early, cap.rooms(node, req.group, overlay).get(req.storage_class)
+            if moved:
+                out = [node for node in out if node not in moved]
+        get = room_of[at]
+        none = [node for node in out if get(node) is None]
+        if none:
+            groups[(at, 0)] = [none, -1]
+            out = [node for node in out if get(node) is not None] if len(none) < len(out) else []
+        if out:
+            groups[(at, 1)] = [out, max(get(node, -1) for node in out)]
+    if moved:
+        touched: set[tuple[int, int]] = set()
+        for node, (pos, room) in moved.items():
+            key = (pos, 0 if room is None else 1)
+            entry = groups.get(key)
+            if entry is None:
+                groups[key] = [[node], -1 if room is None else room]
             else:
-                room = room_of[pos](node)
-        key = (pos, 0 if room is None else 1)
-        entry = groups.get(key)
-        if entry is None:
-            groups[key] = [[node], -1 if room is None else room]
-        else:
-            entry[0].append(node)
-            if room is not None and room > entry[1]:
-                entry[1] = room
+                entry[0].append(node)
+                if room is not None and room > entry[1]:
+                    entry[1] = room
+            touched.add(key)
+        order = {node: i for i, node in enumerate(nodes)}.__getitem__
+        for key in touched:
+            groups[key][0].sort(key=order)
+        first = sorted(groups.items(), key=lambda item: order(item[1][0][0]))
+    else:
+        first = sorted(groups.items(), key=lambda item: nodes.index(item[1][0][0]))
     detail = "; ".join(
         f"{', '.join(members)}: {_describe(ordered[pos], largest if kind else None, len(members))}"
-        for (pos, kind), (members, largest) in groups.items()
+        for (pos, kind), (members, largest) in first
     )
     return f"no requested node can hold every volume: {detail}"
 
@@ -820,10 +850,12 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
     cap.ensure(nodes)
     # Cheap pass: drop nodes where some request cannot fit even alone.
     alive = nodes
+    stages = [nodes]
     for req in ordered:
         room_of = cap.best.get((req.storage_class, req.group), _NO_ROOM).get
         need = req.need
         alive = [node for node in alive if room_of(node, -1) >= need]
+        stages.append(alive)
         if not alive:
             break
     qualified: list[tuple[str, dict[int, int], list[int]]] = []
@@ -839,7 +871,7 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
             failed[node] = (failed_at, pending)
 
     if not qualified:
-        return _rejected(acr_name, _rejection(cap, nodes, ordered, failed))
+        return _rejected(acr_name, _rejection(cap, nodes, ordered, stages, failed))
 
     picks: list[list[str]] = [[] for _ in reqs]
     charges: list[tuple[int, bool, int]] = []
