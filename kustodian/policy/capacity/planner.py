@@ -423,13 +423,16 @@ class _Capacity:
             ids = lists.get(media)
             if not ids:
                 continue
+            # By (size, name): the last free drive is the largest, and offers the most
+            # as a new group too (``lvg_usable_size`` grows with the size).
             whole = lvg = -1
+            for a in reversed(ids):
+                if used[a] == FREE:
+                    whole, lvg = sizes[a], usable[a]
+                    break
             for a in ids:
                 u = used[a]
-                if u == FREE:
-                    whole = max(whole, sizes[a])
-                    lvg = max(lvg, usable[a])
-                elif u >= 0 and usable[a] - u > lvg:
+                if u >= 0 and usable[a] - u > lvg:
                     lvg = usable[a] - u
             wholes[media] = whole
             as_group[media] = lvg
@@ -449,9 +452,14 @@ class _Capacity:
             if touched is not None and storage_class not in touched and storage_class not in redo:
                 continue
             room = as_group.get(plain) if plain is not None else None
-            for a in lists.get(storage_class, ()):
-                u = used[a]
-                room = max(-1 if room is None else room, usable[a] - u if u >= 0 else -1)
+            group_ids = lists.get(storage_class)
+            if group_ids:
+                if room is None:
+                    room = -1
+                for a in group_ids:
+                    u = used[a]
+                    if u >= 0 and usable[a] - u > room:
+                        room = usable[a] - u
             if room is not None:
                 by_node = best.get((storage_class, group))
                 if by_node is None:
