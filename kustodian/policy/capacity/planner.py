@@ -575,11 +575,20 @@ class _Capacity:
             self.used[a] = FREE
 
     def _apply(self, acr_name: str, held: _Held, sign: int) -> None:
+        """Charge (``sign`` +1) or release (-1) what ``held`` names; refresh the summaries
+        that may have changed.
+
+        A charge only ever takes room away, and a summary is a largest room, so it can
+        only change if the AC charged offered at least that much before: a charge on
+        any smaller AC (first fit picks the smallest that fits) leaves it as it is.
+        """
         touched: dict[tuple[str, str], set[str]] = {}
         ready, nodes, groups, classes = self.ready, self.nodes, self.groups, self.classes
         whole_holds, lvg_holds, lvg_bytes = self.whole_holds, self.lvg_holds, self.lvg_bytes
-        used, is_group = self.used, self.is_group
+        used, is_group, sizes, usable = self.used, self.is_group, self.sizes, self.usable
+        wholes, as_group, best = self.wholes, self.as_group, self.best
         for a, lvg, size in held.charges:
+            was = used[a]
             # ``_charge``, inlined: a reservation on 500 nodes is 1,500 charges.
             if lvg:
                 lvg_holds[a] += sign
@@ -592,12 +601,30 @@ class _Capacity:
                 used[a] = lvg_bytes[a]
             else:
                 used[a] = FREE
-            if nodes[a] in ready:
-                key = (nodes[a], groups[a])
-                if key in touched:
-                    touched[key].add(classes[a])
+            node = nodes[a]
+            if node not in ready:
+                continue
+            key = (node, groups[a])
+            storage_class = classes[a]
+            if sign > 0:
+                if was == WHOLE:
+                    continue  # it offered nothing, and still does not
+                if is_group[a]:
+                    room = best.get((storage_class, key[1]), _NO_ROOM).get(node)
+                    if room is not None and usable[a] - was < room:
+                        continue
                 else:
-                    touched[key] = {classes[a]}
+                    whole = wholes.get(key, _NO_ROOM).get(storage_class)
+                    lvg_room = as_group.get(key, _NO_ROOM).get(storage_class)
+                    if whole is not None and lvg_room is not None and (
+                        usable[a] - was < lvg_room if was >= 0
+                        else sizes[a] < whole and usable[a] < lvg_room
+                    ):
+                        continue
+            if key in touched:
+                touched[key].add(storage_class)
+            else:
+                touched[key] = {storage_class}
         if self.track_lvg_holders:
             for key2 in held.lvg_keys:
                 if sign > 0:
