@@ -47,7 +47,7 @@ import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NamedTuple
 
 from kustodian.policy.capacity.model import (
     AC_STORAGE_CLASSES,
@@ -85,9 +85,10 @@ _AC_CLASSES = frozenset(AC_STORAGE_CLASSES)
 _LVG_OF: Mapping[str, str] = {media: sc for sc, media in LVG_MEDIA.items() if media is not None}
 
 
-@dataclass(frozen=True, slots=True)
-class _Request:
-    index: int  # position in the ACR, for output order
+class _Request(NamedTuple):
+    """One capacity request (a tuple: 9,000 of them are made per batch)."""
+
+    position: int  # in the ACR, for output order
     name: str
     storage_class: str
     size: int
@@ -377,13 +378,13 @@ class _Capacity:
                 by_class[classes[a]] = [a]
             else:
                 ids.append(a)
-        sizes, names = self.sizes, self.names
-
-        def order(a: int) -> tuple[int, str]:
-            return sizes[a], names[a]
-
+        by_size, by_name = self.sizes.__getitem__, self.names.__getitem__
         for group, by_class in buckets.items():
-            lists = {sc: tuple(sorted(ids, key=order)) for sc, ids in by_class.items()}
+            lists: dict[str, tuple[int, ...]] = {}
+            for sc, ids in by_class.items():
+                ids.sort(key=by_name)
+                ids.sort(key=by_size)  # stable: by (size, name)
+                lists[sc] = tuple(ids)
             lists[ANY_CLASS] = tuple(i for sc in ANY_ORDER for i in lists.get(sc, ()))
             self.lists[(node, group)] = lists
             self._refresh(node, group, None)
@@ -704,19 +705,22 @@ def _requests(acr: RawObject) -> list[_Request]:
     """The capacity requests of a *validated* ACR."""
     out = []
     for i, item in enumerate(list_field(acr, "spec", "ReservationRequests")):
-        storage_class = str_field(item, "CapacityRequest", "StorageClass")
-        size: int = field(item, "CapacityRequest", "Size") or 0
-        lvg = storage_class in LVG_MEDIA
+        request = item["CapacityRequest"]  # validated: an object with the fields below
+        storage_class: str = request["StorageClass"]
+        size: int = request.get("Size") or 0
+        group = request.get("StorageGroup")
+        media = LVG_MEDIA.get(storage_class)
+        lvg = media is not None or storage_class in LVG_MEDIA
         out.append(
             _Request(
-                index=i,
-                name=str_field(item, "CapacityRequest", "Name"),
-                storage_class=storage_class,
-                size=size,
-                group=str_field(item, "CapacityRequest", "StorageGroup"),
-                need=align_to_extent(size) if lvg else size,
-                lvg=lvg,
-                media=LVG_MEDIA.get(storage_class),
+                i,
+                request["Name"],
+                storage_class,
+                size,
+                group if isinstance(group, str) else "",
+                -(-size // PE_SIZE) * PE_SIZE if lvg else size,  # ``align_to_extent``
+                lvg,
+                media,
             )
         )
     return out
@@ -881,7 +885,7 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
         if waiting is not None:
             return waiting
 
-    ordered = sorted(reqs, key=lambda r: (not r.lvg, r.size, r.name, r.index))
+    ordered = sorted(reqs, key=lambda r: (not r.lvg, r.size, r.name, r.position))
     cap.ensure(nodes)
     # Cheap pass: drop nodes where some request cannot fit even alone.
     alive = nodes
@@ -911,7 +915,7 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
     picks: list[list[str]] = [[] for _ in reqs]
     charges: list[tuple[int, bool, int]] = []
     ac_names = cap.names
-    slots = [(picks[req.index].append, req.lvg, req.need if req.lvg else 0) for req in ordered]
+    slots = [(picks[req.position].append, req.lvg, req.need if req.lvg else 0) for req in ordered]
     for _node, _pending, chosen in qualified:
         for (pick, lvg, need), a in zip(slots, chosen, strict=True):
             pick(ac_names[a])
@@ -926,7 +930,7 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
         acr_name=acr_name,
         status=RESERVED,
         reserved_nodes=reserved_nodes,
-        reservations={req.name: tuple(picks[req.index]) for req in reqs},
+        reservations={req.name: tuple(picks[req.position]) for req in reqs},
     )
 
 
