@@ -43,8 +43,10 @@ for rejected ACRs, grouped by reason.  An AC or LVG change forgets the nodes con
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, NamedTuple
@@ -977,6 +979,24 @@ def _version(acr: RawObject) -> str:
     return rv if rv else json.dumps(field(acr, "spec"), sort_keys=True, default=str)
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while planning (as ``kube.cache`` does for a load).
+
+    The planner makes no reference cycles, yet a batch allocates a few hundred thousand
+    small containers next to the cache's ~10^5 decoded objects: left on, the collector
+    walks that whole heap again and again for nothing (~0.15 s of a 3,000-ACR batch).
+    Nested uses leave it to the outermost.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 class CapacityPlanner:
     """The planner's state kept between passes: re-planning costs what changed, not the cluster.
 
@@ -992,7 +1012,8 @@ class CapacityPlanner:
     def __init__(self, acs: Iterable[RawObject], options: PlanOptions | None = None,
                  lvgs: Iterable[RawObject] = ()) -> None:
         self.options = options or PlanOptions()
-        self._cap = _Capacity(acs, self.options.sequential_lvg, unusable_lvgs(lvgs))
+        with _gc_paused():
+            self._cap = _Capacity(acs, self.options.sequential_lvg, unusable_lvgs(lvgs))
 
     def update(self, acs: Mapping[str, RawObject | None], lvgs: Iterable[RawObject] | None = None) -> None:
         """Apply AC changes in place: AC name -> the AC as it is now (``None`` once deleted),
@@ -1039,9 +1060,10 @@ class CapacityPlanner:
 
     def plan_requested(self, acrs: Iterable[RawObject], now: datetime) -> list[Decision]:
         """Plan every REQUESTED ACR (not being deleted), oldest first, then by name."""
-        todo = self.sync(acrs)
-        todo.sort(key=_batch_order)
-        return [_plan_one(self._cap, acr, now, self.options) for acr in todo]
+        with _gc_paused():
+            todo = self.sync(acrs)
+            todo.sort(key=_batch_order)
+            return [_plan_one(self._cap, acr, now, self.options) for acr in todo]
 
 
 def plan_all(
