@@ -419,10 +419,10 @@ class _Capacity:
             wholes = self.wholes[key] = {}
         else:
             wholes = self.wholes[key]
-        redo: set[str] = set()
-        for media in ANY_ORDER:
-            if touched is not None and media not in touched:
-                continue
+        # Plain classes first: an LVG class's room includes what its plain drives offer.
+        classes = lists.keys() if touched is None else touched
+        redo: set[str] = {sc for sc in classes if sc in LVG_MEDIA}
+        for media in [sc for sc in classes if sc in _LVG_OF]:
             ids = lists.get(media)
             if not ids:
                 continue
@@ -445,15 +445,14 @@ class _Capacity:
             else:
                 by_node[node] = whole
             redo.add(_LVG_OF[media])
-        if redo:
+            any_room = max(wholes.values())
             by_node = best.get((ANY_CLASS, group))
             if by_node is None:
-                best[(ANY_CLASS, group)] = {node: max(wholes.values())}
+                best[(ANY_CLASS, group)] = {node: any_room}
             else:
-                by_node[node] = max(wholes.values())
-        for storage_class, plain in LVG_MEDIA.items():
-            if touched is not None and storage_class not in touched and storage_class not in redo:
-                continue
+                by_node[node] = any_room
+        for storage_class in redo:
+            plain = LVG_MEDIA[storage_class]
             room = as_group.get(plain) if plain is not None else None
             group_ids = lists.get(storage_class)
             if group_ids:
