@@ -833,7 +833,16 @@ def _rejection(
         at = pos - 1
         if at >= 2 and _competes(ordered[:at]):
             prefix = ordered[:at]
-            for node in out:
+            suspects = out
+            lead = prefix[0]
+            same = (lead.storage_class, lead.group)
+            if lead.lvg and all((r.storage_class, r.group) == same for r in prefix):
+                # LVG volumes of one class all fit where the roomiest AC could take
+                # their sum: each finds some AC with room, and that one keeps enough.
+                total = sum(r.need for r in prefix)
+                lead_room = room_of[0]
+                suspects = [node for node in out if lead_room(node, -1) < total]
+            for node in suspects:
                 overlay, _chosen, early = cap.try_node(node, prefix)
                 if early >= 0:
                     req = ordered[early]
