@@ -508,13 +508,14 @@ class _Capacity:
                                 found, charge = a, u + need
                                 break
                         else:
+                            # (``pending`` never holds FREE: only ``used`` can say so)
                             for a in plain:
-                                if need <= usable[a] and get(a, used[a]) == FREE:
+                                if used[a] == FREE and need <= usable[a] and a not in pending:
                                     found, charge = a, need
                                     break
                 else:
                     for a in lists.get(req.storage_class, ()):
-                        if sizes[a] >= need and get(a, used[a]) == FREE:
+                        if used[a] == FREE and sizes[a] >= need and a not in pending:
                             found, charge = a, WHOLE
                             break
             if found < 0:
@@ -598,19 +599,18 @@ class _Capacity:
             else:
                 whole_holds[a] += sign
             if whole_holds[a] > 0:
-                used[a] = WHOLE
+                now = WHOLE
             elif is_group[a] or lvg_holds[a] > 0:
-                used[a] = lvg_bytes[a]
+                now = lvg_bytes[a]
             else:
-                used[a] = FREE
+                now = FREE
+            used[a] = now
             node = nodes[a]
-            if node not in ready:
-                continue
+            if now == was or node not in ready:
+                continue  # (e.g. held whole before and still) no summary can change
             key = (node, groups[a])
             storage_class = classes[a]
             if sign > 0:
-                if was == WHOLE:
-                    continue  # it offered nothing, and still does not
                 if is_group[a]:
                     room = best.get((storage_class, key[1]), _NO_ROOM).get(node)
                     if room is not None and usable[a] - was < room:
