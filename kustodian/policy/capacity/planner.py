@@ -100,6 +100,14 @@ class _Request(NamedTuple):
     media: str | None  # plain class an LVG request may convert, None otherwise
 
 
+# What ``try_node`` reads of a request: (group, storage class, need, LVG?, media).
+_Step = tuple[str, str, int, bool, "str | None"]
+
+
+def _steps(ordered: Sequence[_Request]) -> list[_Step]:
+    return [(r.group, r.storage_class, r.need, r.lvg, r.media) for r in ordered]
+
+
 def _size_of(value: object) -> int | None:
     if value is None:
         return 0  # omitempty: upstream does not write a zero size
@@ -469,8 +477,8 @@ class _Capacity:
                 else:
                     by_node[node] = room
 
-    def try_node(self, node: str, ordered: Sequence[_Request]) -> tuple[dict[int, int], list[int], int]:
-        """Place every request on ``node``.
+    def try_node(self, node: str, steps: Sequence[_Step]) -> tuple[dict[int, int], list[int], int]:
+        """Place every request (``_steps`` of them, in planning order) on ``node``.
 
         Returns the overlay of new charges, the chosen AC per request (in ``ordered``
         order) and the position of the first request that did not fit (-1 if all did).
@@ -485,22 +493,21 @@ class _Capacity:
         lists_by_group = self.lists
         group: str | None = None
         lists: dict[str, tuple[int, ...]] | None = None
-        for pos, req in enumerate(ordered):
-            if req.group != group:
-                group = req.group
+        for pos, (req_group, storage_class, need, lvg, media) in enumerate(steps):
+            if req_group != group:
+                group = req_group
                 lists = lists_by_group.get((node, group))
             found = -1
             charge = 0
             if lists is not None:
-                need = req.need
-                if req.lvg:
-                    for a in lists.get(req.storage_class, ()):
+                if lvg:
+                    for a in lists.get(storage_class, ()):
                         u = get(a, used[a])
                         if u >= 0 and u + need <= usable[a]:
                             found, charge = a, u + need
                             break
-                    if found < 0 and req.media is not None:
-                        plain = lists.get(req.media, ())
+                    if found < 0 and media is not None:
+                        plain = lists.get(media, ())
                         # Groups already made from plain drives first: fewer drives.
                         for a in plain:
                             u = get(a, used[a])
@@ -514,7 +521,7 @@ class _Capacity:
                                     found, charge = a, need
                                     break
                 else:
-                    for a in lists.get(req.storage_class, ()):
+                    for a in lists.get(storage_class, ()):
                         if used[a] == FREE and sizes[a] >= need and a not in pending:
                             found, charge = a, WHOLE
                             break
@@ -842,8 +849,9 @@ def _rejection(
                 total = sum(r.need for r in prefix)
                 lead_room = room_of[0]
                 suspects = [node for node in out if lead_room(node, -1) < total]
+            prefix_steps = _steps(prefix)
             for node in suspects:
-                overlay, _chosen, early = cap.try_node(node, prefix)
+                overlay, _chosen, early = cap.try_node(node, prefix_steps)
                 if early >= 0:
                     req = ordered[early]
                     moved[node] = early, cap.rooms(node, req.group, overlay).get(req.storage_class)
@@ -910,8 +918,10 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
     qualified: list[tuple[str, dict[int, int], list[int]]] = []
     failed: dict[str, tuple[int, dict[int, int]]] = {}
     limit = options.max_reserved_nodes
+    steps = _steps(ordered)
+    try_node = cap.try_node
     for node in alive:
-        pending, chosen, failed_at = cap.try_node(node, ordered)
+        pending, chosen, failed_at = try_node(node, steps)
         if failed_at < 0:
             qualified.append((node, pending, chosen))
             if len(qualified) == limit:
