@@ -49,6 +49,8 @@ import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from itertools import chain
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from kustodian.policy.capacity.model import (
@@ -634,14 +636,17 @@ class _Capacity:
                 touched[key].add(storage_class)
             else:
                 touched[key] = {storage_class}
-        if self.track_lvg_holders:
+        if self.track_lvg_holders and held.lvg_keys:
+            lvg_holders = self.lvg_holders
             for key2 in held.lvg_keys:
-                if sign > 0:
-                    self.lvg_holders.setdefault(key2, set()).add(acr_name)
-                else:
-                    holders = self.lvg_holders.get(key2)
+                holders = lvg_holders.get(key2)
+                if sign < 0:
                     if holders is not None:
                         holders.discard(acr_name)
+                elif holders is None:
+                    lvg_holders[key2] = {acr_name}
+                else:
+                    holders.add(acr_name)
         for (node, group), touched_classes in touched.items():
             self._refresh(node, group, touched_classes)
 
@@ -932,14 +937,16 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
     if not qualified:
         return _rejected(acr_name, _rejection(cap, nodes, ordered, stages, failed))
 
-    picks: list[list[str]] = [[] for _ in reqs]
-    charges: list[tuple[int, bool, int]] = []
-    ac_names = cap.names
-    slots = [(picks[req.position].append, req.lvg, req.need if req.lvg else 0) for req in ordered]
-    for _node, _pending, chosen in qualified:
-        for (pick, lvg, need), a in zip(slots, chosen, strict=True):
-            pick(ac_names[a])
-            charges.append((a, lvg, need))
+    # Per request, its AC on every reserved node; the charges node by node.  At C speed
+    # (map, zip): a reservation on 500 nodes is 1,500 picks.
+    picks: list[tuple[str, ...]] = [() for _ in reqs]
+    chosen_lists = [chosen for _node, _pending, chosen in qualified]
+    name_of = cap.names.__getitem__
+    for pos, req in enumerate(ordered):
+        picks[req.position] = tuple(map(name_of, map(itemgetter(pos), chosen_lists)))
+    lvg_flags = [req.lvg for req in ordered]
+    needs = [req.need if req.lvg else 0 for req in ordered]
+    charges = list(chain.from_iterable(zip(chosen, lvg_flags, needs, strict=True) for chosen in chosen_lists))
     reserved_nodes = tuple(node for node, _, _ in qualified)
     lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
     held = _Held(_PLANNED, tuple(charges), tuple((n, c) for n in reserved_nodes for c in lvg_classes))
@@ -950,7 +957,7 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
         acr_name=acr_name,
         status=RESERVED,
         reserved_nodes=reserved_nodes,
-        reservations={req.name: tuple(picks[req.position]) for req in reqs},
+        reservations={req.name: picks[req.position] for req in reqs},
     )
 
 
