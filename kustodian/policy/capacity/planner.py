@@ -768,7 +768,10 @@ def _requests(acr: RawObject) -> list[_Request]:
 
 def _requested_nodes(acr: RawObject) -> list[str]:
     """The requested nodes of a *validated* ACR (non-empty strings), first mention first."""
-    return list(dict.fromkeys(list_field(acr, "spec", "NodeRequests", "Requested")))
+    requested = list_field(acr, "spec", "NodeRequests", "Requested")
+    if len(set(requested)) == len(requested):
+        return list(requested)  # no repeats (the extender's lists): a set is half the work of a dict
+    return list(dict.fromkeys(requested))
 
 
 def _rejected(acr_name: str, reason: str) -> Decision:

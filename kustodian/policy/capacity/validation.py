@@ -35,7 +35,6 @@ from kustodian.policy.capacity.model import (
 from kustodian.policy.objects import RawObject, field
 
 _MISSING = object()
-_STR_ONLY = frozenset({str})
 
 
 def _get(obj: Any, key: str) -> Any:
@@ -84,8 +83,13 @@ def _check_name_list(errors: list[str], path: str, value: Any, *, required: bool
     if not isinstance(value, list):
         errors.append(f"{path}: must be a list of strings, got {value!r}")
         return []
-    if set(map(type, value)) <= _STR_ONLY and "" not in value:
-        return value  # the common case, at C speed (a 500-node list per ACR, 3,000 ACRs a batch)
+    try:
+        "".join(value)  # raises unless every item is a string: the common case, at C speed
+    except TypeError:
+        pass  # (a 500-node list per ACR, 3,000 ACRs a batch)
+    else:
+        if "" not in value:
+            return value
     good: list[str] = []
     for i, item in enumerate(value):
         if isinstance(item, str) and item:
