@@ -49,7 +49,7 @@ import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from itertools import chain
+from itertools import chain, filterfalse
 from operator import itemgetter
 from typing import Any, NamedTuple
 
@@ -853,7 +853,8 @@ def _rejection(
     failing for the same reason are grouped, in the order of their first node, each
     group's nodes in requested order: complete, yet short on big clusters.
     """
-    room_of = [cap.best.get((req.storage_class, req.group), _NO_ROOM).get for req in ordered]
+    room_maps = [cap.best.get((req.storage_class, req.group), _NO_ROOM) for req in ordered]
+    room_of = [by_node.get for by_node in room_maps]
     # (position, kind) -> [nodes, largest room among them]; kind: 0 no capacity of the
     # class at all, 1 some but not enough.
     groups: dict[tuple[int, int], list[Any]] = {}
@@ -867,11 +868,7 @@ def _rejection(
         before, after = stages[pos - 1], stages[pos]
         if len(before) == len(after):
             continue
-        if len(after):
-            kept = set(after)
-            out = [node for node in before if node not in kept]
-        else:
-            out = list(before)
+        out = list(filterfalse(set(after).__contains__, before)) if after else list(before)
         at = pos - 1
         if at >= 2 and _competes(ordered[:at]):
             prefix = ordered[:at]
@@ -892,13 +889,13 @@ def _rejection(
                     moved[node] = early, cap.rooms(node, req.group, overlay).get(req.storage_class)
             if moved:
                 out = [node for node in out if node not in moved]
-        get = room_of[at]
-        none = [node for node in out if get(node) is None]
+        has_room = room_maps[at].__contains__  # (filter/filterfalse: C speed)
+        none = list(filterfalse(has_room, out))
         if none:
             groups[(at, 0)] = [none, -1]
-            out = [node for node in out if get(node) is not None] if len(none) < len(out) else []
+            out = list(filter(has_room, out)) if len(none) < len(out) else []
         if out:
-            groups[(at, 1)] = [out, max(get(node, -1) for node in out)]
+            groups[(at, 1)] = [out, max(map(room_maps[at].__getitem__, out))]
     if moved:
         touched: set[tuple[int, int]] = set()
         for node, (pos, room) in moved.items():
