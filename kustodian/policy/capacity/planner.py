@@ -209,6 +209,9 @@ class _Capacity:
         self.whole_holds: list[int] = []
         self.lvg_holds: list[int] = []
         self.lvg_bytes: list[int] = []
+        # True for an AC that gives its node a summary's room (``_refresh`` marks one per
+        # summary): a charge on any other AC cannot lower a summary (see ``_apply``).
+        self.top: list[bool] = []
         # node -> its live AC ids, in no particular order.
         self.node_ids: dict[str, list[int]] = {}
         # Made per node on first use (``ensure``):
@@ -310,6 +313,7 @@ class _Capacity:
         self.whole_holds.extend(zeros)
         self.lvg_holds.extend(zeros)
         self.lvg_bytes.extend(zeros)
+        self.top.extend([False] * len(zeros))
 
     # -- the AC table --------------------------------------------------------------
 
@@ -334,6 +338,7 @@ class _Capacity:
             self.whole_holds.append(0)
             self.lvg_holds.append(0)
             self.lvg_bytes.append(0)
+            self.top.append(False)
         else:
             self.sizes[i], self.nodes[i], self.groups[i] = size, node, group
             self.classes[i], self.locations[i], self.is_group[i] = storage_class, location, group_kind
@@ -449,7 +454,7 @@ class _Capacity:
         lists = self.lists.get(key)
         if lists is None:
             return
-        used, sizes, usable, best = self.used, self.sizes, self.usable, self.best
+        used, sizes, usable, best, top = self.used, self.sizes, self.usable, self.best, self.top
         as_group = self.as_group.get(key)
         if as_group is None:
             as_group = self.as_group[key] = {}
@@ -466,14 +471,22 @@ class _Capacity:
             # By (size, name): the last free drive is the largest, and offers the most
             # as a new group too (``lvg_usable_size`` grows with the size).
             whole = lvg = -1
+            largest = roomiest = -1
             for a in reversed(ids):
                 if used[a] == FREE:
                     whole, lvg = sizes[a], usable[a]
+                    largest = roomiest = a
                     break
             for a in ids:
+                top[a] = False
                 u = used[a]
                 if u >= 0 and usable[a] - u > lvg:
                     lvg = usable[a] - u
+                    roomiest = a
+            if largest >= 0:
+                top[largest] = True
+            if roomiest >= 0:
+                top[roomiest] = True
             wholes[media] = whole
             as_group[media] = lvg
             by_node = best.get((media, group))
@@ -495,10 +508,15 @@ class _Capacity:
             if group_ids:
                 if room is None:
                     room = -1
+                roomiest = -1
                 for a in group_ids:
+                    top[a] = False
                     u = used[a]
                     if u >= 0 and usable[a] - u > room:
                         room = usable[a] - u
+                        roomiest = a
+                if roomiest >= 0:
+                    top[roomiest] = True
             if room is not None:
                 by_node = best.get((storage_class, group))
                 if by_node is None:
@@ -618,14 +636,14 @@ class _Capacity:
         that may have changed.
 
         A charge only ever takes room away, and a summary is a largest room, so it can
-        only change if the AC charged offered at least that much before: a charge on
-        any smaller AC (first fit picks the smallest that fits) leaves it as it is.
+        only change if the charged AC is the one ``_refresh`` found giving that room
+        (``top``): a charge on any other AC (first fit picks the smallest that fits)
+        leaves every summary as it is, even on a tie (the marked AC still gives it).
         """
         touched: dict[tuple[str, str], set[str]] = {}
         ready, nodes, groups, classes = self.ready, self.nodes, self.groups, self.classes
         whole_holds, lvg_holds, lvg_bytes = self.whole_holds, self.lvg_holds, self.lvg_bytes
-        used, is_group, sizes, usable = self.used, self.is_group, self.sizes, self.usable
-        wholes, as_group, best = self.wholes, self.as_group, self.best
+        used, is_group, top = self.used, self.is_group, self.top
         for a, lvg, size in held.charges:
             was = used[a]
             # ``_charge``, inlined: a reservation on 500 nodes is 1,500 charges.
@@ -641,24 +659,13 @@ class _Capacity:
             else:
                 now = FREE
             used[a] = now
+            if now == was or (sign > 0 and not top[a]):
+                continue  # its use is as it was, or it was not what gave a summary its room
             node = nodes[a]
-            if now == was or node not in ready:
-                continue  # (e.g. held whole before and still) no summary can change
+            if node not in ready:
+                continue
             key = (node, groups[a])
             storage_class = classes[a]
-            if sign > 0:
-                if is_group[a]:
-                    room = best.get((storage_class, key[1]), _NO_ROOM).get(node)
-                    if room is not None and usable[a] - was < room:
-                        continue
-                else:
-                    whole = wholes.get(key, _NO_ROOM).get(storage_class)
-                    lvg_room = as_group.get(key, _NO_ROOM).get(storage_class)
-                    if whole is not None and lvg_room is not None and (
-                        usable[a] - was < lvg_room if was >= 0
-                        else sizes[a] < whole and usable[a] < lvg_room
-                    ):
-                        continue
             if key in touched:
                 touched[key].add(storage_class)
             else:
