@@ -49,8 +49,8 @@ import json
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from itertools import chain, filterfalse
-from operator import itemgetter
+from itertools import chain, compress, filterfalse, repeat
+from operator import itemgetter, le
 from typing import Any, NamedTuple
 
 from kustodian.policy.capacity.model import (
@@ -950,7 +950,8 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
     for req in ordered:
         room_of = cap.best.get((req.storage_class, req.group), _NO_ROOM).get
         need = req.need
-        alive = [node for node in alive if room_of(node, -1) >= need]
+        # [node for node in alive if room_of(node, -1) >= need], at C speed
+        alive = list(compress(alive, map(le, repeat(need), map(room_of, alive, repeat(-1)))))
         stages.append(alive)
         if not alive:
             break
