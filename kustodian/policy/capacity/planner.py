@@ -33,12 +33,16 @@ Speed (the bench: 3,000 ACRs x 3 volumes over 5,000 nodes x 24 drives): the ACs 
 read once, in one pass, into flat per-AC lists of plain ints and strings; the charge of
 every AC is one list.  A node's ACs are sorted by (size, name) per (group, class), and
 its summary ("the largest request of class X that still fits here") computed, only when
-an ACR first names the node; a charge refreshes only the classes it touched.  A node
-that cannot take some request even alone then costs one dict lookup; only the remaining
-nodes get a real placement, in a small overlay dict that is committed only when the
-whole ACR fits.  Nothing is re-sorted per request, and explanation text is built only
-for rejected ACRs, grouped by reason.  An AC or LVG change forgets the nodes concerned
-(``CapacityPlanner.update``); nothing else is rebuilt.
+an ACR first names the node; a charge refreshes a summary only if it lands on the AC
+that gave the summary its room (``_Capacity.top``), and then only the classes it
+touched.  A node that cannot take some request even alone then costs one dict lookup
+(the cheap pass filters at C speed); only the remaining nodes get a real placement, in
+a small overlay dict that is committed only when the whole ACR fits.  Nothing is
+re-sorted per request.  Explanation text is built only for rejected ACRs, grouped by
+reason, from the cheap pass's survivors: a placement is re-run only for nodes whose
+earlier requests compete for the same ACs and cannot be shown to fit together from the
+summaries.  The cyclic GC is paused during a pass (no cycles are made).  An AC or LVG
+change forgets the nodes concerned (``CapacityPlanner.update``); nothing else is rebuilt.
 """
 
 from __future__ import annotations
