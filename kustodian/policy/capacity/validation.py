@@ -38,7 +38,8 @@ _MISSING = object()
 
 
 def _get(obj: Any, key: str) -> Any:
-    return obj.get(key, _MISSING) if isinstance(obj, Mapping) else _MISSING
+    # (a plain dict, what the JSON decoder gives, skips the slower ABC check)
+    return obj.get(key, _MISSING) if type(obj) is dict or isinstance(obj, Mapping) else _MISSING
 
 
 def _object_error(errors: list[str], path: str, value: Any) -> None:
@@ -131,12 +132,12 @@ def validate_available_capacity(obj: RawObject) -> list[str]:
 
 def _check_request(errors: list[str], path: str, item: Any, seen: set[str]) -> list[str] | None:
     """Check one ``ReservationRequests[i]``; return its reservations (``None`` if absent)."""
-    if not isinstance(item, Mapping):
+    if type(item) is not dict and not isinstance(item, Mapping):
         errors.append(f"{path}: must be an object, got {item!r}")
         return None
     request = _get(item, "CapacityRequest")
     cpath = f"{path}.CapacityRequest"
-    if not isinstance(request, Mapping):
+    if type(request) is not dict and not isinstance(request, Mapping):
         _object_error(errors, cpath, request)
     else:
         req_name = _get(request, "Name")
