@@ -4,7 +4,8 @@ dependents, as a gauge, with a bounded number of series.
 Computed off the admission path: a daemon thread asks the deletion guard, every ``interval``,
 what a DELETE of each cached provider would get now (``DeletionGuard.decision_now``: the
 guard's memo, so a pass over unchanged providers costs a few dict reads each) and keeps the
-counts; a scrape only reads the last pass.  The figures are therefore exactly the guard's
+counts (retrying within a second while a kind is not fresh, as at start-up); a scrape only
+reads the last pass.  The figures are therefore exactly the guard's
 (and ``kustodian report``'s: both run ``decide_delete``).
 
 Cardinality is bounded by ``max_series`` whatever the cluster holds
@@ -63,6 +64,7 @@ class ProviderDependents(Collector):
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.passes = 0
+        self.complete = False  # the last pass found every provider kind fresh
         self.last_pass_seconds = 0.0
 
     def refresh(self) -> SeriesCap:
@@ -70,12 +72,14 @@ class ProviderDependents(Collector):
         started = time.monotonic()
         rules, view = self.guard.rules, self.guard.view
         counts: dict[ObjectRef, int] = {}
+        complete = True
         with self._lock:
             previous = dict(self._counts)
         for kind in sorted(rules.provider_kinds()):
             if self._stop.is_set() or not view.has_kind(kind):
                 continue
             if self.guard.stale_kinds((*sorted(rules.kinds_read(kind)), kind)):
+                complete = False
                 counts.update({ref: n for ref, n in previous.items() if ref.kind == kind})
                 continue
             for provider in view.list(kind):
@@ -86,6 +90,7 @@ class ProviderDependents(Collector):
         with self._lock:
             self._counts, self._cap = counts, cap
         self.passes += 1
+        self.complete = complete
         self.last_pass_seconds = time.monotonic() - started
         return cap
 
@@ -123,7 +128,8 @@ class ProviderDependents(Collector):
                     self.refresh()
                 except Exception:  # a cache swapped under us: the next pass retries
                     log.warning("computing the per-provider dependents metric failed", exc_info=True)
-                if self._stop.wait(self.interval):
+                # until a pass finds every kind fresh (start-up, a re-list), retry within a second
+                if self._stop.wait(self.interval if self.complete else min(self.interval, 1.0)):
                     return
 
         self._thread = threading.Thread(target=loop, name="provider-metrics", daemon=True)
