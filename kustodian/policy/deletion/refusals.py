@@ -64,9 +64,8 @@ class Window:
         return self.since > self.event_ttl
 
     def as_dict(self) -> dict[str, object]:
-        return {"since": _go(self.since), "start": format_rfc3339(self.start),
-                "coveredFrom": format_rfc3339(self.covered_from), "eventTTL": _go(self.event_ttl),
-                "truncated": self.truncated}
+        # relative only: the same cluster read twice gives the same document (rows carry times)
+        return {"since": _go(self.since), "eventTTL": _go(self.event_ttl), "truncated": self.truncated}
 
 
 @dataclass(frozen=True)
