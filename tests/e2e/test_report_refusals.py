@@ -130,6 +130,8 @@ def test_report_since_shows_what_warn_and_audit_let_through(kube_api: KubeApi, r
         # -o json: the same rows, the window, the note; -n keeps one namespace's providers
         doc = json.loads(report(kube_api, "--since", "3h", "-o", "json", "-n", namespace).stdout)
         history = doc["refusedDeletes"]
+        as_yaml = yaml.safe_load(report(kube_api, "--since", "3h", "-o", "yaml", "-n", namespace).stdout)
+        assert as_yaml == doc  # -o yaml: the same document
         assert history["window"]["since"] == "3h0m0s" and history["window"]["truncated"] is True
         assert history["note"] == notes[0]
         assert history["error"] is None
