@@ -27,7 +27,15 @@ from kustodian.errors import ConfigError
 from kustodian.kube.errors import Forbidden, KubeError
 from kustodian.kube.resources import EVENTS
 from kustodian.policy.deletion.message import short_kind
-from kustodian.policy.deletion.refusals import EFFECTS, REASONS, RefusedDeletes, Window, refused_deletes
+from kustodian.policy.deletion.refusals import (
+    EFFECTS,
+    REASONS,
+    RefusedDeletes,
+    Window,
+    by_mode,
+    refused_deletes,
+    summary,
+)
 from kustodian.policy.deletion.report import protections
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration
 from kustodian.settings import ToolSettings, settings_from_args
@@ -112,6 +120,7 @@ def report(args: argparse.Namespace) -> int:
         if win is not None:
             document["refusedDeletes"] = {
                 "window": win.as_dict(), "providers": [r.as_dict() for r in refused],
+                "byMode": {mode.value: n for mode, n in by_mode(refused).items()},
                 "modes": {mode.value: effect for mode, effect in EFFECTS.items()},
                 "note": _truncation(win) if win.truncated else None, "error": unreadable or None}
         dump(document, args.output)
@@ -145,6 +154,6 @@ def _print_history(win: Window, refused: list[RefusedDeletes], unreadable: str) 
             (f"{short_kind(r.provider.kind)}/{r.provider.name}", r.provider.namespace or "-", r.mode.value,
              f"~{r.refusals}" if r.approximate else str(r.refusals), r.effect,
              r.last_seen.strftime("%Y-%m-%dT%H:%M:%SZ")) for r in refused])
-        print("modes: " + "; ".join(f"{mode.value}: {effect}" for mode, effect in EFFECTS.items()))
+        print(f"total: {summary(refused)}")
     if win.truncated:
         print(_truncation(win))

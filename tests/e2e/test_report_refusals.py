@@ -57,7 +57,7 @@ def rows(table: str) -> list[list[str]]:
     start = next(i for i, line in enumerate(lines) if line.startswith("PROVIDER") and "MODE" in line)
     out = []
     for line in lines[start + 1:]:
-        if line.startswith(("modes:", "note:")) or not line.strip():
+        if line.startswith(("total:", "note:")) or not line.strip():
             break
         out.append([c.strip() for c in line.split("  ") if c.strip()])
     return out
@@ -115,7 +115,9 @@ def test_report_since_shows_what_warn_and_audit_let_through(kube_api: KubeApi, r
         assert got[(f"StorageClass/{sc}", "-")][2:5] == ["audit", "1", "allowed silently"]
         assert ("CephBlockPool/oldpool", namespace) not in got
         assert "DELETEs the guard refused in the last 30m, by the mode it ran in:" in table
-        assert "modes: enforce: denied; warn: allowed with a warning; audit: allowed silently" in table
+        mine = report(kube_api, "--since", "30m", "-n", namespace).stdout  # other tests refuse deletes too
+        assert ("total: 1 refused: 0 denied (enforce), 1 allowed with a warning (warn), 0 allowed silently "
+                "(audit); in enforce mode all 1 would have been denied") in mine.splitlines()
         assert "note:" not in table  # 30m is within the API server's event TTL
 
         # a window longer than Events live: counted as far as they reach, and said so in one line
@@ -142,6 +144,7 @@ def test_report_since_shows_what_warn_and_audit_let_through(kube_api: KubeApi, r
         assert f"PersistentVolumes: [{pv}]" in warned["message"]
         assert by[(POOL, "oldpool")]["refusals"] == 5
         assert all(p["namespace"] == namespace for p in history["providers"])  # -n: not the StorageClass
+        assert history["byMode"] == {"enforce": 0, "warn": 6, "audit": 0}  # -n: 1 + the old Event's 5
         assert history["modes"] == {"enforce": "denied", "warn": "allowed with a warning",
                                     "audit": "allowed silently"}
         whole = json.loads(report(kube_api, "--since", "30m", "-o", "json").stdout)["refusedDeletes"]

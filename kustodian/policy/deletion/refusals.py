@@ -32,7 +32,8 @@ from kustodian.policy.modes import Mode
 from kustodian.policy.store import kind_key
 from kustodian.policy.timestamps import format_rfc3339, parse_rfc3339
 
-__all__ = ["EFFECTS", "REASONS", "RefusedDeletes", "Window", "event_span", "refused_deletes"]
+__all__ = ["EFFECTS", "REASONS", "RefusedDeletes", "Window", "by_mode", "event_span", "refused_deletes",
+           "summary"]
 
 # the guard's Event reason for each mode (deletion_guard._refuse writes these)
 REASONS: Mapping[str, Mode] = {"DeletionBlocked": Mode.ENFORCE, "DeletionWarned": Mode.WARN,
@@ -140,6 +141,22 @@ def refused_deletes(events: Iterable[Mapping[str, Any]], win: Window) -> list[Re
             ref, mode, seen.refusals + count, min(first, seen.first_seen), max(last, seen.last_seen),
             seen.approximate or before, str(event.get("message") or "") if latest else seen.message)
     return sorted(rows.values(), key=lambda r: (-r.refusals, r.provider, r.mode.value))
+
+
+def by_mode(rows: Iterable[RefusedDeletes]) -> dict[Mode, int]:
+    """Refusals per mode (every mode present, 0 when none ran in it)."""
+    out = dict.fromkeys(Mode, 0)
+    for row in rows:
+        out[row.mode] += row.refusals
+    return out
+
+
+def summary(rows: Iterable[RefusedDeletes]) -> str:
+    """What each mode did with the window's refusals, and what enforce would have done."""
+    counts = by_mode(rows)
+    total = sum(counts.values())
+    parts = ", ".join(f"{counts[mode]} {EFFECTS[mode]} ({mode.value})" for mode in Mode)
+    return f"{total} refused: {parts}; in enforce mode all {total} would have been denied"
 
 
 def _positive_int(value: object) -> int:

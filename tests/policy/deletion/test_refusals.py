@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from kustodian.policy.deletion.decision import ObjectRef
-from kustodian.policy.deletion.refusals import Window, event_span, refused_deletes
+from kustodian.policy.deletion.refusals import Window, by_mode, event_span, refused_deletes, summary
 from kustodian.policy.modes import Mode
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
@@ -104,3 +104,11 @@ def test_window_coverage(since: timedelta, ttl: timedelta, truncated: bool, cove
     assert NOW - win.covered_from == timedelta(minutes=covered_minutes)
     assert win.as_dict()["truncated"] is truncated
 
+
+
+def test_what_each_mode_did_and_what_enforce_would_have() -> None:
+    rows = refused_deletes([core_event("DeletionWarned", 50, count=3), core_event("DeletionAudited", 5),
+                            core_event("DeletionWarned", 4, name="other")], WIN)
+    assert by_mode(rows) == {Mode.ENFORCE: 0, Mode.WARN: 4, Mode.AUDIT: 1}
+    assert summary(rows) == ("5 refused: 0 denied (enforce), 4 allowed with a warning (warn), 1 allowed silently "
+                             "(audit); in enforce mode all 5 would have been denied")
