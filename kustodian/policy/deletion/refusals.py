@@ -16,8 +16,9 @@ Events are an incomplete record, and the report says where rather than print 0:
   window counts whole; one that began before the window counts whole too (it cannot be split)
   and marks its row ``approximate``; one that ended before the window does not count;
 * the guard's recorder writes at most one Event per object and reason every 10 s
-  (``kube.events.EventRecorder``), so a burst of retries counts once: the figures are a lower
-  bound, the metric counts every request.
+  (``kube.events.EventRecorder``) and folds the repeats into the next one's ``count``; repeats
+  in the last 10 s before a quiet spell are never written, so the figures are a lower bound
+  (the metric counts every request).
 """
 
 from __future__ import annotations
