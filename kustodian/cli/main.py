@@ -244,6 +244,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_output_flag(p)
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--rules", help="Extra deletion rules file")
+    p.add_argument("--since", help="Also list the DELETEs the guard refused in this window, by mode, "
+                                   "from its Events (live cluster only; needs list on events; default 1h)")
+    p.add_argument("--event-ttl", default="1h", help="How long the API server keeps Events (its --event-ttl, "
+                                                    "default 1h): a longer --since is said to be covered "
+                                                    "only this far back")
     add_progress_flag(p)
     add_settings_flags(p, ToolSettings)
     p.set_defaults(settings_model=ToolSettings)

@@ -1,36 +1,159 @@
-"""``kustodian report``: every protected object in the cluster and what protects it.
+"""``kustodian report``: every protected object in the cluster and what protects it, and what
+the guard refused in the last ``--since`` (default 1h) under each mode.
 
 One consistent read of the live cluster (or ``--from DIR``), the built-in and admin rules,
 and for each provider the very decision the webhook would make.  ``-o json|yaml`` for
 scripts, a table for people.
+
+The refusals come from the guard's Events (``policy.deletion.refusals``), listed cluster-wide
+with a field selector per reason, so the caller needs ``list`` on ``events`` in every
+namespace; without it the protections are still printed, with one line saying why the
+refusals are not.  Events live only ``--event-ttl`` (the API server's flag, 1 h by default):
+a longer window says how much of it Events still cover and points at the metric.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
+from kustodian.cli.cluster import connect
 from kustodian.cli.explain import load_view, print_table
-from kustodian.cli.output import dump
+from kustodian.cli.output import dump, print_rows
 from kustodian.cli.rules import load_rules
+from kustodian.errors import ConfigError
+from kustodian.kube.errors import Forbidden, KubeError
+from kustodian.kube.resources import EVENTS
 from kustodian.policy.deletion.message import short_kind
+from kustodian.policy.deletion.refusals import (
+    EFFECTS,
+    REASONS,
+    RefusedDeletes,
+    Window,
+    by_mode,
+    refused_deletes,
+    summary,
+)
 from kustodian.policy.deletion.report import protections
+from kustodian.policy.reclaim.duration import DurationError, parse_go_duration
+from kustodian.settings import ToolSettings, settings_from_args
+
+DEFAULT_SINCE = "1h"
+METRIC = "kustodian_admission_policy_outcomes_total"
+
+
+def duration_flag(flag: str, text: str) -> timedelta:
+    """``--since 6h``: a Go duration above zero, or one line naming the flag."""
+    try:
+        value = parse_go_duration(text.strip())
+    except DurationError as exc:
+        raise ConfigError(f"{flag} {text}: not a duration like 30m, 6h or 1h30m ({exc.reason})") from None
+    if value <= timedelta(0):
+        raise ConfigError(f"{flag} {text}: must be above zero (e.g. 30m, 6h)")
+    return value
+
+
+def _window(args: argparse.Namespace) -> Window | None:
+    since = getattr(args, "since", None)
+    if args.from_dir:
+        if since is not None:
+            raise ConfigError("--since reads the cluster's Events: it cannot be used with --from")
+        return None
+    return Window(duration_flag("--since", since or DEFAULT_SINCE), datetime.now(UTC),
+                  duration_flag("--event-ttl", args.event_ttl))
+
+
+def _events(args: argparse.Namespace) -> list[dict[str, Any]]:
+    client = connect(settings_from_args(ToolSettings, args).kube)
+    try:
+        out: list[dict[str, Any]] = []
+        for reason in REASONS:  # a field selector cannot OR: one list per reason
+            items, _ = client.list(EVENTS, None, field_selector=f"reason={reason}")
+            out.extend(items)
+        return out
+    finally:
+        client.close()
+
+
+def _truncation(win: Window) -> str:
+    ttl, since = _human(win.event_ttl), _human(win.since)
+    return (f"note: the API server keeps Events for its --event-ttl ({ttl}; pass --event-ttl if yours "
+            f"differs), so refusals earlier than {ttl} ago may be missing from this {since} window; "
+            f"for the whole window query {METRIC} in Prometheus")
+
+
+def _human(value: timedelta) -> str:
+    seconds = int(value.total_seconds())
+    hours, rest = divmod(seconds, 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
+    return "".join(parts) or "0s"
+
+
+def _history(args: argparse.Namespace, win: Window) -> tuple[list[RefusedDeletes], str]:
+    """The window's refusals, or none and why they cannot be read (never a failed report)."""
+    try:
+        events = _events(args)
+    except Forbidden:
+        return [], ("refused DELETEs not shown: listing events cluster-wide is forbidden for this user "
+                    "(grant list on events, e.g. the view ClusterRole)")
+    except KubeError as exc:
+        return [], f"refused DELETEs not shown: cannot list events: {exc}"
+    rows = refused_deletes(events, win)
+    if args.object_namespace:
+        rows = [r for r in rows if r.provider.namespace == args.object_namespace
+                or (r.provider.kind == "Namespace" and r.provider.name == args.object_namespace)]
+    return rows, ""
 
 
 def report(args: argparse.Namespace) -> int:
     rules = load_rules(args.rules)
+    win = _window(args)  # a bad --since fails before anything is read
     view = load_view(args, rules)
     found = [p for p in protections(view, rules)
              if not args.object_namespace or p.provider.namespace == args.object_namespace]
+    refused, unreadable = _history(args, win) if win is not None else ([], "")
     if args.output != "table":
-        dump({"protected": [p.as_dict() for p in found]}, args.output)
+        document: dict[str, Any] = {"protected": [p.as_dict() for p in found]}
+        if win is not None:
+            document["refusedDeletes"] = {
+                "window": win.as_dict(), "providers": [r.as_dict() for r in refused],
+                "byMode": {mode.value: n for mode, n in by_mode(refused).items()},
+                "modes": {mode.value: effect for mode, effect in EFFECTS.items()},
+                "note": _truncation(win) if win.truncated else None, "error": unreadable or None}
+        dump(document, args.output)
         return 0
     if not found:
         print("no protected objects: every provider could be deleted now")
-        return 0
-    rows = []
-    for p in found:
-        summary = ", ".join(f"{plural}: {len(refs)}" for plural, refs in p.dependents.items())
-        rows.append((f"{short_kind(p.provider.kind)}/{p.provider.name}", p.provider.namespace or "-",
-                     summary + (" (override annotation: deletable)" if p.overridden else "")))
-    print_table(rows, ("PROVIDER", "NAMESPACE", "PROTECTED BY"))
+    else:
+        rows = []
+        for p in found:
+            summary = ", ".join(f"{plural}: {len(refs)}" for plural, refs in p.dependents.items())
+            rows.append((f"{short_kind(p.provider.kind)}/{p.provider.name}", p.provider.namespace or "-",
+                         summary + (" (override annotation: deletable)" if p.overridden else "")))
+        print_table(rows, ("PROVIDER", "NAMESPACE", "PROTECTED BY"))
+    if win is not None:
+        _print_history(win, refused, unreadable)
     return 0
+
+
+def _print_history(win: Window, refused: list[RefusedDeletes], unreadable: str) -> None:
+    print()
+    if unreadable:
+        print(unreadable, file=sys.stderr)
+        return
+    since = _human(win.since)
+    if not refused:
+        covered = " that Events still cover" if win.truncated else ""
+        print(f"no DELETE refused in the last {since}{covered}")
+    else:
+        print(f"DELETEs the guard refused in the last {since}, by the mode it ran in:")
+        print_rows(("PROVIDER", "NAMESPACE", "MODE", "REFUSED", "RESULT", "LAST SEEN"), [
+            (f"{short_kind(r.provider.kind)}/{r.provider.name}", r.provider.namespace or "-", r.mode.value,
+             f"~{r.refusals}" if r.approximate else str(r.refusals), r.effect,
+             r.last_seen.strftime("%Y-%m-%dT%H:%M:%SZ")) for r in refused])
+        print(f"total: {summary(refused)}")
+    if win.truncated:
+        print(_truncation(win))

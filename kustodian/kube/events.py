@@ -4,6 +4,12 @@
 thread, and an object that keeps triggering the same reason gets at most one event
 per ``min_interval`` (client-go's EventCorrelator spam filter, simplified).  A
 recorder that cannot write events must never change an admission decision.
+
+What the spam filter holds back is folded, not forgotten: the next event for the same
+object and reason carries ``count`` = 1 + the occurrences held back since the last one, and
+``firstTimestamp`` = the first of them, so a reader summing ``count`` over a window
+(``kustodian report --since``) sees every occurrence but those of the last
+``min_interval`` before a quiet spell.
 """
 
 from __future__ import annotations
@@ -47,6 +53,7 @@ class EventRecorder:
         self.default_namespace = default_namespace
         self._clock = clock
         self._last: dict[tuple[str, str, str], float] = {}
+        self._held: dict[tuple[str, str, str], tuple[int, str]] = {}  # held back: (count, first stamp)
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=queue_size)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
@@ -59,16 +66,20 @@ class EventRecorder:
         who = ref.get("uid") or f"{ref.get('kind')}/{ref.get('namespace')}/{ref.get('name')}"
         key = (who, reason, event_type)
         now = self._clock()
+        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         with self._lock:
             last = self._last.get(key)
             if last is not None and now - last < self.min_interval:
                 self.dropped += 1
+                held, first = self._held.get(key, (0, stamp))
+                self._held[key] = (held + 1, first)
                 return False
             self._last[key] = now
+            held, first = self._held.pop(key, (0, stamp))
             if len(self._last) > 10_000:  # forget the oldest half; memory stays bounded
                 for k in sorted(self._last, key=self._last.__getitem__)[:5_000]:
                     del self._last[k]
-        stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+                    self._held.pop(k, None)
         namespace = ref.get("namespace") or self.default_namespace
         event = {
             "apiVersion": "v1",
@@ -81,9 +92,9 @@ class EventRecorder:
             "type": event_type,
             "source": {"component": self.component},
             "reportingComponent": self.component,
-            "firstTimestamp": stamp,
+            "firstTimestamp": first,
             "lastTimestamp": stamp,
-            "count": 1,
+            "count": 1 + held,
         }
         try:
             self._queue.put_nowait(event)

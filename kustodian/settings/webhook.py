@@ -72,3 +72,10 @@ class DeletionGuardGroup(Group):
     mode: Literal["enforce", "warn", "audit"] = Field(
         "enforce", description="enforce: refuse; warn: allow with a warning kubectl prints; audit: allow "
                                "silently. Every refusal is counted (kustodian_admission_policy_outcomes)")
+    # per-provider dependents metric (issue 20): bounded cardinality, computed off the admission path
+    metrics_max_series: int = Field(
+        500, ge=1, le=100_000, description="Most series of kustodian_protected_provider_dependents; "
+                                           "the providers with the fewest dependents beyond it are summed "
+                                           "into one kind=\"_folded\" series")
+    metrics_interval: PositiveDuration = Field(
+        timedelta(seconds=30), description="How often the per-provider dependents metric is recomputed")

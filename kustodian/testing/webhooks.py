@@ -1,15 +1,39 @@
 """Webhook configurations pointing at a locally running webhook (url + caBundle).
 
-Same rules, failure policies and timeouts as the Helm chart renders; only the
-client config differs (a URL instead of a Service), for tests and ``make demo``.
+The chart is the one source: ``helm template`` renders ``charts/kustodian``'s webhook
+configurations (rules, matchConditions, failure policies, timeouts, namespace selectors) and
+only the client config is swapped for a URL, for tests, ``make demo`` and the playground.  So the
+schedule validator's matchConditions (a CREATE that carries a schedule, an UPDATE that changes
+one) and the config validator's split are the production ones, never a copy that drifts.
+
+One difference by default, as a chart value: the tests delete throwaway namespaces that hold
+providers, so the namespace-delete guard judges every namespace
+(``admission.deletionGuard.providerNamespaces: ["*"]``); pass ``values`` to render otherwise.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
+import json
+import subprocess
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
-from kustodian.policy.deletion import RuleSet, rook_rules
+import yaml
+
+from kustodian.policy.deletion import RuleSet
 from kustodian.policy.deletion.message import plural
+from kustodian.testing.tools import ensure_tools
+
+CHART = Path(__file__).resolve().parents[2] / "charts" / "kustodian"
+RELEASE = "kustodian"
+# the webhook's own namespace (settings' default): the chart keeps every other webhook out of it
+# and points the reclaim-config validator at it
+NAMESPACE = "kustodian"
+TEST_VALUES: dict[str, Any] = {"admission": {"deletionGuard": {"providerNamespaces": ["*"]}}}
 
 
 def kind_resource(kind_key: str) -> tuple[str, str]:
@@ -28,49 +52,43 @@ def deletion_admission_rules(rules: RuleSet) -> list[dict[str, Any]]:
              "scope": "*"} for g, r in sorted(by_group.items())]
 
 
+@functools.lru_cache(maxsize=16)
+def _rendered(values_json: str, namespace: str) -> tuple[dict[str, Any], ...]:
+    with tempfile.TemporaryDirectory() as tmp:
+        values = Path(tmp) / "values.json"
+        values.write_text(values_json)
+        proc = subprocess.run(
+            [str(ensure_tools() / "helm"), "template", RELEASE, str(CHART), "--namespace", namespace,
+             "--show-only", "templates/webhooks.yaml", "--values", str(values)],
+            capture_output=True, text=True, check=False, timeout=60)
+    if proc.returncode != 0:
+        raise RuntimeError(f"helm template {CHART} failed: {proc.stderr.strip()}")
+    order = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")  # validating first, as ever
+    docs = [d for d in yaml.safe_load_all(proc.stdout) if d and d["kind"] in order]
+    return tuple(sorted(docs, key=lambda d: order.index(d["kind"])))
+
+
+def chart_configurations(values: Mapping[str, Any] | None = None,
+                         namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    """The chart's webhook configurations as ``helm template`` renders them with ``values``."""
+    return copy.deepcopy(list(_rendered(json.dumps(values or {}, sort_keys=True), namespace)))
+
+
 def webhook_configurations(url: str, ca_bundle_b64: str, name: str = "kustodian",
-                           extra_rules: RuleSet | None = None) -> list[dict[str, Any]]:
+                           extra_rules: RuleSet | None = None, *, values: Mapping[str, Any] | None = None,
+                           namespace: str = NAMESPACE) -> list[dict[str, Any]]:
     """The configurations the chart renders, pointed at a local URL instead of a Service.
 
-    ``extra_rules`` are an admin's deletion rules (the chart's ``deletionGuard.rules``).
+    ``extra_rules`` are an admin's deletion rules (the chart's ``deletionGuard.rules``): their
+    DELETE admission rules join the guard's, as the chart derives them.  ``values`` default to
+    ``TEST_VALUES``.
     """
-    common = {"admissionReviewVersions": ["v1"], "sideEffects": "NoneOnDryRun",
-              "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name",
-                                                          "operator": "NotIn",
-                                                          "values": ["kube-system", "kube-node-lease"]}]}}
-    validating = {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingWebhookConfiguration",
-        "metadata": {"name": name},
-        "webhooks": [{
-            **common, "name": "deletion-guard.kustodian.io", "failurePolicy": "Fail", "timeoutSeconds": 3,
-            "clientConfig": {"url": f"{url}/validate", "caBundle": ca_bundle_b64},
-            "rules": [
-                *deletion_admission_rules(rook_rules()),
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"],
-                 "resources": ["namespaces"], "scope": "*"},
-                *(deletion_admission_rules(extra_rules) if extra_rules else []),
-            ],
-        }, {
-            **common, "name": "reclaim-space-validation.kustodian.io", "failurePolicy": "Fail",
-            "timeoutSeconds": 3,
-            "clientConfig": {"url": f"{url}/validate", "caBundle": ca_bundle_b64},
-            "rules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                 "resources": ["namespaces", "persistentvolumeclaims", "configmaps"], "scope": "*"},
-                {"apiGroups": ["storage.k8s.io"], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"],
-                 "resources": ["storageclasses"], "scope": "*"},
-            ],
-        }],
-    }
-    mutating = {
-        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
-        "metadata": {"name": name},
-        "webhooks": [{
-            **common, "name": "reclaim-space.kustodian.io", "failurePolicy": "Ignore", "timeoutSeconds": 2,
-            "reinvocationPolicy": "Never",
-            "clientConfig": {"url": f"{url}/mutate", "caBundle": ca_bundle_b64},
-            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"],
-                       "resources": ["persistentvolumeclaims"], "scope": "Namespaced"}],
-        }],
-    }
-    return [validating, mutating]
+    configs = chart_configurations(TEST_VALUES if values is None else values, namespace)
+    for config in configs:
+        config["metadata"] = {"name": name}
+        for hook in config["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": f"{url}{path}", "caBundle": ca_bundle_b64}
+            if hook["name"] == "deletion-guard.kustodian.io" and extra_rules is not None:
+                hook["rules"].extend(deletion_admission_rules(extra_rules))
+    return configs

@@ -27,6 +27,7 @@ from kustodian.runtime.health import Checks, HealthServer
 from kustodian.settings import WebhookSettings
 from kustodian.webhook.app import Readiness, add_freshness, create_app
 from kustodian.webhook.features.deletion_guard import DeletionGuard, cache_projections, needed_kinds
+from kustodian.webhook.features.provider_metrics import ProviderDependents
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.outcomes import Outcomes
 from kustodian.webhook.registry import Registry
@@ -67,6 +68,7 @@ class Webhook:
     extra: dict[str, object] = field(default_factory=dict)
     kinds: FollowedKinds | None = None
     guard: DeletionGuard | None = None  # its warmer runs while the caches do
+    provider_metrics: ProviderDependents | None = None  # its thread runs while the caches do
 
     def start_caches(self) -> None:
         if self.kinds is not None:
@@ -75,8 +77,12 @@ class Webhook:
             cache.start()
         if self.guard is not None:
             self.guard.start()
+        if self.provider_metrics is not None:
+            self.provider_metrics.start()
 
     def stop(self) -> None:
+        if self.provider_metrics is not None:
+            self.provider_metrics.stop()
         if self.guard is not None:
             self.guard.stop()
         if self.kinds is not None:
@@ -139,11 +145,18 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
     add_freshness(readiness, kinds)
     metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds)
     metrics.registry.register(outcomes)
+    provider_metrics = None
     if guard is not None:
         metrics.registry.register(guard)  # kustodian_deletion_guard_memo_total
+        # per-provider dependents, capped series, computed off the admission path
+        provider_metrics = ProviderDependents(
+            guard, max_series=settings.deletion_guard.metrics_max_series,
+            interval=settings.deletion_guard.metrics_interval.total_seconds())
+        metrics.registry.register(provider_metrics)
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
-    return Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard)
+    return Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard,
+                   provider_metrics=provider_metrics)
 
 
 def run(settings: WebhookSettings) -> None:

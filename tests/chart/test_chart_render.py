@@ -246,17 +246,25 @@ def test_webhooks_are_scoped_to_exactly_what_the_features_handle(name: str, rend
 
 
 def test_the_rules_match_the_configurations_the_tests_use(rendered: dict[str, list[Doc]]) -> None:
-    """Same rules as kustodian.testing.webhooks (plus the config split and the annotation filter)."""
+    """kustodian.testing.webhooks is the chart's rendering with only the client config swapped: the
+    schedule validator's matchConditions, the config validator's split and every policy are the
+    production ones (given the same values and namespace)."""
     ours = webhooks(rendered["default"])
-    theirs = {w["name"]: w for c in webhook_configurations("https://x", "Y") for w in c["webhooks"]}
-    assert ours["deletion-guard.kustodian.io"]["rules"] == theirs["deletion-guard.kustodian.io"]["rules"]
-    assert ours["reclaim-space.kustodian.io"]["rules"] == theirs["reclaim-space.kustodian.io"]["rules"]
-    split = (ours["reclaim-space-validation.kustodian.io"]["rules"]
-             + ours["reclaim-config-validation.kustodian.io"]["rules"])
-    resources = {(g, r) for rule in split for g in rule["apiGroups"] for r in rule["resources"]}
-    wanted = {(g, r) for rule in theirs["reclaim-space-validation.kustodian.io"]["rules"]
-              for g in rule["apiGroups"] for r in rule["resources"]}
-    assert resources == wanted
+    theirs = {w["name"]: w for c in webhook_configurations("https://x", "Y", values={}, namespace=NAMESPACE)
+              for w in c["webhooks"]}
+    assert set(theirs) == set(ours)
+    for name, hook in ours.items():
+        mine = {k: v for k, v in hook.items() if k != "clientConfig"}
+        assert {k: v for k, v in theirs[name].items() if k != "clientConfig"} == mine, name
+        assert theirs[name]["clientConfig"] == {"url": f"https://x{hook['clientConfig']['service']['path']}",
+                                                "caBundle": "Y"}
+    schedule = theirs["reclaim-space-validation.kustodian.io"]["matchConditions"]
+    assert [c["name"] for c in schedule] == ["sets-or-changes-reclaim-policy"]
+    assert "oldObject.metadata.annotations" in schedule[0]["expression"]
+    # the tests' default differs by one value: every namespace's DELETE reaches the guard
+    tests = {w["name"]: w for c in webhook_configurations("https://x", "Y") for w in c["webhooks"]}
+    assert "matchConditions" not in tests["deletion-guard.kustodian.io"]
+    assert tests["reclaim-space-validation.kustodian.io"]["matchConditions"] == schedule
 
 
 def test_builtin_in_process_tls_is_the_default(rendered: dict[str, list[Doc]]) -> None:

@@ -14,7 +14,7 @@ from kustodian.policy.deletion.rules import RuleSet
 from kustodian.policy.objects import name, namespace
 from kustodian.policy.store import ClusterView
 
-__all__ = ["Protection", "protections"]
+__all__ = ["Protection", "SeriesCap", "cap_series", "protections"]
 
 
 @dataclass(frozen=True)
@@ -58,3 +58,24 @@ def protections(view: ClusterView, rules: RuleSet) -> list[Protection]:
             out.append(Protection(ref, decision.dependents, decision.overridden, decision.message))
     out.sort(key=lambda p: p.provider)
     return out
+
+
+@dataclass(frozen=True)
+class SeriesCap:
+    """Which providers get a metric series of their own under a cap, and what the rest add up to."""
+
+    kept: tuple[tuple[ObjectRef, int], ...]
+    folded_providers: int
+    folded_dependents: int
+
+
+def cap_series(counts: Mapping[ObjectRef, int], max_series: int) -> SeriesCap:
+    """The ``max_series`` providers with the most dependents (ties by kind, namespace, name) keep
+    a series; the rest fold into one, so a cluster of any size costs at most ``max_series + 1``
+    series.  With more providers than the cap, one kept slot goes to the fold."""
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    if len(ranked) <= max_series:
+        return SeriesCap(tuple(ranked), 0, 0)
+    keep = max(max_series - 1, 0)  # the folded series is one of the max_series
+    rest = ranked[keep:]
+    return SeriesCap(tuple(ranked[:keep]), len(rest), sum(n for _, n in rest))

@@ -397,6 +397,15 @@ class DeletionGuard(Collector):
         self.warmed += done
         return done
 
+    def decision_now(self, kind_key: str, provider: RawObject) -> DeleteDecision:
+        """What a DELETE of ``provider`` would get now, from the memo when current (the warmer's
+        path: not counted as a request's hit); for readers off the request path (provider_metrics)."""
+        home = str((provider.get("metadata") or {}).get("namespace") or "")
+        key = self._key(kind_key, provider, self._terminating(home))
+        if not key[4]:
+            return self._compute(key, kind_key, provider, key[5] or None)
+        return self._single_flight(key, kind_key, provider, key[5] or None, count=False)
+
     def start(self, interval: float = 0.1) -> None:
         """Keep decisions warm from a daemon thread: a pass every ``interval`` seconds costs a few
         dict reads per provider when nothing changed."""
