@@ -11,6 +11,7 @@ dependents must keep it valid without a recomputation.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -154,3 +155,52 @@ def test_a_memo_whose_leaf_changed_while_it_was_computed_is_never_updated_live()
     assert guard._memo[key].live is None
     pvs._apply("ADDED", pvs._prepare(rbd_pv("pv-2")))
     assert _memo_answer(guard, POOL, pool) is None  # stale by version: computed whole next time
+
+
+def test_a_kind_read_as_a_hop_too_is_not_marked_unchanged_by_a_leaf_event() -> None:
+    """The one-check-per-kind fast path moves a kind on only when every bucket of it the memo
+    read is current: a leaf event must not hide a change to a hop of the same kind."""
+    pool = with_meta(blockpool())
+    guard, caches = world({POOL: [pool], PV: [rbd_pv("pv-0")]})
+    guard.warm()
+    key = guard._key(POOL, pool, None)
+    memo = guard._memo[key]
+    assert memo.kinds is not None and guard._memoised(key, count=False) is not None
+    # a PV bucket the memo read as a hop, since changed (its version no longer matches)
+    guard._memo[key] = replace(memo, reads=(*memo.reads, (PV, "kustodian.io/namespace", "", ("gone", 0))))
+    pvs = caches[PV]
+    pvs._apply("ADDED", pvs._prepare(rbd_pv("pv-1")))  # a leaf event of the same kind, applied
+    assert guard.applied == 1
+    assert guard._memoised(key, count=False) is None  # still out of date: computed whole next time
+
+
+class _EventDuringRead(CacheView):
+    """A view whose first read of a PV bucket is followed, at once, by a new PV of the pool: a
+    watch event landing while a decision is being computed."""
+
+    def __init__(self, caches: dict[str, Any]) -> None:
+        super().__init__(caches)
+        self.fired = False
+
+    def by_index(self, kind: str, index: str, key: str) -> Any:
+        found = super().by_index(kind, index, key)
+        if kind == PV and not self.fired:
+            self.fired = True
+            pvs = self.caches[PV]
+            pvs._apply("ADDED", pvs._prepare(rbd_pv("pv-during")))
+        return found
+
+
+def test_an_event_during_a_computation_never_leaves_a_memo_that_looks_current() -> None:
+    pool = with_meta(blockpool())
+    _, caches = world({POOL: [pool], PV: [rbd_pv("pv-0")]})
+    from kustodian.policy.deletion import rook_rules
+
+    view = _EventDuringRead(caches)
+    guard = DeletionGuard(rook_rules(), view, None)
+    guard.warm()
+    assert view.fired
+    answer = guard._memoised(guard._key(POOL, pool, None), count=False)
+    fresh = decide_delete(POOL, pool, CacheView(caches), guard.rules)
+    assert "pv-during" in fresh.message
+    assert answer is None or _same(answer, fresh)  # out of date, or right: never stale and current

@@ -33,6 +33,11 @@ again from the first names of sorted lists: no DELETE, and no thread, walks the 
 PVs of a pool again.  A change to a hop, to the provider, or a cache re-list (new
 epoch) leaves the memo invalid, and the decision is computed whole: by the warmer
 thread (``start``) ahead of the request, or by the request in a worker thread.
+
+Checking a memo is one comparison per cache it read (the cache's version, taken before the
+first read, or moved on by a live update only when every bucket of that kind it read is
+current) and, only when a cache changed, one per bucket: ~2 µs instead of ~11 µs for a
+pool whose decision read 26 buckets of 9 kinds.
 """
 
 from __future__ import annotations
@@ -132,6 +137,9 @@ class _Memo:
     leaf_reads: tuple[Read, ...] = ()  # the leaves: changes here are applied to ``live``
     live: LiveDependents | None = None  # None: not kept live (a matcher that is no plain lookup)
     epochs: Mapping[str, tuple[int, int]] = field(default_factory=dict)  # leaf kind -> (cache id, epoch)
+    # per kind read: its cache (None: none) and the cache's version() when nothing the memo read
+    # had changed since; all still equal means no bucket changed (one check per kind, not per bucket)
+    kinds: tuple[tuple[str, WatchCache | None, Hashable], ...] | None = None
 
     def all_reads(self) -> Iterable[Read]:
         yield from self.reads
@@ -222,7 +230,7 @@ class DeletionGuard(Collector):
 
     def _memoised(self, key: tuple[str, ...], *, count: bool = True) -> DeleteDecision | None:
         memo = self._memo.get(key)
-        if memo is not None and self._current(memo.all_reads()):
+        if memo is not None and (self._unchanged(memo) or self._current(memo.all_reads())):
             if count:
                 self.memo_hits += 1
             return memo.decision
@@ -230,6 +238,18 @@ class DeletionGuard(Collector):
 
     def _current(self, reads: Iterable[Read]) -> bool:
         return all(self.view.read_version(k, i, v) == seen for k, i, v, seen in reads)
+
+    def _unchanged(self, memo: _Memo) -> bool:
+        """No cache the memo read has changed at all since (the fast path of ``_memoised``)."""
+        if memo.kinds is None:
+            return False
+        caches = self.view.caches
+        return all(caches.get(kind) is cache and (cache is None or cache.version() == seen)
+                   for kind, cache, seen in memo.kinds)
+
+    @staticmethod
+    def _kind_versions(caches: Mapping[str, WatchCache]) -> dict[str, tuple[WatchCache | None, Hashable]]:
+        return {kind: (cache, cache.version()) for kind, cache in list(caches.items())}
 
     @staticmethod
     def _key(kind_key: str, provider: RawObject, deleting_namespace: str | None) -> tuple[str, ...]:
@@ -276,6 +296,7 @@ class DeletionGuard(Collector):
         caches = self._hook_caches()
         epochs = {rule.dependent: (id(cache), cache.epoch) for rule in self.rules.for_provider(kind_key)
                   if (cache := caches.get(rule.dependent)) is not None}
+        before = self._kind_versions(caches)  # taken before any read, like every version
         hops, leaves = _RecordingView(self.view), _RecordingView(self.view)
         live = LiveDependents(kind_key, provider, hops, self.rules,
                               deleting_namespace=deleting_namespace, leaf_view=leaves)
@@ -286,8 +307,10 @@ class DeletionGuard(Collector):
             gc.freeze()
         if rv:
             kept_live = live.exact and bool(caches)  # a view without watch caches hears no events
+            read = sorted({k for k, _, _, _ in (*hops.reads, *leaves.reads)})
+            kinds = tuple((k, *before.get(k, (None, None))) for k in read) if caches else None
             self._install(key, _Memo(tuple(hops.reads), decision, tuple(leaves.reads),
-                                     live if kept_live else None, epochs))
+                                     live if kept_live else None, epochs, kinds))
         return decision
 
     def _install(self, key: tuple[str, ...], memo: _Memo) -> None:
@@ -368,7 +391,13 @@ class DeletionGuard(Collector):
             for read in memo.leaf_reads for k, i, b, _ in (read,))
         self.applied += 1
         decision = memo.live.decision() if changed else memo.decision
-        return replace(memo, decision=decision, leaf_reads=leaf_reads)
+        kinds = memo.kinds
+        if kinds is not None:  # the kind's version moves on only if every bucket of it read is current
+            cache = getattr(self.view, "caches", {}).get(kind)
+            current = self._current(r for r in (*memo.reads, *leaf_reads) if r[0] == kind)
+            kinds = tuple((k, c, cache.version() if k == kind and current and c is cache and cache else v)
+                          for k, c, v in kinds)
+        return replace(memo, decision=decision, leaf_reads=leaf_reads, kinds=kinds)
 
     # -- ahead of requests ------------------------------------------------------------------
 
