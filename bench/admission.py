@@ -247,17 +247,23 @@ class Conn:
         self.sock = ctx.wrap_socket(raw, server_hostname="kustodian.kustodian.svc")
         self.buf = b""
 
+    def _recv(self) -> bytes:
+        data = self.sock.recv(65536)
+        if not data:  # never spin on a connection the server closed: say so
+            raise ConnectionError("the server closed the connection mid-request")
+        return data
+
     def roundtrip(self, payload: bytes) -> bytes:
         self.sock.sendall(payload)
         while b"\r\n\r\n" not in self.buf:
-            self.buf += self.sock.recv(65536)
+            self.buf += self._recv()
         head, _, rest = self.buf.partition(b"\r\n\r\n")
         length = 0
         for line in head.split(b"\r\n"):
             if line.lower().startswith(b"content-length:"):
                 length = int(line.split(b":")[1])
         while len(rest) < length:
-            rest += self.sock.recv(65536)
+            rest += self._recv()
         self.buf = rest[length:]
         if not head.startswith(b"HTTP/1.1 200"):
             raise RuntimeError(head.decode(errors="replace"))
