@@ -31,20 +31,20 @@ thread, so a webhook's event loop and a controller's workers read without I/O.
 from __future__ import annotations
 
 import builtins
-import contextlib
 import gc
 import logging
 import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import ApiError, Gone, KubeError, Unavailable
 from kustodian.kube.resources import Resource
 from kustodian.kube.slim import TRANSFORMS, intern_common
+from kustodian.policy.gc_pause import gc_paused
 
 log = logging.getLogger(__name__)
 
@@ -286,7 +286,7 @@ class WatchCache:
         items: list[Obj] = []
         rv = ""
         started = time.monotonic()
-        with _gc_paused():  # decoding pages allocates every object we are about to keep
+        with gc_paused():  # decoding pages allocates every object we are about to keep
             for page in self.client.list_pages(self.resource, self.namespace,
                                                  label_selector=self._label_selector,
                                                  field_selector=self._field_selector, limit=self._page_size):
@@ -302,7 +302,7 @@ class WatchCache:
         Handlers hear about every difference from what was held before.  The watch loop
         uses it after each list; benchmarks and offline tools load a cache through it.
         """
-        with _gc_paused():
+        with gc_paused():
             fresh: dict[str, Obj] = {}
             for raw in items:
                 obj = self._prepare(raw)
@@ -436,23 +436,6 @@ class WatchCache:
                 handler(etype, new, old)
             except Exception:
                 log.exception("%s: event handler failed", self.kind_key)
-
-
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic garbage collector during a bulk load.
-
-    Decoded JSON holds no reference cycles, so the collector has nothing to find in a
-    list of 50k objects; left on, it walks the growing heap again and again (185 ms
-    pauses loading 250k objects).  Nested uses leave it to the outermost.
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _abort_stream(resp: Any) -> None:
