@@ -89,6 +89,17 @@ def stop_webhook(hook: WebhookProcess) -> None:
         hook.proc.kill()
 
 
+def unregister_and_stop(kube_api: KubeApi, hook: WebhookProcess, configurations: str,
+                        storageclass: str, pv: str) -> None:
+    """A test's own webhook gone: its configurations (by name) first, so nothing calls a stopped
+    server, then the process; then the StorageClass and PV the test made."""
+    kube_api.kubectl("delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration", configurations,
+                     "--ignore-not-found")
+    stop_webhook(hook)
+    kube_api.kubectl("delete", "storageclass", storageclass, "--ignore-not-found")
+    kube_api.kubectl("delete", "pv", pv, "--ignore-not-found")
+
+
 @pytest.fixture(scope="module")
 def webhook(kube_api: KubeApi, rook_crds_installed: None,
             tmp_path_factory: pytest.TempPathFactory) -> Iterator[WebhookProcess]:

@@ -106,6 +106,24 @@ def nfs(ns: str, name: str, pool: str) -> dict[str, Any]:
             "spec": {"rados": {"pool": pool}}}
 
 
+def rook_and_a_pool(api: KubeApi, real_crds: Path | None = None) -> tuple[str, dict[str, Any]]:
+    """Rook's CRDs installed and Established (``real_crds``: upstream's ``crds.yaml``; else the
+    test tier's schemaless stand-ins, which these tests delete from etcd), a fresh namespace,
+    and CephBlockPool ``pool-a`` in it."""
+    if real_crds is not None:
+        api.kubectl("apply", "--server-side", "-f", str(real_crds), timeout=120)
+    else:
+        for doc in rook_crds():
+            api.kubectl("create", "-f", "-", input=yaml.safe_dump(doc))
+    api.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd", "--all")
+    ns = f"kt-{uuid.uuid4().hex[:8]}"
+    api.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    pool = api.client.create(POOLS, {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool",
+                                     "metadata": {"name": "pool-a", "namespace": ns},
+                                     "spec": {"replicated": {"size": 3}}}, ns)
+    return ns, pool
+
+
 def in_process_webhook(api: KubeApi) -> tuple[Webhook, KubeClient]:
     client = KubeClient(load_config(str(api.kubeconfig)))
     hook = build_webhook(WebhookSettings(reclaim={"enabled": False}, capacity={"enabled": False},
@@ -119,13 +137,7 @@ def in_process_webhook(api: KubeApi) -> tuple[Webhook, KubeClient]:
 def test_no_delete_is_allowed_before_the_caches_caught_up_after_an_api_server_restart(
         private_api: KubeApi, variant: str) -> None:
     server = private_api.require_server()
-    for doc in rook_crds():
-        private_api.kubectl("create", "-f", "-", input=yaml.safe_dump(doc))
-    private_api.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all")
-    ns = f"kt-{uuid.uuid4().hex[:8]}"
-    private_api.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    pool = private_api.client.create(POOLS, {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool",
-                                             "metadata": {"name": "pool-a", "namespace": ns}}, ns)
+    ns, pool = rook_and_a_pool(private_api)
     if variant == "crd-gone":  # the dependent exists and is seen; then its API vanishes for a while
         private_api.client.create(NFSES, {k: v for k, v in nfs(ns, "nfs-x", "pool-a").items()
                                           if k != "metadata"} | {"metadata": {"name": "nfs-x", "namespace": ns}},

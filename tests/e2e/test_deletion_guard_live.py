@@ -6,20 +6,17 @@ again (``kustodian_deletion_guard_memo_total``).  The in-process equivalence his
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import yaml
 from prometheus_client import generate_latest
 
-from kustodian.kube.resources import NAMESPACES, PERSISTENT_VOLUMES
-from kustodian.testing.crds import rook_crds
+from kustodian.kube.resources import PERSISTENT_VOLUMES
 from kustodian.webhook.app import parse_review
 from kustodian.webhook.main import Webhook
 from tests.conftest import KubeApi, serve_api
-from tests.e2e.test_deletion_guard_freshness import POOLS, delete_review, in_process_webhook
+from tests.e2e.test_deletion_guard_freshness import delete_review, in_process_webhook, rook_and_a_pool
 from tests.support import wait_for
 
 pytestmark = pytest.mark.api
@@ -47,15 +44,10 @@ def memo_counts(hook: Webhook) -> dict[str, float]:
             for m in re.finditer(rb'kustodian_deletion_guard_memo_total\{event="(\w+)"\} (\S+)', text)}
 
 
-def test_pvs_deleted_through_the_api_are_applied_to_the_pools_kept_decision(private_api: KubeApi) -> None:
+def test_pvs_deleted_through_the_api_are_applied_to_the_pools_kept_decision(private_api: KubeApi,
+                                                                            upstream: Path) -> None:
     api = private_api
-    for doc in rook_crds():
-        api.kubectl("create", "-f", "-", input=yaml.safe_dump(doc))
-    api.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all")
-    ns = f"kt-{uuid.uuid4().hex[:8]}"
-    api.client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
-    pool = api.client.create(POOLS, {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool",
-                                     "metadata": {"name": "pool-a", "namespace": ns}}, ns)
+    ns, pool = rook_and_a_pool(api, upstream / "rook" / "crds.yaml")  # Rook's real CRDs
     names = [f"{ns}-pv-{i:02d}" for i in range(PVS)]
     for name in names:
         api.client.create(PERSISTENT_VOLUMES, rbd_pv(name, ns, "pool-a"))

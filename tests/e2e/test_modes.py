@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kustodian.testing.webhooks import webhook_configurations
 from tests.conftest import KubeApi
-from tests.e2e.conftest import WebhookProcess, start_webhook, stop_webhook
+from tests.e2e.conftest import WebhookProcess, start_webhook, stop_webhook, unregister_and_stop
 from tests.e2e.stories import SCHEDULE, apply, rbd_pv, storage_class, until
 
 pytestmark = pytest.mark.api
@@ -139,8 +139,4 @@ def test_a_rule_in_warn_under_an_enforcing_guard(kube_api: KubeApi, rook_crds_in
         assert counts[("deletion-guard", "StorageClass.storage.k8s.io", "warn", "warned")] >= 2  # dry run + real
         assert counts[("deletion-guard", POOL, "enforce", "denied")] >= 2
     finally:
-        kube_api.kubectl("delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration", name,
-                         "--ignore-not-found")
-        stop_webhook(hook)
-        kube_api.kubectl("delete", "storageclass", sc, "--ignore-not-found")
-        kube_api.kubectl("delete", "pv", pv, "--ignore-not-found")
+        unregister_and_stop(kube_api, hook, name, sc, pv)

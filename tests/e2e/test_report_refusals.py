@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from kustodian.policy.deletion import load_rules
 from kustodian.testing.webhooks import webhook_configurations
 from tests.conftest import KubeApi
-from tests.e2e.conftest import WebhookProcess, kustodian, start_webhook, stop_webhook
+from tests.e2e.conftest import WebhookProcess, kustodian, start_webhook, stop_webhook, unregister_and_stop
 from tests.e2e.stories import apply, pvc, rbd_pv, storage_class, until
 
 pytestmark = pytest.mark.api
@@ -153,11 +153,7 @@ def test_report_since_shows_what_warn_and_audit_let_through(kube_api: KubeApi, r
             ("StorageClass.storage.k8s.io", "audit", 1)]
         assert whole["note"] is None and whole["window"]["truncated"] is False
     finally:
-        kube_api.kubectl("delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration", name,
-                         "--ignore-not-found")
-        stop_webhook(hook)
-        kube_api.kubectl("delete", "storageclass", sc, "--ignore-not-found")
-        kube_api.kubectl("delete", "pv", pv, "--ignore-not-found")
+        unregister_and_stop(kube_api, hook, name, sc, pv)
     assert "Traceback" not in hook.logs()
 
 
