@@ -48,11 +48,12 @@ change forgets the nodes concerned (``CapacityPlanner.update``); nothing else is
 from __future__ import annotations
 
 import json
+from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from itertools import chain, compress, filterfalse, repeat
-from operator import itemgetter, le
+from itertools import filterfalse, product
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 from kustodian.policy.capacity.model import (
@@ -64,6 +65,7 @@ from kustodian.policy.capacity.model import (
     LVG_MEDIA,
     LVG_UNUSABLE_HEALTH,
     LVG_UNUSABLE_STATUSES,
+    LVM_METADATA_SIZE,
     PE_SIZE,
     REJECTED,
     REQUESTED,
@@ -86,6 +88,8 @@ from kustodian.policy.objects import RawObject, field, is_deleting, list_field, 
 # held whole by a non-LVG volume, or (>= 0) the bytes LVG volumes hold in the group.
 FREE = -1
 WHOLE = -2
+# Bytes of a charge (``_Held.sizes``) that holds a drive whole.
+WHOLE_DRIVE = -1
 
 _AC_CLASSES = frozenset(AC_STORAGE_CLASSES)
 # plain media -> the LVG class a drive of it can become
@@ -105,7 +109,7 @@ class _Request(NamedTuple):
     media: str | None  # plain class an LVG request may convert, None otherwise
 
 
-# What ``try_node`` reads of a request: (group, storage class, need, LVG?, media).
+# What ``reserve`` reads of a request: (group, storage class, need, LVG?, media).
 _Step = tuple[str, str, int, bool, "str | None"]
 
 
@@ -177,7 +181,11 @@ class _Held:
     """What one RESERVED ACR charged, so that it can be released exactly."""
 
     version: str
-    charges: tuple[tuple[int, bool, int], ...]  # (AC id, LVG?, bytes)
+    # One entry per volume on each AC it holds: the AC id, and the bytes an LVG volume
+    # takes there (``WHOLE_DRIVE`` for a volume holding the drive whole).  Two flat
+    # tuples, not a tuple per charge: a reservation on 500 nodes is 1,500 charges.
+    ids: tuple[int, ...]
+    sizes: tuple[int, ...]
     lvg_keys: tuple[tuple[str, str], ...]  # (node, LVG class) it holds for sequential mode
     unresolved: tuple[str, ...] = ()  # AC names it holds that are not (or no longer) usable
 
@@ -232,7 +240,7 @@ class _Capacity:
         self.ready: set[str] = set()
         # (node, LVG class) -> RESERVED ACRs holding such a volume there (sequential mode).
         self.track_lvg_holders = track_lvg_holders
-        self.lvg_holders: dict[tuple[str, str], set[str]] = {}
+        self.lvg_holders: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
         # ACR name -> what it charged.
         self.held: dict[str, _Held] = {}
 
@@ -300,7 +308,8 @@ class _Capacity:
                 usable.append(size // PE_SIZE * PE_SIZE)
                 used.append(0)
             else:
-                usable.append(lvg_usable_size(size))
+                room = (size - LVM_METADATA_SIZE) // PE_SIZE * PE_SIZE  # ``lvg_usable_size``, inlined
+                usable.append(room if room > 0 else 0)
                 used.append(FREE)
             live.append(alive)
             if alive:
@@ -465,9 +474,14 @@ class _Capacity:
         else:
             wholes = self.wholes[key]
         # Plain classes first: an LVG class's room includes what its plain drives offer.
-        classes = lists.keys() if touched is None else touched
-        redo: set[str] = {sc for sc in classes if sc in LVG_MEDIA}
-        for media in [sc for sc in classes if sc in _LVG_OF]:
+        redo: list[str] = []  # the LVG classes to do after them
+        plain_done = False
+        for media in lists.keys() if touched is None else touched:
+            lvg_class = _LVG_OF.get(media)
+            if lvg_class is None:
+                if media in LVG_MEDIA and media not in redo:
+                    redo.append(media)
+                continue
             ids = lists.get(media)
             if not ids:
                 continue
@@ -497,7 +511,10 @@ class _Capacity:
                 best[(media, group)] = {node: whole}
             else:
                 by_node[node] = whole
-            redo.add(_LVG_OF[media])
+            if lvg_class not in redo:
+                redo.append(lvg_class)
+            plain_done = True
+        if plain_done:
             any_room = max(wholes.values())
             by_node = best.get((ANY_CLASS, group))
             if by_node is None:
@@ -527,64 +544,105 @@ class _Capacity:
                 else:
                     by_node[node] = room
 
-    def try_node(self, node: str, steps: Sequence[_Step]) -> tuple[dict[int, int], list[int], int]:
-        """Place every request (``_steps`` of them, in planning order) on ``node``.
+    def reserve(self, nodes: Iterable[str], steps: Sequence[_Step], limit: int, commit: bool = True) -> tuple[
+        list[str], list[int], dict[str, tuple[int, dict[int, int]]]
+    ]:
+        """Place every request (``_steps`` of them, in planning order) on each of ``nodes``;
+        charge each node where all fit (unless ``commit`` is false).
 
-        Returns the overlay of new charges, the chosen AC per request (in ``ordered``
-        order) and the position of the first request that did not fit (-1 if all did).
-        Nothing is committed: the caller applies the overlay only if the ACR qualifies.
+        Placement and charge in one pass, node by node: nodes share no AC, so what is
+        charged on one node never changes a placement on another, and the ACR is
+        RESERVED as soon as one node qualifies.  Stops after ``limit`` qualified nodes
+        (0: no limit).  Returns the qualified nodes, the chosen AC of each request on
+        each (one flat list, node by node, in ``steps`` order: the ACs charged), and,
+        for each node that did not qualify, the position of the first request that did
+        not fit with the overlay of new charges up to it.  A node that fails is left as
+        it was.
         """
-        used = self.used
-        usable = self.usable
-        sizes = self.sizes
-        pending: dict[int, int] = {}
-        get = pending.get
-        chosen: list[int] = []
-        lists_by_group = self.lists
-        group: str | None = None
-        lists: dict[str, tuple[int, ...]] | None = None
-        for pos, (req_group, storage_class, need, lvg, media) in enumerate(steps):
-            if req_group != group:
-                group = req_group
-                lists = lists_by_group.get((node, group))
-            found = -1
-            charge = 0
-            if lists is not None:
-                if lvg:
-                    for a in lists.get(storage_class, ()):
-                        u = get(a, used[a])
-                        if u >= 0 and u + need <= usable[a]:
-                            found, charge = a, u + need
-                            break
-                    if found < 0 and media is not None:
-                        plain = lists.get(media, ())
-                        # Groups already made from plain drives first: fewer drives.
-                        for a in plain:
+        used, usable, sizes = self.used, self.usable, self.sizes
+        whole_holds, lvg_holds, lvg_bytes, top = self.whole_holds, self.lvg_holds, self.lvg_bytes, self.top
+        groups, classes, lists_by_group = self.groups, self.classes, self.lists
+        reserved: list[str] = []
+        chosen_all: list[int] = []
+        failed: dict[str, tuple[int, dict[int, int]]] = {}
+        touched: dict[tuple[str, str], set[str]] = {}
+        for node in nodes:
+            # The overlay of new charges: committed only if every request fits.
+            pending: dict[int, int] = {}
+            get = pending.get
+            chosen: list[int] = []
+            group: str | None = None
+            lists: dict[str, tuple[int, ...]] | None = None
+            failed_at = -1
+            for pos, (req_group, storage_class, need, lvg, media) in enumerate(steps):
+                if req_group != group:
+                    group = req_group
+                    lists = lists_by_group.get((node, group))
+                found = -1
+                charge = 0
+                if lists is not None:
+                    if lvg:
+                        for a in lists.get(storage_class, ()):
                             u = get(a, used[a])
                             if u >= 0 and u + need <= usable[a]:
                                 found, charge = a, u + need
                                 break
-                        else:
-                            # (``pending`` never holds FREE: only ``used`` can say so)
+                        if found < 0 and media is not None:
+                            plain = lists.get(media, ())
                             for a in plain:
-                                if used[a] == FREE and need <= usable[a] and a not in pending:
-                                    found, charge = a, need
+                                u = get(a, used[a])
+                                if u >= 0 and u + need <= usable[a]:
+                                    found, charge = a, u + need
                                     break
+                            else:
+                                for a in plain:
+                                    if used[a] == FREE and need <= usable[a] and a not in pending:
+                                        found, charge = a, need
+                                        break
+                    else:
+                        for a in lists.get(storage_class, ()):
+                            if used[a] == FREE and sizes[a] >= need and a not in pending:
+                                found, charge = a, WHOLE
+                                break
+                if found < 0:
+                    failed_at = pos
+                    break
+                pending[found] = charge
+                chosen.append(found)
+            if failed_at >= 0:
+                failed[node] = (failed_at, pending)
+                continue
+            reserved.append(node)
+            chosen_all += chosen
+            if not commit:
+                continue
+            # Qualified: charge it now (``_apply`` with sign +1).  The ledger counts each
+            # volume; ``used`` ends as the overlay says (a charge only adds to it).
+            for a, (_g, _sc, need, lvg, _m) in zip(chosen, steps, strict=True):
+                if lvg:
+                    lvg_holds[a] += 1
+                    lvg_bytes[a] += need
                 else:
-                    for a in lists.get(storage_class, ()):
-                        if used[a] == FREE and sizes[a] >= need and a not in pending:
-                            found, charge = a, WHOLE
-                            break
-            if found < 0:
-                return pending, chosen, pos
-            pending[found] = charge
-            chosen.append(found)
-        return pending, chosen, -1
+                    whole_holds[a] += 1
+            for a, now in pending.items():
+                if used[a] != now:
+                    used[a] = now
+                    if top[a]:
+                        key = (node, groups[a])
+                        if key in touched:
+                            touched[key].add(classes[a])
+                        else:
+                            touched[key] = {classes[a]}
+            if len(reserved) == limit:
+                break
+        for (node, group), touched_classes in touched.items():
+            self._refresh(node, group, touched_classes)
+        return reserved, chosen_all, failed
 
     def rooms(self, node: str, group: str, pending: Mapping[int, int]) -> dict[str, int]:
         """Request class -> largest ``need`` a single request could get on ``node`` now.
 
-        Mirrors ``try_node`` exactly: one request fits iff its need is <= this value.
+        Mirrors ``reserve`` exactly: one request fits iff its need is <= this value.
         -1 (or less, for a group some reservation over-committed) means nothing fits;
         a class with no candidate AC at all on the node is absent.
         """
@@ -647,10 +705,10 @@ class _Capacity:
         ready, nodes, groups, classes = self.ready, self.nodes, self.groups, self.classes
         whole_holds, lvg_holds, lvg_bytes = self.whole_holds, self.lvg_holds, self.lvg_bytes
         used, is_group, top = self.used, self.is_group, self.top
-        for a, lvg, size in held.charges:
+        for a, size in zip(held.ids, held.sizes, strict=True):
             was = used[a]
             # ``_charge``, inlined: a reservation on 500 nodes is 1,500 charges.
-            if lvg:
+            if size != WHOLE_DRIVE:
                 lvg_holds[a] += sign
                 lvg_bytes[a] += sign * size
             else:
@@ -673,23 +731,28 @@ class _Capacity:
                 touched[key].add(storage_class)
             else:
                 touched[key] = {storage_class}
-        if self.track_lvg_holders and held.lvg_keys:
-            lvg_holders = self.lvg_holders
-            for key2 in held.lvg_keys:
-                holders = lvg_holders.get(key2)
-                if sign < 0:
-                    if holders is not None:
-                        holders.discard(acr_name)
-                elif holders is None:
-                    lvg_holders[key2] = {acr_name}
-                else:
-                    holders.add(acr_name)
+        self._track(acr_name, held.lvg_keys, sign)
         for (node, group), touched_classes in touched.items():
             self._refresh(node, group, touched_classes)
 
+    def _track(self, acr_name: str, lvg_keys: Iterable[tuple[str, str]], sign: int) -> None:
+        """Add (``sign`` +1) or remove (-1) ``acr_name`` as a holder of ``lvg_keys`` (sequential mode)."""
+        if not self.track_lvg_holders:
+            return
+        lvg_holders = self.lvg_holders
+        if sign > 0:
+            for key in lvg_keys:
+                lvg_holders[key].add(acr_name)
+            return
+        for key in lvg_keys:
+            holders = lvg_holders.get(key)
+            if holders is not None:
+                holders.discard(acr_name)
+
     def hold(self, acr: RawObject, version: str = "") -> None:
         """Charge the ACs a RESERVED ACR holds (it may hold the same AC several times)."""
-        charges: list[tuple[int, bool, int]] = []
+        ids: list[int] = []
+        sizes: list[int] = []
         unresolved: list[str] = []
         classes: set[str] = set()
         index_of, live = self.index_of, self.live
@@ -705,12 +768,13 @@ class _Capacity:
                 if i is None or not live[i]:
                     unresolved.append(ac_name)  # charged if it appears (``update``)
                     continue
+                ids.append(i)
                 if storage_class in LVG_MEDIA and size is not None:
-                    charges.append((i, True, align_to_extent(size)))
+                    sizes.append(align_to_extent(size))
                 else:
                     # A whole-drive volume, or a request we cannot size: take it all,
                     # so a broken reservation never leads to over-promising.
-                    charges.append((i, False, 0))
+                    sizes.append(WHOLE_DRIVE)
         lvg_keys = tuple(
             (node, storage_class)
             for node in list_field(acr, "spec", "NodeRequests", "Reserved") if isinstance(node, str)
@@ -718,7 +782,7 @@ class _Capacity:
         )
         acr_name = name(acr)
         self.release(acr_name)
-        held = _Held(version, tuple(charges), lvg_keys, tuple(unresolved))
+        held = _Held(version, tuple(ids), tuple(sizes), lvg_keys, tuple(unresolved))
         self.held[acr_name] = held
         self._apply(acr_name, held, +1)
 
@@ -892,11 +956,9 @@ def _rejection(
                 lead_room = room_of[0]
                 suspects = [node for node in out if lead_room(node, -1) < total]
             prefix_steps = _steps(prefix)
-            for node in suspects:
-                overlay, _chosen, early = cap.try_node(node, prefix_steps)
-                if early >= 0:
-                    req = ordered[early]
-                    moved[node] = early, cap.rooms(node, req.group, overlay).get(req.storage_class)
+            for node, (early, overlay) in cap.reserve(suspects, prefix_steps, 0, commit=False)[2].items():
+                req = ordered[early]
+                moved[node] = early, cap.rooms(node, req.group, overlay).get(req.storage_class)
             if moved:
                 out = [node for node in out if node not in moved]
         has_room = room_maps[at].__contains__  # (filter/filterfalse: C speed)
@@ -946,51 +1008,37 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
             return waiting
 
     ordered = sorted(reqs, key=lambda r: (not r.lvg, r.size, r.name, r.position))
+    # Re-planning ignores the ACR's own earlier holds (``plan`` does the same).
+    cap.release(acr_name)
     cap.ensure(nodes)
-    # Cheap pass: drop nodes where some request cannot fit even alone.
+    # Cheap pass: drop nodes where some request cannot fit even alone.  (A comprehension:
+    # on CPython 3.11 faster than compress/map over the same dict lookups.)
     alive = nodes
     stages = [nodes]
     for req in ordered:
         room_of = cap.best.get((req.storage_class, req.group), _NO_ROOM).get
         need = req.need
-        # [node for node in alive if room_of(node, -1) >= need], at C speed
-        alive = list(compress(alive, map(le, repeat(need), map(room_of, alive, repeat(-1)))))
+        alive = [node for node in alive if room_of(node, -1) >= need]
         stages.append(alive)
         if not alive:
             break
-    qualified: list[tuple[str, dict[int, int], list[int]]] = []
-    failed: dict[str, tuple[int, dict[int, int]]] = {}
-    limit = options.max_reserved_nodes
-    steps = _steps(ordered)
-    try_node = cap.try_node
-    for node in alive:
-        pending, chosen, failed_at = try_node(node, steps)
-        if failed_at < 0:
-            qualified.append((node, pending, chosen))
-            if len(qualified) == limit:
-                break
-        else:
-            failed[node] = (failed_at, pending)
-
-    if not qualified:
+    reserved, chosen, failed = cap.reserve(alive, _steps(ordered), options.max_reserved_nodes)
+    if not reserved:
         return _rejected(acr_name, _rejection(cap, nodes, ordered, stages, failed))
 
-    # Per request, its AC on every reserved node; the charges node by node.  At C speed
-    # (map, zip): a reservation on 500 nodes is 1,500 picks.
+    # Per request, its AC on every reserved node, at C speed (a slice of the flat list,
+    # one itemgetter): a reservation on 500 nodes is 1,500 picks.
     picks: list[tuple[str, ...]] = [() for _ in reqs]
-    chosen_lists = [chosen for _node, _pending, chosen in qualified]
-    name_of = cap.names.__getitem__
+    names, width = cap.names, len(ordered)
     for pos, req in enumerate(ordered):
-        picks[req.position] = tuple(map(name_of, map(itemgetter(pos), chosen_lists)))
-    lvg_flags = [req.lvg for req in ordered]
-    needs = [req.need if req.lvg else 0 for req in ordered]
-    charges = list(chain.from_iterable(zip(chosen, lvg_flags, needs, strict=True) for chosen in chosen_lists))
-    reserved_nodes = tuple(node for node, _, _ in qualified)
+        ids = chosen[pos::width]
+        picks[req.position] = itemgetter(*ids)(names) if len(ids) > 1 else (names[ids[0]],)
+    reserved_nodes = tuple(reserved)
     lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
-    held = _Held(_PLANNED, tuple(charges), tuple((n, c) for n in reserved_nodes for c in lvg_classes))
-    cap.release(acr_name)
+    sizes = tuple(req.need if req.lvg else WHOLE_DRIVE for req in ordered) * len(reserved)
+    held = _Held(_PLANNED, tuple(chosen), sizes, tuple(product(reserved_nodes, lvg_classes)))
     cap.held[acr_name] = held
-    cap._apply(acr_name, held, +1)
+    cap._track(acr_name, held.lvg_keys, +1)
     return Decision(
         acr_name=acr_name,
         status=RESERVED,
