@@ -240,7 +240,12 @@ class _Capacity:
         self.ready: set[str] = set()
         # (node, LVG class) -> RESERVED ACRs holding such a volume there (sequential mode).
         self.track_lvg_holders = track_lvg_holders
-        self.lvg_holders: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+        self._lvg_holders: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+        # Holds and releases not yet applied to ``_lvg_holders``: it is brought up to date
+        # only when a waiting ACR asks (``lvg_holders``).  After a restart most ACRs are
+        # past their wait and nobody asks, and a hold on 500 nodes is 500 set updates.
+        # Replayed in order once it outgrows the holds (bounded memory).
+        self._holder_log: list[tuple[str, tuple[tuple[str, str], ...], int]] = []
         # ACR name -> what it charged.
         self.held: dict[str, _Held] = {}
 
@@ -566,6 +571,8 @@ class _Capacity:
         chosen_all: list[int] = []
         failed: dict[str, tuple[int, dict[int, int]]] = {}
         touched: dict[tuple[str, str], set[str]] = {}
+        # bytes each volume takes from the AC it gets (``WHOLE_DRIVE``: the whole drive)
+        takes = [need if lvg else WHOLE_DRIVE for _g, _sc, need, lvg, _m in steps]
         for node in nodes:
             # The overlay of new charges: committed only if every request fits.
             pending: dict[int, int] = {}
@@ -574,7 +581,7 @@ class _Capacity:
             group: str | None = None
             lists: dict[str, tuple[int, ...]] | None = None
             failed_at = -1
-            for pos, (req_group, storage_class, need, lvg, media) in enumerate(steps):
+            for req_group, storage_class, need, lvg, media in steps:
                 if req_group != group:
                     group = req_group
                     lists = lists_by_group.get((node, group))
@@ -605,7 +612,7 @@ class _Capacity:
                                 found, charge = a, WHOLE
                                 break
                 if found < 0:
-                    failed_at = pos
+                    failed_at = len(chosen)
                     break
                 pending[found] = charge
                 chosen.append(found)
@@ -618,12 +625,12 @@ class _Capacity:
                 continue
             # Qualified: charge it now (``_apply`` with sign +1).  The ledger counts each
             # volume; ``used`` ends as the overlay says (a charge only adds to it).
-            for a, (_g, _sc, need, lvg, _m) in zip(chosen, steps, strict=True):
-                if lvg:
-                    lvg_holds[a] += 1
-                    lvg_bytes[a] += need
-                else:
+            for a, take in zip(chosen, takes, strict=True):
+                if take == WHOLE_DRIVE:
                     whole_holds[a] += 1
+                else:
+                    lvg_holds[a] += 1
+                    lvg_bytes[a] += take
             for a, now in pending.items():
                 if used[a] != now:
                     used[a] = now
@@ -735,19 +742,33 @@ class _Capacity:
         for (node, group), touched_classes in touched.items():
             self._refresh(node, group, touched_classes)
 
-    def _track(self, acr_name: str, lvg_keys: Iterable[tuple[str, str]], sign: int) -> None:
+    def _track(self, acr_name: str, lvg_keys: tuple[tuple[str, str], ...], sign: int) -> None:
         """Add (``sign`` +1) or remove (-1) ``acr_name`` as a holder of ``lvg_keys`` (sequential mode)."""
-        if not self.track_lvg_holders:
+        if not self.track_lvg_holders or not lvg_keys:
             return
-        lvg_holders = self.lvg_holders
-        if sign > 0:
+        log = self._holder_log
+        log.append((acr_name, lvg_keys, sign))
+        if len(log) > 2 * len(self.held) + 1024:
+            self._replay()
+
+    def _replay(self) -> None:
+        lvg_holders = self._lvg_holders
+        for acr_name, lvg_keys, sign in self._holder_log:
+            if sign > 0:
+                for key in lvg_keys:
+                    lvg_holders[key].add(acr_name)
+                continue
             for key in lvg_keys:
-                lvg_holders[key].add(acr_name)
-            return
-        for key in lvg_keys:
-            holders = lvg_holders.get(key)
-            if holders is not None:
-                holders.discard(acr_name)
+                holders = lvg_holders.get(key)
+                if holders is not None:
+                    holders.discard(acr_name)
+        self._holder_log.clear()
+
+    def lvg_holders(self) -> Mapping[tuple[str, str], set[str]]:
+        """(node, LVG class) -> the RESERVED ACRs holding such a volume there (sequential mode)."""
+        if self._holder_log:
+            self._replay()
+        return self._lvg_holders
 
     def hold(self, acr: RawObject, version: str = "") -> None:
         """Charge the ACs a RESERVED ACR holds (it may hold the same AC several times)."""
@@ -872,9 +893,10 @@ def _wait_decision(
     acr_name = name(acr)
     classes = sorted({r.storage_class for r in reqs if r.lvg})
     blockers: dict[str, list[str]] = {}
+    lvg_holders = cap.lvg_holders()
     for node in nodes:
         for storage_class in classes:
-            for holder in cap.lvg_holders.get((node, storage_class), ()):
+            for holder in lvg_holders.get((node, storage_class), ()):
                 if holder != acr_name:
                     blockers.setdefault(holder, []).append(f"{storage_class} on {node}")
     if not blockers:
