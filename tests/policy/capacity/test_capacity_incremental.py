@@ -149,3 +149,48 @@ def test_ac_and_lvg_changes_in_place_plan_like_a_fresh_build(candidates: int) ->
             acr["metadata"]["resourceVersion"] += f"-{step}"
         planner.plan_requested(written, NOW)  # and the batch goes away again (never written)
     assert statuses >= {"RESERVED", "REJECTED"}  # the batches really competed for drives
+
+
+# -- sequential LVG mode: the holders index is built only when a waiting ACR asks --------------
+
+def test_a_wait_sees_every_hold_and_release_of_a_kept_planner() -> None:
+    """The planner logs holds and releases and replays them, in order, only when an ACR
+    inside its wait window asks who holds its nodes (or once the log outgrows the holds).
+    After a thousand passes nobody asked about, a new ACR waits exactly as it does with a
+    planner built afresh from the same snapshot, and the log stayed bounded."""
+    acs, acrs = synthetic_cluster(40, 8, 1500, 2, seed=5, nodes_per_acr=6)
+    node_of = {a["metadata"]["name"]: a["spec"]["NodeId"] for a in acs}.__getitem__
+    planner = CapacityPlanner(acs)
+    cap = planner._cap
+    written: list[dict[str, Any]] = []
+    longest, replays = 0, 0
+    for i, acr in enumerate(sorted(acrs, key=lambda a: (a["metadata"]["creationTimestamp"], a["metadata"]["name"]))):
+        (kept,) = planner.plan_requested([*written, acr], NOW)  # every ACR is hours old: none asks
+        new = _write(acr, kept, 2 * i)
+        if kept.status == "RESERVED" and i % 2 == 0:
+            new = narrow_to_node(new, kept.reserved_nodes[0], node_of) or new
+            new["metadata"]["resourceVersion"] = str(2 * i + 1)
+        if i % 2 == 1 and written:  # volumes created: the oldest ACR goes away
+            written.pop(0)
+        written.append(new)
+        logged = len(cap._holder_log)
+        assert logged <= 2 * len(cap.held) + 1024
+        replays += logged < longest
+        longest = logged
+    assert replays > 0  # the bound was reached and the log replayed without a query
+
+    probe = {
+        **written[-1],
+        "metadata": {"name": "ns-00-probe", "creationTimestamp": "2024-01-01T11:59:00Z"},
+        "spec": {
+            "Namespace": "ns-00",
+            "Status": "REQUESTED",
+            "NodeRequests": {"Requested": sorted({node_of(a["metadata"]["name"]) for a in acs})},
+            "ReservationRequests": [{"CapacityRequest": {"Name": "pvc-probe", "StorageClass": "HDDLVG",
+                                                         "Size": 1 << 30}}],
+        },
+    }
+    (kept,) = planner.plan_requested([*written, probe], NOW)
+    (fresh,) = plan_all([*written, probe], acs, NOW)
+    assert kept.status == "WAIT", kept
+    assert kept == fresh
