@@ -146,11 +146,16 @@ def test_a_31_mb_body_gets_413_without_the_server_growing(tls_dir: Path) -> None
         chunked = send_big_body(srv, 31 * 1000 * 1000, chunked=True)
         assert chunked.startswith(b"HTTP/1.1 413 ") or chunked == b"", chunked[:200]
 
-        four = [threading.Thread(target=send_big_body, args=(srv, 31 * 1000 * 1000)) for _ in range(4)]
+        answers: list[bytes] = []
+        four = [threading.Thread(target=lambda: answers.append(send_big_body(srv, 31 * 1000 * 1000)))
+                for _ in range(4)]
         for t in four:
             t.start()
         for t in four:
             t.join(60)
+        # each concurrent upload is refused for its size, not for anything else (a failure
+        # here names what the server answered instead)
+        assert [a[:13] for a in answers] == [b"HTTP/1.1 413 "] * 4, [a[:200] for a in answers]
         peak_growth = srv.memory("VmHWM") - rss_before
         print(f"RSS before {rss_before / MiB:.1f} MiB, peak growth over 6 x 31 MB bodies "
               f"{peak_growth / MiB:.1f} MiB")
