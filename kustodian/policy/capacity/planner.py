@@ -36,12 +36,14 @@ its summary ("the largest request of class X that still fits here") computed, on
 an ACR first names the node; a charge refreshes a summary only if it lands on the AC
 that gave the summary its room (``_Capacity.top``), and then only the classes it
 touched.  A node that cannot take some request even alone then costs one dict lookup
-(the cheap pass filters at C speed); only the remaining nodes get a real placement, in
-a small overlay dict that is committed only when the whole ACR fits.  Nothing is
-re-sorted per request.  Explanation text is built only for rejected ACRs, grouped by
-reason, from the cheap pass's survivors: a placement is re-run only for nodes whose
-earlier requests compete for the same ACs and cannot be shown to fit together from the
-summaries.  The cyclic GC is paused during a pass (no cycles are made).  An AC or LVG
+(the cheap pass); only the remaining nodes get a real placement, in a small overlay
+dict, charged at once if every volume fits there (nodes share no AC, so a charge on one
+never changes a placement on another, and one node that fits makes the ACR RESERVED).
+Nothing is re-sorted per request.  Explanation text is built only for rejected ACRs,
+grouped by reason, from the cheap pass's survivors: a placement is re-run only for nodes
+whose earlier requests compete for the same ACs and cannot be shown to fit together from
+the summaries.  Who holds LVG volumes where (sequential mode) is indexed only when a
+waiting ACR asks.  The cyclic GC is paused during a pass (no cycles are made).  An AC or LVG
 change forgets the nodes concerned (``CapacityPlanner.update``); nothing else is rebuilt.
 """
 
