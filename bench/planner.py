@@ -13,7 +13,9 @@ For 3, 100 and 500 candidate nodes per ACR (what the scheduler extender passes):
   reserved node): the share of pods rejected, and the share of the cluster's drives (ACs)
   the RESERVED ACRs hold at the end (the "use": a plain volume takes a whole drive).
 
-Wall clock is the value; process CPU time is in the note (the bench machine is shared).
+Wall clock is the value; process CPU time is in the note (the bench machine is shared),
+and so is ``machine_ms``: a fixed loop timed beside each batch, since the VM's speed
+drifts (compare batch times of two runs only together with it).
 
 ``policy.capacity.synthetic.synthetic_cluster`` builds the input (seeded: every run plans
 the same cluster).  Smoke mode shrinks the cluster to 200 nodes x 24, 200 ACRs.
@@ -65,6 +67,23 @@ def _arrivals(acs: list[dict[str, Any]], acrs: list[dict[str, Any]], release: bo
     return rejected / len(acrs), len(held) / len(acs)
 
 
+def machine_ms() -> float:
+    """Best of 5 of a fixed pure-Python loop shaped like the planner's cheap pass (a
+    comprehension of dict lookups and comparisons, 1M checks): how fast this machine runs
+    such code right now.  The bench VM's speed drifts by up to half within an hour, so a
+    batch time is comparable with another run's only next to this figure."""
+    rooms = {f"node-{i:05d}": (i * 7919) % 10_000 for i in range(5_000)}
+    nodes = list(rooms)
+    get = rooms.get
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for need in range(0, 10_000, 50):
+            [node for node in nodes if get(node, -1) >= need]
+        best = min(best, time.perf_counter() - t0)
+    return best * 1000
+
+
 def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
     try:
         import kustodian.policy.capacity  # noqa: F401
@@ -99,7 +118,8 @@ def rows_for(candidates: int, nodes: int, drives: int, n_acrs: int, runs: int) -
     reserved = sum(d.status == "RESERVED" for d in decisions)
     rows.append({"scenario": "capacity planner", "metric": f"batch plan {shape}, {candidates} candidates (s)",
                  "value": round(statistics.median(times), 3), "target": ("<=", 1.0),
-                 "note": f"{reserved} RESERVED; index build included; CPU {statistics.median(cpu):.3f} s"})
+                 "note": f"{reserved} RESERVED; index build included; CPU {statistics.median(cpu):.3f} s; "
+                         f"machine: fixed loop {machine_ms():.0f} ms (bench.planner.machine_ms)"})
 
     # steady state: the planner kept, the batch as written, one new ACR at a time
     planner = CapacityPlanner(acs)
