@@ -109,16 +109,20 @@ def read_until_closed(sock: ssl.SSLSocket, limit: int = 1 << 20) -> bytes:
 
 
 def send_big_body(srv: Served, size: int, *, chunked: bool = False) -> bytes:
-    """POST ``size`` bytes of JSON-looking junk; return what the server answered."""
+    """POST ``size`` bytes of JSON-looking junk; return what the server answered.
+
+    One thread sends, then reads: an SSL socket must not be read and written from two
+    threads at once (an OpenSSL connection is not thread-safe; a reader thread beside the
+    sender ended, once in a few loaded CI runs, in an SSL error and an empty answer).  The
+    server reads and discards a refused body up to ``drain_bytes``, so sending all of it
+    never blocks; a chunked body it cuts off at once, and the send then fails.
+    """
     sock = tls_socket(srv)
-    answer: list[bytes] = []
-    reader = threading.Thread(target=lambda: answer.append(read_until_closed(sock)), daemon=True)
     head = b"POST /validate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
     head += b"Transfer-Encoding: chunked\r\n\r\n" if chunked else f"Content-Length: {size}\r\n\r\n".encode()
     block = b"[" + b"{}," * (64 * 1024 // 3)
     try:
         sock.sendall(head)
-        reader.start()
         sent = 0
         while sent < size:
             part = block[: min(len(block), size - sent)]
@@ -128,9 +132,10 @@ def send_big_body(srv: Served, size: int, *, chunked: bool = False) -> bytes:
             sock.sendall(b"0\r\n\r\n")
     except (BrokenPipeError, ConnectionResetError, ssl.SSLError):
         pass  # the server stopped reading a refused chunked body
-    reader.join(30)
-    sock.close()
-    return answer[0] if answer else b""
+    try:
+        return read_until_closed(sock)
+    finally:
+        sock.close()
 
 
 def test_a_31_mb_body_gets_413_without_the_server_growing(tls_dir: Path) -> None:
