@@ -598,12 +598,14 @@ class _Capacity:
                                 break
                         if found < 0 and media is not None:
                             plain = lists.get(media, ())
+                            # Groups already made from plain drives first: fewer drives.
                             for a in plain:
                                 u = get(a, used[a])
                                 if u >= 0 and u + need <= usable[a]:
                                     found, charge = a, u + need
                                     break
                             else:
+                                # (``pending`` never holds FREE: only ``used`` can say so)
                                 for a in plain:
                                     if used[a] == FREE and need <= usable[a] and a not in pending:
                                         found, charge = a, need
