@@ -501,55 +501,39 @@ class _Capacity:
                     whole, lvg = sizes[a], usable[a]
                     largest = roomiest = a
                     break
-            for a in ids:
-                top[a] = False
-                u = used[a]
-                if u >= 0 and usable[a] - u > lvg:
-                    lvg = usable[a] - u
-                    roomiest = a
+            lvg, roomiest = self._most_room(ids, lvg, roomiest)
             if largest >= 0:
                 top[largest] = True
-            if roomiest >= 0:
-                top[roomiest] = True
             wholes[media] = whole
             as_group[media] = lvg
-            by_node = best.get((media, group))
-            if by_node is None:
-                best[(media, group)] = {node: whole}
-            else:
-                by_node[node] = whole
+            best.setdefault((media, group), {})[node] = whole
             if lvg_class not in redo:
                 redo.append(lvg_class)
             plain_done = True
         if plain_done:
-            any_room = max(wholes.values())
-            by_node = best.get((ANY_CLASS, group))
-            if by_node is None:
-                best[(ANY_CLASS, group)] = {node: any_room}
-            else:
-                by_node[node] = any_room
+            best.setdefault((ANY_CLASS, group), {})[node] = max(wholes.values())
         for storage_class in redo:
             plain = LVG_MEDIA[storage_class]
             room = as_group.get(plain) if plain is not None else None
             group_ids = lists.get(storage_class)
             if group_ids:
-                if room is None:
-                    room = -1
-                roomiest = -1
-                for a in group_ids:
-                    top[a] = False
-                    u = used[a]
-                    if u >= 0 and usable[a] - u > room:
-                        room = usable[a] - u
-                        roomiest = a
-                if roomiest >= 0:
-                    top[roomiest] = True
+                room, _ = self._most_room(group_ids, -1 if room is None else room, -1)
             if room is not None:
-                by_node = best.get((storage_class, group))
-                if by_node is None:
-                    best[(storage_class, group)] = {node: room}
-                else:
-                    by_node[node] = room
+                best.setdefault((storage_class, group), {})[node] = room
+
+    def _most_room(self, ids: Sequence[int], room: int, roomiest: int) -> tuple[int, int]:
+        """The largest LVG room among ``ids`` if it beats ``room`` (given by AC ``roomiest``, -1
+        for none), and the AC giving it; that AC, and only it among ``ids``, is marked ``top``."""
+        used, usable, top = self.used, self.usable, self.top
+        for a in ids:
+            top[a] = False
+            u = used[a]
+            if u >= 0 and usable[a] - u > room:
+                room = usable[a] - u
+                roomiest = a
+        if roomiest >= 0:
+            top[roomiest] = True
+        return room, roomiest
 
     def reserve(self, nodes: Iterable[str], steps: Sequence[_Step], limit: int, commit: bool = True) -> tuple[
         list[str], list[int], dict[str, tuple[int, dict[int, int]]]
