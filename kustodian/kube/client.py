@@ -147,8 +147,13 @@ class KubeClient:
             "fieldSelector": field_selector,
         })
         timeout = httpx.Timeout(10.0, read=timeout_seconds + 30.0)
+        # ``Connection: close``: once the watch ends its connection is closed, never handed
+        # back to the pool.  ``on_open`` lets the owner shut the socket down from another
+        # thread (``WatchCache.stop``) at any time, even after the watch ended; a pooled
+        # socket would by then carry somebody else's request.  One TLS handshake per watch.
         try:
-            with self._http.stream("GET", res.path(namespace), params=params, timeout=timeout) as resp:
+            with self._http.stream("GET", res.path(namespace), params=params, timeout=timeout,
+                                   headers={"Connection": "close"}) as resp:
                 if on_open is not None:
                     on_open(resp)  # lets the owner close the stream from another thread
                 if resp.status_code >= 300:

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from kustodian.kube.cache import WatchCache
+from kustodian.kube.client import KubeClient
+from kustodian.kube.config import load_config
 from kustodian.kube.errors import Conflict, NotFound
 from kustodian.kube.resources import CONFIG_MAPS
 from tests.conftest import KubeApi
@@ -143,3 +145,44 @@ def test_fresh_only_while_the_watch_is_established_and_a_restart_forces_a_relist
     assert c.relists > relists
     c.stop()
     assert not c.fresh
+
+
+def test_stopping_a_cache_after_its_watch_ended_leaves_other_requests_of_the_client_alone(
+        kube_api: KubeApi, namespace: str) -> None:
+    """A Manager shares one client among its caches and reconcilers.  A cache keeps its last
+    watch response so that ``stop()`` can shut its socket down under the reading thread; once
+    that watch has ended, the socket must not be serving anybody else's request."""
+    client = KubeClient(load_config(str(kube_api.kubeconfig)))
+    try:
+        c = WatchCache(client, CONFIG_MAPS, namespace=namespace, watch_timeout=1)
+        _, rv = client.list(CONFIG_MAPS, namespace)
+        ended: list[Any] = []
+        for _event in client.watch(CONFIG_MAPS, namespace, resource_version=rv, timeout_seconds=1,
+                                   on_open=ended.append):
+            pass  # nothing happens in the namespace: the server ends the watch after 1 s
+        c._set_stream(ended[0])  # the cache as it is between a watch's end and the next one
+
+        # Another request on the same client: a watch that sees the next change.
+        events: list[dict[str, Any]] = []
+        failure: list[BaseException] = []
+        opened = threading.Event()
+
+        def follow() -> None:
+            try:
+                for event in client.watch(CONFIG_MAPS, namespace, resource_version=rv, timeout_seconds=20,
+                                          on_open=lambda _resp: opened.set()):
+                    events.append(event)
+                    return
+            except BaseException as exc:
+                failure.append(exc)
+
+        follower = threading.Thread(target=follow, daemon=True)
+        follower.start()
+        assert opened.wait(10), "the second watch did not open"
+        c.stop()  # must shut down nothing but its own (ended) watch
+        client.create(CONFIG_MAPS, cm(namespace, "after-stop"), namespace)
+        follower.join(15)
+        assert not failure, f"the other watch broke when the cache stopped: {failure[0]!r}"
+        assert [e["object"]["metadata"]["name"] for e in events] == ["after-stop"]
+    finally:
+        client.close()
