@@ -100,7 +100,9 @@ class WatchCache:
         self._handlers: list[Handler] = []
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._stream: Any = None  # the open watch response, closed by stop()
+        # The last watch response, open or already ended: stop() shuts its socket down (an
+        # ended watch's socket is closed, never pooled: ``KubeClient.watch``).
+        self._stream: Any = None
         self.synced = threading.Event()
         self.resource_version = ""
         # counters, read by /metrics and by tests

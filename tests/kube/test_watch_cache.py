@@ -154,7 +154,7 @@ def test_stopping_a_cache_after_its_watch_ended_leaves_other_requests_of_the_cli
     that watch has ended, the socket must not be serving anybody else's request."""
     client = KubeClient(load_config(str(kube_api.kubeconfig)))
     try:
-        c = WatchCache(client, CONFIG_MAPS, namespace=namespace, watch_timeout=1)
+        c = WatchCache(client, CONFIG_MAPS, namespace=namespace)  # never started
         _, rv = client.list(CONFIG_MAPS, namespace)
         ended: list[Any] = []
         for _event in client.watch(CONFIG_MAPS, namespace, resource_version=rv, timeout_seconds=1,
