@@ -6,13 +6,17 @@ BIN := $(VENV)/bin
 .PHONY: venv demo test lint bench bench-smoke clean
 
 # pip's own lines ("Collecting ...", "Installing collected packages ...") are the progress:
-# about a minute on a fresh machine, so nothing here is silent.
-$(BIN)/kustodian: pyproject.toml
+# about a minute on a fresh machine, so nothing here is silent. The editable install compiles
+# setup.py's extension into the source tree once: a changed .pyx needs it again (seconds, the
+# dependencies are there), hence setup.py and the .pyx among the prerequisites.
+$(BIN)/kustodian: pyproject.toml setup.py kustodian/policy/capacity/_native.pyx
 	@echo "venv: creating $(VENV) with $$($(PY) --version)"
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q -U pip
 	@echo "venv: installing kustodian with its dev and bench extras (about a minute)"
 	$(BIN)/pip install --progress-bar off -e '.[dev,bench]'
+	@$(BIN)/python -c 'import kustodian.policy.capacity._native' 2>/dev/null || echo "venv: the compiled \
+	module kustodian.policy.capacity._native was not built (no gcc or Python headers?): pure Python"
 	@echo "venv: ready ($(BIN)/kustodian)"
 	@touch $@
 
