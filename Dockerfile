@@ -7,7 +7,8 @@
 #       see kustodian/testing/image.py (a Debian rootfs as base, wheels built on the host and
 #       bind-mounted, PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheels as build args: no network in the build)
 #
-# The base needs `python3` with its `venv` module (Debian: python3-venv) and `ldd`. The final
+# The base needs `python3` with its `venv` module (Debian: python3-venv) and `ldd`, and, for the
+# compiled extension (setup.py), a C compiler and Python's headers (see the builder). The final
 # stage is FROM scratch: the interpreter, its libraries and the virtualenv at /opt/kustodian,
 # no shell, no pip, no sources, and neither bench/ nor tests/ nor kustodian/testing
 # (.dockerignore keeps them out of the context altogether).
@@ -21,15 +22,27 @@ ARG PIP_NO_INDEX=
 ARG PIP_FIND_LINKS=
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml README.md ./
+# setup.py's extension (kustodian.policy.capacity._native, Cython) is optional to pip: without
+# a C compiler the install goes on with the pure-Python planner. The image should always have it.
+# CI's Debian base brings gcc and the headers (kustodian/testing/image.py, BASE_PACKAGES) and
+# builds with no network, so apt-get must not run there; python:3.11-slim has the headers but no
+# gcc, so a default `docker build` installs it here, only when it is missing. The builder is
+# thrown away: nothing of the compiler reaches the FROM scratch stage.
+RUN command -v gcc >/dev/null || { apt-get update -q \
+        && apt-get install -y -q --no-install-recommends gcc libc6-dev \
+        && rm -rf /var/lib/apt/lists/*; }
+COPY pyproject.toml setup.py README.md ./
 COPY kustodian ./kustodian
 # Kustodian uses the kubernetes package to read kubeconfig / in-cluster config, nothing else.
 # The package ships an asyncio copy of its client (aio/, which needs aiohttp) and the generated
 # API classes (client/api/, loaded lazily, by attribute): neither is ever imported, both are
 # removed (~70 MB). The generated models are loaded lazily too: kept, but not compiled.
-# Byte-code for the rest is written now: the root filesystem is read-only at run time.
+# Byte-code for the rest is written now: the root filesystem is read-only at run time. Importing
+# the extension fails the build if it was not compiled (pip only warns); -P: the installed one,
+# not /src's.
 RUN python3 -m venv /opt/kustodian \
     && /opt/kustodian/bin/pip install --no-compile . \
+    && /opt/kustodian/bin/python -P -c 'import kustodian.policy.capacity._native' \
     && /opt/kustodian/bin/pip uninstall -y -q aiohttp aiohttp-retry aiohappyeyeballs aiosignal frozenlist \
         multidict propcache yarl attrs \
     && /opt/kustodian/bin/pip uninstall -y -q pip setuptools wheel \

@@ -9,7 +9,8 @@
    ``localhost/kustodian-base:<hash>``: the public ``python:3.11-slim`` the Dockerfile defaults to
    cannot be pulled here, and the Dockerfile takes its base as a build argument for this;
 3. builds the project's wheels and their dependencies on the host (``pip wheel``, which reaches
-   the package index the host is configured for) into ``~/.cache/kustodian-image/wheels``;
+   the package index the host is configured for) into ``~/.cache/kustodian-image/wheels``, with
+   those of its build requirements (setuptools, Cython);
 4. ``podman build`` with those wheels bind-mounted and ``PIP_NO_INDEX=1``;
 5. reports the image size (budget :data:`SIZE_BUDGET_MB`) and the build time.
 
@@ -27,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,8 +38,10 @@ IMAGE = "localhost/kustodian:ci"
 SIZE_BUDGET_MB = 150.0
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
-# python3 + venv for the builder stage; ca-certificates for TLS to the API server
-BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates")
+# python3 + venv for the builder stage; ca-certificates for TLS to the API server; gcc, libc6-dev
+# and Python's headers (libpython3-dev, not python3-dev's extra tools) to compile setup.py's
+# extension. The final stage is FROM scratch: none of the compiler reaches the image.
+BASE_PACKAGES = ("python3", "python3-venv", "ca-certificates", "gcc", "libc6-dev", "libpython3-dev")
 # no documentation, manual pages or translations in an image nobody logs into
 _DPKG_EXCLUDES = ("/usr/share/doc/*", "/usr/share/man/*", "/usr/share/info/*", "/usr/share/locale/*",
                   "/usr/share/lintian/*")
@@ -144,11 +148,22 @@ def ensure_base() -> str:
     return tag
 
 
+def build_requires() -> list[str]:
+    """``[build-system] requires`` of pyproject.toml: setuptools and Cython."""
+    with (REPO / "pyproject.toml").open("rb") as f:
+        return list(tomllib.load(f)["build-system"]["requires"])
+
+
 def ensure_wheels() -> Path:
-    """Wheels of the project's dependencies and of setuptools (the build backend), on the host."""
+    """Wheels of the project's dependencies and of its build requirements, on the host.
+
+    The build requirements are no dependency of anything, so ``pip wheel`` of the project alone
+    leaves them out; the image's build (no index) installs them into pip's isolated build
+    environment from here.
+    """
     wheels = CACHE / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(wheels), str(REPO), "setuptools>=77"],
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(wheels), str(REPO), *build_requires()],
          "pip wheel (the project's dependencies)")
     for own in wheels.glob("kustodian-*.whl"):  # built from source inside the image, never reused
         own.unlink()
