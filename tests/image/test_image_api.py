@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import base64
 import os
-import shutil
 import ssl
 import subprocess
 import time
@@ -27,12 +26,12 @@ import orjson
 import pytest
 import yaml
 
-from kustodian.testing import image as image_build
 from kustodian.testing.webhooks import webhook_configurations
 from tests.chart.conftest import FULLNAME, NAMESPACE, one, render
-from tests.conftest import KubeApi, unavailable
+from tests.conftest import KubeApi
 from tests.e2e.conftest import rook_crds_installed
 from tests.e2e.stories import deletion_guard_story, pvc_mutation_story
+from tests.image.conftest import podman
 from tests.support import free_port
 
 __all__ = ["rook_crds_installed"]
@@ -42,28 +41,6 @@ pytestmark = pytest.mark.api
 UID = 65532
 # the chart with a user-provided TLS Secret: the pod serves /tls/tls.crt and /tls/tls.key
 CHART_VALUES: dict[str, Any] = {"tls": {"mode": "secret", "secret": {"name": "kustodian-tls", "caBundle": "Zm9v"}}}
-
-
-def podman(*args: str, check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(["podman", "--runtime", "runc", *args], capture_output=True, text=True,
-                          env=image_build.podman_env(), timeout=timeout, check=False)
-    if check and proc.returncode != 0:
-        raise AssertionError(f"podman {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
-    return proc
-
-
-@pytest.fixture(scope="session")
-def built_image() -> str:
-    """The CI image (``.ci/run`` built it), or built now when podman is here but the image is not."""
-    ref = os.environ.get("KUSTODIAN_TEST_IMAGE", image_build.IMAGE)
-    if not shutil.which("podman"):
-        unavailable("podman missing (`python -m kustodian.testing.image` installs it)")
-    if not image_build.image_exists(ref):
-        try:
-            image_build.build(ref)
-        except image_build.ImageError as exc:
-            unavailable(f"the image could not be built: {exc}")
-    return ref
 
 
 def pod_spec(tmp: Path) -> tuple[dict[str, Any], dict[str, Any]]:
