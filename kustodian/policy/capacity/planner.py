@@ -857,6 +857,11 @@ def _requested_nodes(acr: RawObject) -> list[str]:
     return list(dict.fromkeys(requested))
 
 
+def _survivors(alive: list[str], rooms: Mapping[str, int], need: int) -> list[str]:
+    room_of = rooms.get
+    return [node for node in alive if room_of(node, -1) >= need]
+
+
 def _rejected(acr_name: str, reason: str) -> Decision:
     return Decision(acr_name=acr_name, status=REJECTED, reason=reason)
 
@@ -1026,9 +1031,7 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
     alive = nodes
     stages = [nodes]
     for req in ordered:
-        room_of = cap.best.get((req.storage_class, req.group), _NO_ROOM).get
-        need = req.need
-        alive = [node for node in alive if room_of(node, -1) >= need]
+        alive = _survivors(alive, cap.best.get((req.storage_class, req.group), _NO_ROOM), req.need)
         stages.append(alive)
         if not alive:
             break
@@ -1190,3 +1193,205 @@ def plan_all(
     # own objects are gone.
     with gc_paused():
         return CapacityPlanner(acs, options, lvgs).plan_requested(acrs, now)
+
+
+# ---------------------------------------------------------------------------------------
+# Prototype: the same planner over ``_native.Core`` (C arrays, node ids).
+
+from array import array as _array  # noqa: E402
+
+from kustodian.policy.capacity import _native  # type: ignore[attr-defined]  # noqa: E402
+
+
+class _NativeCapacity:
+    def __init__(self, acs: Iterable[RawObject], track_lvg_holders: bool,
+                 bad_lvgs: Collection[str] = frozenset()) -> None:
+        self.core = _native.Core(bad_lvgs)
+        self.core.load(acs, _parse_ac)
+        self.names = self.core.names
+        self.track_lvg_holders = track_lvg_holders
+        self._lvg_holders: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+        self._holder_log: list[tuple[str, tuple[tuple[str, str], ...], int]] = []
+        self.held: dict[str, _Held] = {}
+
+    _track = _Capacity._track
+    _replay = _Capacity._replay
+    lvg_holders = _Capacity.lvg_holders
+
+    def hold(self, acr: RawObject, version: str = "") -> None:
+        ids: list[int] = []
+        sizes: list[int] = []
+        unresolved: list[str] = []
+        classes: set[str] = set()
+        index_of = self.core.index_of
+        for item in list_field(acr, "spec", "ReservationRequests"):
+            storage_class = str_field(item, "CapacityRequest", "StorageClass")
+            size = _size_of(field(item, "CapacityRequest", "Size"))
+            if storage_class in LVG_MEDIA:
+                classes.add(storage_class)
+            for ac_name in list_field(item, "Reservations"):
+                if not isinstance(ac_name, str):
+                    continue
+                i = index_of.get(ac_name)
+                if i is None:  # prototype: live not checked
+                    unresolved.append(ac_name)
+                    continue
+                ids.append(i)
+                sizes.append(align_to_extent(size) if storage_class in LVG_MEDIA and size is not None else WHOLE_DRIVE)
+        lvg_keys = tuple(
+            (node, storage_class)
+            for node in list_field(acr, "spec", "NodeRequests", "Reserved") if isinstance(node, str)
+            for storage_class in sorted(classes)
+        )
+        acr_name = name(acr)
+        self.release(acr_name)
+        held = _Held(version, tuple(ids), tuple(sizes), lvg_keys, tuple(unresolved))
+        self.held[acr_name] = held
+        self.core.charge_many(held.ids, held.sizes, +1)
+        self._track(acr_name, held.lvg_keys, +1)
+
+    def release(self, acr_name: str) -> None:
+        held = self.held.pop(acr_name, None)
+        if held is not None:
+            self.core.charge_many(held.ids, held.sizes, -1)
+            self._track(acr_name, held.lvg_keys, -1)
+
+
+_CLASS_ID = {n: i for i, n in enumerate(_native.CLASS_NAMES)}
+_MEDIA_ID = {None: -1, **{n: i for i, n in enumerate(_native.CLASS_NAMES)}}
+
+
+def _native_steps(core: Any, ordered: Sequence[_Request]) -> list[tuple[int, int, int, bool, int]]:
+    gid = core.group_id.get
+    return [(gid(r.group, -5), _CLASS_ID[r.storage_class], r.need, r.lvg, _MEDIA_ID[r.media]) for r in ordered]
+
+
+def _rejection_native(
+    cap: _NativeCapacity, nodes: Sequence[str], ids: Any, ordered: Sequence[_Request],
+    steps: Sequence[tuple[int, int, int, bool, int]], stages: Sequence[Any],
+    failed: Mapping[int, tuple[int, dict[int, int]]],
+) -> str:
+    core = cap.core
+    groups: dict[tuple[int, int], list[Any]] = {}
+    moved: dict[int, tuple[int, int | None]] = {}
+    for p, (pos, pending) in failed.items():
+        g, c = steps[pos][0], steps[pos][1]
+        moved[p] = pos, (core.rooms(ids[p], g, pending).get(c) if pending else core.room(ids[p], g, c))
+    for pos in range(1, len(stages)):
+        before, after = stages[pos - 1], stages[pos]
+        if len(before) == len(after):
+            continue
+        out = core.leavers(before, after)
+        at = pos - 1
+        if at >= 2 and _competes(ordered[:at]):
+            prefix = ordered[:at]
+            suspects = out
+            lead = prefix[0]
+            same = (lead.storage_class, lead.group)
+            if lead.lvg and all((r.storage_class, r.group) == same for r in prefix):
+                total = sum(r.need for r in prefix)
+                suspects = core.below(ids, out, steps[0][0], steps[0][1], total)
+            for p, (early, overlay) in core.reserve(ids, suspects, list(steps[:at]), 0, False)[2].items():
+                g, c = steps[early][0], steps[early][1]
+                moved[p] = early, core.rooms(ids[p], g, overlay).get(c)
+            if moved:
+                out = _array("i", [p for p in out if p not in moved])
+        none, some, largest = core.split(ids, out, steps[at][0], steps[at][1])
+        if none:
+            groups[(at, 0)] = [none, -1]
+        if some:
+            groups[(at, 1)] = [some, largest]
+    if moved:
+        for entry in groups.values():
+            entry[0] = list(entry[0])
+        touched: set[tuple[int, int]] = set()
+        for p, (pos, room) in moved.items():
+            key = (pos, 0 if room is None else 1)
+            entry = groups.get(key)
+            if entry is None:
+                groups[key] = [[p], -1 if room is None else room]
+            else:
+                entry[0].append(p)
+                if room is not None and room > entry[1]:
+                    entry[1] = room
+            touched.add(key)
+        for key in touched:
+            groups[key][0].sort()
+    first = sorted(groups.items(), key=lambda item: item[1][0][0])
+    detail = "; ".join(
+        f"{core.join(nodes, members)}: "
+        f"{_describe(ordered[pos], largest if kind else None, len(members))}"
+        for (pos, kind), (members, largest) in first
+    )
+    return f"no requested node can hold every volume: {detail}"
+
+
+def _plan_one_native(cap: _NativeCapacity, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
+    acr_name = name(acr)
+    errors = validate_reservation(acr)
+    if errors:
+        return _rejected(acr_name, "invalid reservation: " + "; ".join(errors))
+    nodes = list_field(acr, "spec", "NodeRequests", "Requested")
+    if not nodes:
+        return _rejected(acr_name, "no nodes requested")
+    core = cap.core
+    ids, clean = core.ensure_ids(nodes)
+    if not clean:
+        deduped = _requested_nodes(acr)
+        if len(deduped) != len(nodes):
+            nodes = deduped
+            ids, _ = core.ensure_ids(nodes)
+    reqs = _requests(acr)
+    if options.sequential_lvg and any(r.lvg for r in reqs):
+        waiting = _wait_decision(cap, acr, reqs, nodes, now=now, options=options)  # type: ignore[arg-type]
+        if waiting is not None:
+            return waiting
+    ordered = sorted(reqs, key=lambda r: (not r.lvg, r.size, r.name, r.position))
+    cap.release(acr_name)
+    steps = _native_steps(core, ordered)
+    alive = _array("i", range(len(nodes)))
+    stages = [alive]
+    for g, c, need, _lvg, _m in steps:
+        alive = core.cheap_pass(ids, alive, g, c, need)
+        stages.append(alive)
+        if not alive:
+            break
+    reserved, chosen, failed = core.reserve(ids, alive, steps, options.max_reserved_nodes, True)
+    if not reserved:
+        return _rejected(acr_name, _rejection_native(cap, nodes, ids, ordered, steps, stages, failed))
+    picks: list[tuple[str, ...]] = [() for _ in reqs]
+    names, width = cap.names, len(ordered)
+    chosen_t = tuple(chosen)
+    for pos, req in enumerate(ordered):
+        sel = chosen_t[pos::width]
+        picks[req.position] = itemgetter(*sel)(names) if len(sel) > 1 else (names[sel[0]],)
+    reserved_nodes = tuple(map(nodes.__getitem__, reserved))
+    lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
+    sizes = tuple(req.need if req.lvg else WHOLE_DRIVE for req in ordered) * len(reserved)
+    held = _Held(_PLANNED, chosen_t, sizes, tuple(product(reserved_nodes, lvg_classes)))
+    cap.held[acr_name] = held
+    cap._track(acr_name, held.lvg_keys, +1)
+    return Decision(
+        acr_name=acr_name,
+        status=RESERVED,
+        reserved_nodes=reserved_nodes,
+        reservations={req.name: picks[req.position] for req in reqs},
+    )
+
+
+def plan_all_native(
+    acrs: Iterable[RawObject], acs: Iterable[RawObject], now: datetime, options: PlanOptions | None = None,
+    *, lvgs: Iterable[RawObject] = (),
+) -> list[Decision]:
+    options = options or PlanOptions()
+    with gc_paused():
+        cap = _NativeCapacity(acs, options.sequential_lvg, unusable_lvgs(lvgs))
+        todo = []
+        for acr in acrs:
+            status = str_field(acr, "spec", "Status")
+            if status == RESERVED:
+                cap.hold(acr, _version(acr))
+            elif status == REQUESTED and not is_deleting(acr):
+                todo.append(acr)
+        todo.sort(key=_batch_order)
+        return [_plan_one_native(cap, acr, now, options) for acr in todo]
