@@ -1,39 +1,53 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The capacity planner's AC table, summaries and placement, in C arrays (prototype).
+"""The capacity planner's AC table, summaries and placement, in C arrays.
 
-Mirrors ``planner._Capacity`` decision for decision; node names become int ids once per
-requested node, and every per-AC and per-node value is a C integer in a contiguous array.
+``planner._NativeCapacity`` drives ``Core`` exactly as ``planner._Capacity`` is driven, and
+decides alike (``tests/policy/capacity`` runs every test against both).  Why it exists: at
+500 candidate nodes per ACR the Python planner spends its time on dict lookups and on reads
+of int objects scattered in memory, not in the interpreter (compiling the same loops over
+the same lists takes 15% off).  Here every per-AC and per-node value is a C integer in one
+contiguous array; a node name becomes an int id once per requested node.
+
+Sizes are int64: an AC of ``SIZE_BOUND`` bytes (4 PiB) or more is stored clamped and sets
+``needs_python`` (the caller then moves to the Python planner, which counts exactly), and a
+charge that would overflow a counter is refused (``charge_many`` returns False, nothing
+changed).  Requests and holds of ``SIZE_BOUND`` or more are clamped to it: no AC is that
+large, so they fit nowhere either way, and a room is only ever shown when it is >= 0.
 """
 
 from cpython cimport array
 import array as pyarray
-from libc.stdint cimport INT64_MIN
+from libc.stdint cimport INT64_MIN, INT64_MAX
 from libc.string cimport memcpy, memset
 from cpython.object cimport Py_SIZE
 
 from kustodian.policy.capacity.model import (
-    LVG_MEDIA, LVM_METADATA_SIZE, PE_SIZE, ANY_ORDER, ANY_CLASS, STORAGE_GROUP_LABEL,
+    LVG_MEDIA, LVM_METADATA_SIZE, PE_SIZE, ANY_ORDER, STORAGE_GROUP_LABEL,
     DRIVE_TAINT_LABEL, DRIVE_TAINT_NO_SCHEDULE, AC_STORAGE_CLASSES,
 )
+
+cdef extern from "Python.h":
+    long long PyLong_AsLongLongAndOverflow(object, int*) except? -1
 
 DEF FREE = -1
 DEF WHOLE = -2
 DEF NC = 8          # class slots per (node, group): 7 AC classes + ANY
 DEF C_ANY = 7
 cdef long long ABSENT = INT64_MIN
+# Sizes from here up are clamped (see the module docstring).
+SIZE_BOUND = 1 << 52
+cdef long long BOUND = SIZE_BOUND
 
 # class name -> id: plain 0..2 (ANY order), LVG 3..6, ANY 7
 CLASS_NAMES = ("HDD", "SSD", "NVME", "HDDLVG", "SSDLVG", "NVMELVG", "SYSLVG", "ANY")
 cdef dict CLASS_ID = {n: i for i, n in enumerate(CLASS_NAMES)}
 # LVG class id -> plain media id (-1: none); plain id -> LVG class id
 cdef int LVG_PLAIN[NC]
-cdef int PLAIN_LVG[3]
 for _k in range(NC):
     LVG_PLAIN[_k] = -1
 for _sc, _m in LVG_MEDIA.items():
     if _m is not None:
         LVG_PLAIN[CLASS_ID[_sc]] = CLASS_ID[_m]
-        PLAIN_LVG[CLASS_ID[_m]] = CLASS_ID[_sc]
 assert tuple(ANY_ORDER) == CLASS_NAMES[:3]
 assert set(AC_STORAGE_CLASSES) == set(CLASS_NAMES[:7])
 cdef frozenset _AC_CLASSES = frozenset(AC_STORAGE_CLASSES)
@@ -62,26 +76,56 @@ cdef inline array.array _i():
     return pyarray.array("i")
 
 
-cdef class Core:
-    """The AC table (per-AC arrays), per-node sorted lists and summaries, the ledger."""
+cdef inline long long _clamped(object value) except? -1:
+    """``value`` (an int >= -1) as int64, ``BOUND`` if it is that large or larger."""
+    cdef int overflow = 0
+    cdef long long v = PyLong_AsLongLongAndOverflow(value, &overflow)
+    if overflow > 0 or v > BOUND:
+        return BOUND
+    return v
 
-    # per AC (Python, cold): names and the strings of each AC
+
+cdef inline long long _usable(long long size, bint group_kind) noexcept:
+    """``model.lvg_usable_size`` for a plain drive; a group's size down to whole extents."""
+    cdef long long room
+    if group_kind:
+        return size // _PE * _PE
+    room = (size - _META) // _PE * _PE
+    return room if room > 0 else 0
+
+
+cdef class Core:
+    """The AC table (per-AC arrays), per-node sorted lists and summaries, the ledger.
+
+    Mirrors ``planner._Capacity``: an AC id is its position in the table, for good (an AC
+    that changes is replaced in place, one that goes away stays, not live, with its
+    ledger); a node's lists are made when it is first named (``ensure_ids``) and dropped by
+    ``forget``.  The lists of every made node are ranges of one flat int array, compacted
+    when forgotten nodes leave it more than half empty.
+    """
+
+    # per AC (Python, cold): the name and the strings of each AC
     cdef public list names, nodes, groups, classes, locations
     cdef public dict index_of
-    # per AC (C)
-    cdef array.array size, usable, used, whole, lvgh, lvgb, live, isgrp, node, grp, cls
+    # per AC (C); ``size`` clamped to BOUND, the exact size of a larger AC in ``oversize``
+    cdef array.array size, usable, used, whole, lvgh, lvgb, isgrp, node, grp, cls
+    cdef public array.array live
+    cdef public dict oversize
+    cdef public bint needs_python
     # nodes and groups
     cdef public dict node_id
     cdef public list node_names
     cdef list node_acs          # node id -> list of live AC ids
     cdef array.array ready      # node id -> 1 if made
     cdef array.array slot0      # node id -> slot of group 0 ("") or -1
+    cdef array.array node_flat  # node id -> how much of ``flat`` its lists take
     cdef dict slot_of           # (node id, group id) -> slot, for groups other than 0
     cdef list node_slots        # node id -> list of its slots (made nodes)
     cdef public dict group_id
     cdef list group_names
     # per slot: NC class lists in ``flat`` (start, length), its summary ``best``
     cdef array.array s_start, s_len, s_best, s_node, s_group, flat
+    cdef Py_ssize_t flat_live   # entries of ``flat`` in some made node's lists
     cdef list free_slots
     cdef public frozenset bad_lvgs
     cdef array.array seen
@@ -94,16 +138,33 @@ cdef class Core:
         self.size = _q(); self.usable = _q(); self.used = _q(); self.whole = _q(); self.lvgh = _q()
         self.lvgb = _q(); self.live = _i(); self.isgrp = _i(); self.node = _i(); self.grp = _i()
         self.cls = _i()
+        self.oversize = {}
+        self.needs_python = False
         self.node_id = {}; self.node_names = []; self.node_acs = []
-        self.ready = _i(); self.slot0 = _i(); self.slot_of = {}; self.node_slots = []
+        self.ready = _i(); self.slot0 = _i(); self.node_flat = _i(); self.slot_of = {}; self.node_slots = []
         self.group_id = {"": 0}; self.group_names = [""]
         self.s_start = _i(); self.s_len = _i(); self.s_best = _q(); self.s_node = _i(); self.s_group = _i()
-        self.flat = _i(); self.free_slots = []
+        self.flat = _i(); self.flat_live = 0; self.free_slots = []
         self.seen = _q(); self.stamp = 0
 
     # -- the table -----------------------------------------------------------------
 
-    cdef int _node(self, str node_name):
+    @property
+    def is_group(self):
+        """AC id -> whether it is a volume group (``_Capacity.is_group``)."""
+        return self.isgrp
+
+    @property
+    def flat_len(self):
+        """Entries of ``flat``: the made nodes' lists, and what forgotten nodes left there."""
+        return len(self.flat)
+
+    @property
+    def flat_live_len(self):
+        """Entries of ``flat`` in the made nodes' lists."""
+        return self.flat_live
+
+    cdef int _node(self, str node_name) except -1:
         nid = self.node_id.get(node_name)
         if nid is not None:
             return nid
@@ -113,10 +174,11 @@ cdef class Core:
         self.node_acs.append([])
         self.ready.append(0)
         self.slot0.append(-1)
+        self.node_flat.append(0)
         self.node_slots.append([])
         return i
 
-    cdef int _group(self, str group):
+    cdef int _group(self, str group) except -1:
         gid = self.group_id.get(group)
         if gid is not None:
             return gid
@@ -125,36 +187,80 @@ cdef class Core:
         self.group_names.append(group)
         return g
 
-    def add(self, str ac_name, long long size, str node, str storage_class, str group, str location, bint alive):
-        """Append a new AC (its name must be new)."""
-        cdef Py_ssize_t i = len(self.names)
-        cdef bint group_kind = storage_class in _LVG_CLASSES
-        cdef long long room
-        self.index_of[ac_name] = i
-        self.names.append(ac_name); self.nodes.append(node); self.groups.append(group)
-        self.classes.append(storage_class); self.locations.append(location)
-        _push_q(self.size, size)
-        if group_kind:
-            _push_q(self.usable, size // _PE * _PE)
-            _push_q(self.used, 0)
+    cdef long long _store_size(self, Py_ssize_t a, object size) except? -1:
+        """``size`` as stored for AC ``a``: clamped, the exact one kept if it had to be."""
+        cdef long long stored = _clamped(size)
+        if stored == BOUND:
+            self.oversize[a] = size
+            self.needs_python = True
         else:
-            room = (size - _META) // _PE * _PE
-            _push_q(self.usable, room if room > 0 else 0)
-            _push_q(self.used, FREE)
-        _push_q(self.whole, 0); _push_q(self.lvgh, 0); _push_q(self.lvgb, 0)
-        _push_i(self.live, alive); _push_i(self.isgrp, group_kind)
+            self.oversize.pop(a, None)
+        return stored
+
+    def exact_size(self, Py_ssize_t a):
+        """The size of AC ``a`` as its object says."""
+        return self.oversize.get(a, self.size[a])
+
+    cdef void _recompute(self, Py_ssize_t a) noexcept:
+        """``used`` of AC ``a`` from its ledger (``_Capacity._charge``)."""
+        if self.whole.data.as_longlongs[a] > 0:
+            self.used.data.as_longlongs[a] = WHOLE
+        elif self.isgrp.data.as_ints[a] or self.lvgh.data.as_longlongs[a] > 0:
+            self.used.data.as_longlongs[a] = self.lvgb.data.as_longlongs[a]
+        else:
+            self.used.data.as_longlongs[a] = FREE
+
+    def put(self, str ac_name, object size, str node, str storage_class, str group, str location, bint alive):
+        """Add ``ac_name`` or replace its fields (``_Capacity._put``: its ledger stays)."""
+        cdef bint group_kind = storage_class in _LVG_CLASSES
+        cdef long long stored
         cdef int nid = self._node(node)
-        _push_i(self.node, nid)
-        _push_i(self.grp, self._group(group))
-        _push_i(self.cls, CLASS_ID[storage_class])
+        got = self.index_of.get(ac_name)
+        cdef Py_ssize_t a
+        if got is None:
+            a = len(self.names)
+            self.index_of[ac_name] = a
+            self.names.append(ac_name); self.nodes.append(node); self.groups.append(group)
+            self.classes.append(storage_class); self.locations.append(location)
+            stored = self._store_size(a, size)
+            _push_q(self.size, stored)
+            _push_q(self.usable, _usable(stored, group_kind))
+            _push_q(self.used, 0 if group_kind else FREE)
+            _push_q(self.whole, 0); _push_q(self.lvgh, 0); _push_q(self.lvgb, 0)
+            _push_i(self.live, alive); _push_i(self.isgrp, group_kind)
+            _push_i(self.node, nid)
+            _push_i(self.grp, self._group(group))
+            _push_i(self.cls, CLASS_ID[storage_class])
+        else:
+            a = got
+            self.nodes[a] = node; self.groups[a] = group; self.classes[a] = storage_class
+            self.locations[a] = location
+            stored = self._store_size(a, size)
+            self.size.data.as_longlongs[a] = stored
+            self.usable.data.as_longlongs[a] = _usable(stored, group_kind)
+            self.live.data.as_ints[a] = alive
+            self.isgrp.data.as_ints[a] = group_kind
+            self.node.data.as_ints[a] = nid
+            self.grp.data.as_ints[a] = self._group(group)
+            self.cls.data.as_ints[a] = CLASS_ID[storage_class]
+            self._recompute(a)
         if alive:
-            (<list>self.node_acs[nid]).append(i)
-        return i
+            (<list>self.node_acs[nid]).append(a)
+        return a
+
+    def unlink(self, Py_ssize_t a):
+        """Take AC ``a`` off its node (``_Capacity._unlink``: it stays in the table, not live)."""
+        cdef int nid = self.node.data.as_ints[a]
+        if self.live.data.as_ints[a]:
+            self.live.data.as_ints[a] = 0
+            (<list>self.node_acs[nid]).remove(a)
+        self.forget(self.nodes[a])
 
     def load(self, acs, parse_ac):
-        """The first build: every AC, in one pass (``_Capacity.__init__``'s parse)."""
+        """The first build: every AC, in one pass (``_Capacity.__init__``)."""
         cdef frozenset bad = self.bad_lvgs
         cdef dict index_of = self.index_of
+        cdef Py_ssize_t i
         for ac in acs:
             ac_name = None
             meta, spec = ac.get("metadata"), ac.get("spec")
@@ -176,9 +282,18 @@ cdef class Core:
                     continue
                 ac_name, (size, node, storage_class, group, location) = parsed
             alive = not (storage_class in _LVG_CLASSES and location in bad)
-            if ac_name in index_of:
-                raise NotImplementedError("duplicate AC names: prototype")
-            self.add(ac_name, size, node, storage_class, group, location, alive)
+            got = index_of.get(ac_name)
+            if got is not None:
+                # Names are unique in a real cluster; if a snapshot repeats one, keep a
+                # choice that does not depend on input order (a usable one first).
+                i = got
+                current = (not self.live[i], (self.exact_size(i), self.nodes[i], self.classes[i],
+                                              self.groups[i], self.locations[i]))
+                if (not alive, (size, node, storage_class, group, location)) < current:
+                    self.unlink(i)
+                    self.put(ac_name, size, node, storage_class, group, location, alive)
+                continue
+            self.put(ac_name, size, node, storage_class, group, location, alive)
 
     # -- per-node lists and summaries ----------------------------------------------
 
@@ -212,6 +327,8 @@ cdef class Core:
         cdef array.array order = array.clone(self.flat, n, False)
         cdef int* o = order.data.as_ints
         cdef int a, b, s, c, start
+        if len(self.flat) > 2 * self.flat_live + 65536:
+            self._compact()
         # insertion sort by (group, class, size, name): a node has a few dozen ACs
         for k in range(n):
             a = acs[k]
@@ -253,7 +370,28 @@ cdef class Core:
             self.s_len.data.as_ints[s * NC + C_ANY] = end - start
             self._summarise(s)
         array.resize(self.flat, end)
+        self.node_flat.data.as_ints[nid] = end - base
+        self.flat_live += end - base
         self.ready.data.as_ints[nid] = 1
+
+    cdef void _compact(self) except *:
+        """Copy the lists of the made nodes into a new ``flat``, leaving out forgotten ones."""
+        cdef array.array new = array.clone(self.flat, self.flat_live, False)
+        cdef int* dst = new.data.as_ints
+        cdef int* src = self.flat.data.as_ints
+        cdef int* start = self.s_start.data.as_ints
+        cdef int* length = self.s_len.data.as_ints
+        cdef Py_ssize_t w = 0
+        cdef int nid, s, c
+        for nid in range(len(self.node_names)):
+            if not self.ready.data.as_ints[nid]:
+                continue
+            for s in self.node_slots[nid]:
+                for c in range(NC):
+                    memcpy(dst + w, src + start[s * NC + c], length[s * NC + c] * sizeof(int))
+                    start[s * NC + c] = w
+                    w += length[s * NC + c]
+        self.flat = new
 
     cdef void _summarise(self, int s) noexcept:
         """The slot's summary: per request class, the largest ``need`` one request gets."""
@@ -345,6 +483,8 @@ cdef class Core:
         if not self.ready.data.as_ints[nid]:
             return
         self.ready.data.as_ints[nid] = 0
+        self.flat_live -= self.node_flat.data.as_ints[nid]
+        self.node_flat.data.as_ints[nid] = 0
         for s in self.node_slots[nid]:
             g = self.s_group.data.as_ints[s]
             if g == 0:
@@ -375,35 +515,44 @@ cdef class Core:
             self._summarise(s)
 
     def charge_many(self, ids, sizes, int sign):
-        """Charge (+1) or release (-1) one volume per (AC id, bytes or -1 for whole)."""
+        """Charge (+1) or release (-1) one volume per (AC id, bytes, or -1: the whole drive).
+
+        False, with nothing changed, if a counter would overflow (a charge of hundreds of
+        volumes of SIZE_BOUND on one AC): the caller moves to the Python planner."""
         cdef long long* whole = self.whole.data.as_longlongs
         cdef long long* lvgh = self.lvgh.data.as_longlongs
         cdef long long* lvgb = self.lvgb.data.as_longlongs
         cdef long long* used = self.used.data.as_longlongs
-        cdef int* isgrp = self.isgrp.data.as_ints
-        cdef Py_ssize_t n = len(ids), k
+        cdef Py_ssize_t n = len(ids), k, j
         cdef int a
-        cdef long long sz, now
+        cdef long long sz, was
         cdef set dirty = set()
         for k in range(n):
             a = ids[k]
-            sz = sizes[k]
+            sz = _clamped(sizes[k])
             if sz != -1:
+                if sign > 0 and lvgb[a] > INT64_MAX - sz:
+                    for j in range(k - 1, -1, -1):  # undo this call's charges
+                        a = ids[j]
+                        sz = _clamped(sizes[j])
+                        if sz != -1:
+                            lvgh[a] -= 1
+                            lvgb[a] -= sz
+                        else:
+                            whole[a] -= 1
+                        self._recompute(a)
+                    return False
                 lvgh[a] += sign
                 lvgb[a] += sign * sz
             else:
                 whole[a] += sign
-            if whole[a] > 0:
-                now = WHOLE
-            elif isgrp[a] or lvgh[a] > 0:
-                now = lvgb[a]
-            else:
-                now = FREE
-            if now != used[a]:
-                used[a] = now
+            was = used[a]
+            self._recompute(a)
+            if used[a] != was:
                 dirty.add(a)
         for a in dirty:
             self._resummarise(a)
+        return True
 
     # -- planning ------------------------------------------------------------------
 
@@ -415,7 +564,7 @@ cdef class Core:
         cdef long long r = self.s_best.data.as_longlongs[s * NC + c]
         return None if r == ABSENT else r
 
-    def cheap_pass(self, array.array ids, array.array positions, int gid, int c, long long need):
+    def cheap_pass(self, array.array ids, array.array positions, int gid, int c, object need_bytes):
         """The positions (into ``ids``) whose node's summary fits ``need`` of class ``c`` alone."""
         cdef array.array out = pyarray.array("i")
         cdef int* node_at = ids.data.as_ints
@@ -426,6 +575,7 @@ cdef class Core:
         cdef int* slot0 = self.slot0.data.as_ints
         cdef long long* best = self.s_best.data.as_longlongs
         cdef int s, nid
+        cdef long long need = _clamped(need_bytes)
         for k in range(n):
             nid = node_at[src[k]]
             if nid < 0:
@@ -483,13 +633,14 @@ cdef class Core:
         """``", ".join`` of the names at ``positions``."""
         return ", ".join([nodes[p] for p in positions])
 
-    def below(self, array.array ids, positions, int gid, int c, long long total):
+    def below(self, array.array ids, positions, int gid, int c, object total_bytes):
         """The positions whose room for class ``c`` (absent: -1) is below ``total``."""
         cdef list out = []
         cdef long long r
         cdef int s, p, nid
         cdef int* node_at = ids.data.as_ints
         cdef long long* best = self.s_best.data.as_longlongs
+        cdef long long total = _clamped(total_bytes)
         for p in positions:
             nid = node_at[p]
             s = self._slot(nid, gid)
@@ -506,20 +657,22 @@ cdef class Core:
         Returns (reserved node ids, chosen AC ids (flat), failed: node id -> (position, pending dict)).
         """
         cdef Py_ssize_t nsteps = len(steps)
-        cdef int sg[64]
-        cdef int sc[64]
-        cdef int sm[64]
-        cdef long long sneed[64]
-        cdef bint slvg[64]
-        cdef int p_ids[64]
-        cdef long long p_vals[64]
-        cdef int chosen[64]
-        if nsteps > 64:
-            raise NotImplementedError("more than 64 requests: prototype")
+        # per step: group, class, media, LVG?, chosen AC; the overlay's AC ids; then needs
+        # and the overlay's values (an ACR has any number of requests: no fixed arrays)
+        cdef array.array ints = array.clone(self.flat, 6 * nsteps, False)
+        cdef array.array longs = array.clone(self.size, 2 * nsteps, False)
+        cdef int* sg = ints.data.as_ints
+        cdef int* sc = sg + nsteps
+        cdef int* sm = sc + nsteps
+        cdef int* slvg = sm + nsteps
+        cdef int* chosen = slvg + nsteps
+        cdef int* p_ids = chosen + nsteps
+        cdef long long* sneed = longs.data.as_longlongs
+        cdef long long* p_vals = sneed + nsteps
         cdef Py_ssize_t i, j, k, npend, m
         for i in range(nsteps):
             st = steps[i]
-            sg[i] = st[0]; sc[i] = st[1]; sneed[i] = st[2]; slvg[i] = st[3]; sm[i] = st[4]
+            sg[i] = st[0]; sc[i] = st[1]; sneed[i] = _clamped(st[2]); slvg[i] = st[3]; sm[i] = st[4]
         cdef long long* used = self.used.data.as_longlongs
         cdef long long* usable = self.usable.data.as_longlongs
         cdef long long* size = self.size.data.as_longlongs
