@@ -13,7 +13,8 @@ For 3, 100 and 500 candidate nodes per ACR (what the scheduler extender passes):
   reserved node): the share of pods rejected, and the share of the cluster's drives (ACs)
   the RESERVED ACRs hold at the end (the "use": a plain volume takes a whole drive).
 
-Wall clock is the value; process CPU time is in the note (the bench machine is shared),
+Each note names the planner's table (``planner.backend()``: ``native`` when the compiled
+``_native`` module is built, else ``python``).  Wall clock is the value; process CPU time is in the note (the bench machine is shared),
 and so is ``machine_ms``: a fixed loop timed beside each batch, since the VM's speed
 drifts (compare batch times of two runs only together with it).
 
@@ -101,6 +102,7 @@ def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
 def rows_for(candidates: int, nodes: int, drives: int, n_acrs: int, runs: int) -> list[dict[str, Any]]:
     """The rows of one candidate count (``python -c 'from bench.planner import rows_for; ...'``)."""
     from kustodian.policy.capacity import CapacityPlanner, plan_all
+    from kustodian.policy.capacity.planner import backend
     from kustodian.policy.capacity.synthetic import synthetic_cluster
 
     shape = f"{n_acrs} ACRs x 3 over {nodes} nodes x {drives}"
@@ -118,7 +120,7 @@ def rows_for(candidates: int, nodes: int, drives: int, n_acrs: int, runs: int) -
     reserved = sum(d.status == "RESERVED" for d in decisions)
     rows.append({"scenario": "capacity planner", "metric": f"batch plan {shape}, {candidates} candidates (s)",
                  "value": round(statistics.median(times), 3), "target": ("<=", 1.0),
-                 "note": f"{reserved} RESERVED; index build included; CPU {statistics.median(cpu):.3f} s; "
+                 "note": f"{backend()} table; {reserved} RESERVED; index build included; CPU {statistics.median(cpu):.3f} s; "
                          f"machine: fixed loop {machine_ms():.0f} ms (bench.planner.machine_ms)"})
 
     # steady state: the planner kept, the batch as written, one new ACR at a time
@@ -138,7 +140,7 @@ def rows_for(candidates: int, nodes: int, drives: int, n_acrs: int, runs: int) -
     rows.append({"scenario": "capacity planner",
                  "metric": f"re-plan on one new ACR, {candidates} candidates (ms)",
                  "value": round(statistics.median(replan) * 1000, 1), "target": ("<=", 50.0),
-                 "note": f"incremental CapacityPlanner over {shape}; last: {d.status}; "
+                 "note": f"{planner.backend} table; incremental CapacityPlanner over {shape}; last: {d.status}; "
                          f"CPU {statistics.median(replan_cpu) * 1000:.1f} ms"})
 
     # an AC changes (a held drive shrinks, then comes back): applied to the kept planner
@@ -159,7 +161,7 @@ def rows_for(candidates: int, nodes: int, drives: int, n_acrs: int, runs: int) -
     rows.append({"scenario": "capacity planner",
                  "metric": f"re-plan on one AC change, {candidates} candidates (ms)",
                  "value": round(statistics.median(ac_times) * 1000, 1), "target": ("<=", 50.0),
-                 "note": f"CapacityPlanner.update (no rebuild) + one new ACR over {shape}; last: {d.status}; "
+                 "note": f"{planner.backend} table; CapacityPlanner.update (no rebuild) + one new ACR over {shape}; last: {d.status}; "
                          f"CPU {statistics.median(ac_cpu) * 1000:.1f} ms"})
 
     for release in (False, True):

@@ -50,6 +50,7 @@ change forgets the nodes concerned (``CapacityPlanner.update``); nothing else is
 from __future__ import annotations
 
 import json
+from array import array
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -85,6 +86,13 @@ from kustodian.policy.capacity.model import (
 from kustodian.policy.capacity.validation import validate_reservation
 from kustodian.policy.gc_pause import gc_paused
 from kustodian.policy.objects import RawObject, field, is_deleting, list_field, name, str_field
+
+try:
+    from kustodian.policy.capacity import _native
+except ImportError:  # installed without a C compiler: the Python table only
+    NATIVE = False
+else:
+    NATIVE = True
 
 # Charge of an AC in ``_Capacity.used``: a plain drive nobody touched, a drive (or group)
 # held whole by a non-LVG volume, or (>= 0) the bytes LVG volumes hold in the group.
@@ -192,7 +200,182 @@ class _Held:
     unresolved: tuple[str, ...] = ()  # AC names it holds that are not (or no longer) usable
 
 
-class _Capacity:
+def _held_of(acr: RawObject, version: str, index_of: Mapping[str, int], live: Sequence[int]) -> _Held:
+    """What a RESERVED ACR holds (it may hold the same AC several times), as AC ids of
+    the table ``index_of`` names (``live``: AC id -> usable now)."""
+    ids: list[int] = []
+    sizes: list[int] = []
+    unresolved: list[str] = []
+    classes: set[str] = set()
+    for item in list_field(acr, "spec", "ReservationRequests"):
+        storage_class = str_field(item, "CapacityRequest", "StorageClass")
+        size = _size_of(field(item, "CapacityRequest", "Size"))
+        if storage_class in LVG_MEDIA:
+            classes.add(storage_class)
+        for ac_name in list_field(item, "Reservations"):
+            if not isinstance(ac_name, str):
+                continue
+            i = index_of.get(ac_name)
+            if i is None or not live[i]:
+                unresolved.append(ac_name)  # charged if it appears (``update``)
+                continue
+            ids.append(i)
+            if storage_class in LVG_MEDIA and size is not None:
+                sizes.append(align_to_extent(size))
+            else:
+                # A whole-drive volume, or a request we cannot size: take it all,
+                # so a broken reservation never leads to over-promising.
+                sizes.append(WHOLE_DRIVE)
+    lvg_keys = tuple(
+        (node, storage_class)
+        for node in list_field(acr, "spec", "NodeRequests", "Reserved") if isinstance(node, str)
+        for storage_class in sorted(classes)
+    )
+    return _Held(version, tuple(ids), tuple(sizes), lvg_keys, tuple(unresolved))
+
+
+class _Holds:
+    """What the Python table (``_Capacity``) and the compiled one (``_NativeCapacity``)
+    share: the holds of RESERVED ACRs, who holds LVG volumes where, and AC changes.
+
+    A table keeps AC ids for good and offers ``index_of``, ``names``, ``locations``,
+    ``is_group``, ``live``, ``entry``, ``put``, ``unlink``, ``forget`` and ``apply``.
+    """
+
+    track_lvg_holders: bool
+    bad_lvgs: frozenset[str]
+    held: dict[str, _Held]
+    _lvg_holders: defaultdict[tuple[str, str], set[str]]
+    _holder_log: list[tuple[str, tuple[tuple[str, str], ...], int]]
+    # Whether the table cannot go on exactly (the compiled one, past its int64 sizes): the
+    # planner then moves to the Python table (``CapacityPlanner._settle``).
+    needs_python = False
+
+    def _init_holds(self, track_lvg_holders: bool) -> None:
+        # (node, LVG class) -> RESERVED ACRs holding such a volume there (sequential mode).
+        self.track_lvg_holders = track_lvg_holders
+        self._lvg_holders = defaultdict(set)
+        # Holds and releases not yet applied to ``_lvg_holders``: it is brought up to date
+        # only when a waiting ACR asks (``lvg_holders``).  After a restart most ACRs are
+        # past their wait and nobody asks, and a hold on 500 nodes is 500 set updates.
+        # Replayed in order once it outgrows the holds (bounded memory).
+        self._holder_log = []
+        # ACR name -> what it charged.
+        self.held = {}
+
+    # The table (see the class docstring).
+    index_of: Mapping[str, int]
+    names: Sequence[str]
+    locations: Sequence[str]
+    is_group: Sequence[int]
+    live: Sequence[int]
+
+    def entry(self, i: int) -> tuple[int, str, str, str, str]:
+        raise NotImplementedError
+
+    def put(self, ac_name: str, entry: tuple[int, str, str, str, str], live: bool) -> None:
+        raise NotImplementedError
+
+    def unlink(self, i: int) -> None:
+        raise NotImplementedError
+
+    def forget(self, node: str) -> None:
+        raise NotImplementedError
+
+    def apply(self, acr_name: str, held: _Held, sign: int) -> None:
+        raise NotImplementedError
+
+    def update(self, changed: Mapping[str, RawObject | None],
+               bad_lvgs: Collection[str] | None = None) -> None:
+        """Apply AC changes (name -> the AC now, ``None`` once deleted) and a new set of
+        unusable LVGs (``None``: unchanged), as a fresh build from the new objects would
+        see them.  RESERVED ACRs that named an AC not usable when they were charged are
+        released: the caller's next ``sync`` charges them again against the new ACs."""
+        entries: dict[str, tuple[tuple[int, str, str, str, str], bool] | None] = {}
+        for ac_name, ac in changed.items():
+            parsed = _parse_ac(ac) if ac is not None else None
+            entries[ac_name] = None if parsed is None or parsed[0] != ac_name else (parsed[1], True)
+        if bad_lvgs is not None:
+            bad = frozenset(bad_lvgs)
+            flipped = bad ^ self.bad_lvgs
+            self.bad_lvgs = bad
+            if flipped:
+                names, is_group = self.names, self.is_group
+                for i, location in enumerate(self.locations):
+                    if location in flipped and is_group[i] and names[i] not in entries:
+                        entries[names[i]] = (self.entry(i), True)
+        for ac_name, found in list(entries.items()):
+            if found is not None:
+                entry = found[0]
+                entries[ac_name] = (entry, not (entry[2] in LVG_MEDIA and entry[4] in self.bad_lvgs))
+        if not entries:
+            return
+        # The ledger is kept per AC id and a charge depends on the ACR only, so an ACR
+        # holding a changed (even deleted) AC stays charged, exactly as a fresh build
+        # would charge it once the AC is usable again.  Only an ACR that named an AC
+        # unusable when it was charged must be charged again (by the next ``sync``).
+        changed_names = entries.keys()
+        for acr_name in [n for n, held in self.held.items() if not changed_names.isdisjoint(held.unresolved)]:
+            self.release(acr_name)
+        for ac_name, found in entries.items():
+            known = self.index_of.get(ac_name)
+            if known is not None:
+                self.unlink(known)
+            if found is not None:
+                self.put(ac_name, found[0], found[1])
+                self.forget(found[0][1])
+
+    # -- holds -----------------------------------------------------------------------
+
+    def hold(self, acr: RawObject, version: str = "") -> None:
+        """Charge the ACs a RESERVED ACR holds (it may hold the same AC several times)."""
+        held = _held_of(acr, version, self.index_of, self.live)
+        acr_name = name(acr)
+        self.release(acr_name)
+        self.held[acr_name] = held
+        self.apply(acr_name, held, +1)
+
+    def release(self, acr_name: str) -> None:
+        """Undo what ``acr_name`` charged (nothing if it holds nothing)."""
+        held = self.held.pop(acr_name, None)
+        if held is not None:
+            self.apply(acr_name, held, -1)
+
+    def planned(self, acr_name: str, held: _Held) -> None:
+        """Record what the planner just charged for ``acr_name`` (``reserve`` did the charge)."""
+        self.held[acr_name] = held
+        self._track(acr_name, held.lvg_keys, +1)
+
+    def _track(self, acr_name: str, lvg_keys: tuple[tuple[str, str], ...], sign: int) -> None:
+        """Add (``sign`` +1) or remove (-1) ``acr_name`` as a holder of ``lvg_keys`` (sequential mode)."""
+        if not self.track_lvg_holders or not lvg_keys:
+            return
+        log = self._holder_log
+        log.append((acr_name, lvg_keys, sign))
+        if len(log) > 2 * len(self.held) + 1024:
+            self._replay()
+
+    def _replay(self) -> None:
+        lvg_holders = self._lvg_holders
+        for acr_name, lvg_keys, sign in self._holder_log:
+            if sign > 0:
+                for key in lvg_keys:
+                    lvg_holders[key].add(acr_name)
+                continue
+            for key in lvg_keys:
+                holders = lvg_holders.get(key)
+                if holders is not None:
+                    holders.discard(acr_name)
+        self._holder_log.clear()
+
+    def lvg_holders(self) -> Mapping[tuple[str, str], set[str]]:
+        """(node, LVG class) -> the RESERVED ACRs holding such a volume there (sequential mode)."""
+        if self._holder_log:
+            self._replay()
+        return self._lvg_holders
+
+
+class _Capacity(_Holds):
     """Every AC of the cluster and how much of it is already promised.
 
     Built in one pass over the ACs into flat per-AC lists (no per-object classes); the
@@ -240,16 +423,7 @@ class _Capacity:
         self.best: dict[tuple[str, str], dict[str, int]] = {}
         self.node_groups: dict[str, tuple[str, ...]] = {}
         self.ready: set[str] = set()
-        # (node, LVG class) -> RESERVED ACRs holding such a volume there (sequential mode).
-        self.track_lvg_holders = track_lvg_holders
-        self._lvg_holders: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
-        # Holds and releases not yet applied to ``_lvg_holders``: it is brought up to date
-        # only when a waiting ACR asks (``lvg_holders``).  After a restart most ACRs are
-        # past their wait and nobody asks, and a hold on 500 nodes is 500 set updates.
-        # Replayed in order once it outgrows the holds (bounded memory).
-        self._holder_log: list[tuple[str, tuple[tuple[str, str], ...], int]] = []
-        # ACR name -> what it charged.
-        self.held: dict[str, _Held] = {}
+        self._init_holds(track_lvg_holders)
 
         # One pass, straight into the lists: a hundred thousand ACs are read per build.
         bad = self.bad_lvgs
@@ -299,8 +473,8 @@ class _Capacity:
                 current = (not live[i], (sizes[i], nodes[i], classes[i], groups[i], locations[i]))
                 if (not alive, entry) < current:
                     self._grow_ledger()
-                    self._unlink(i)
-                    self._put(ac_name, entry, alive)
+                    self.unlink(i)
+                    self.put(ac_name, entry, alive)
                 continue
             i = len(names)
             index_of[ac_name] = i
@@ -336,7 +510,11 @@ class _Capacity:
 
     # -- the AC table --------------------------------------------------------------
 
-    def _put(self, ac_name: str, entry: tuple[int, str, str, str, str], live: bool) -> None:
+    def entry(self, i: int) -> tuple[int, str, str, str, str]:
+        """AC ``i`` as ``_parse_ac`` read it: (size, node, class, group, location)."""
+        return self.sizes[i], self.nodes[i], self.classes[i], self.groups[i], self.locations[i]
+
+    def put(self, ac_name: str, entry: tuple[int, str, str, str, str], live: bool) -> None:
         """Add ``ac_name`` or replace its fields (its ledger stays: holds name ACs)."""
         size, node, storage_class, group, location = entry
         group_kind = storage_class in LVG_MEDIA
@@ -371,52 +549,12 @@ class _Capacity:
             else:
                 ids.append(i)
 
-    def _unlink(self, i: int) -> None:
+    def unlink(self, i: int) -> None:
         """Take AC ``i`` off its node (it stays in the table, not live)."""
         if self.live[i]:
             self.live[i] = False
             self.node_ids[self.nodes[i]].remove(i)
         self.forget(self.nodes[i])
-
-    def update(self, changed: Mapping[str, RawObject | None],
-               bad_lvgs: Collection[str] | None = None) -> None:
-        """Apply AC changes (name -> the AC now, ``None`` once deleted) and a new set of
-        unusable LVGs (``None``: unchanged), as a fresh build from the new objects would
-        see them.  RESERVED ACRs that named an AC not usable when they were charged are
-        released: the caller's next ``sync`` charges them again against the new ACs."""
-        entries: dict[str, tuple[tuple[int, str, str, str, str], bool] | None] = {}
-        for ac_name, ac in changed.items():
-            parsed = _parse_ac(ac) if ac is not None else None
-            entries[ac_name] = None if parsed is None or parsed[0] != ac_name else (parsed[1], True)
-        if bad_lvgs is not None:
-            bad = frozenset(bad_lvgs)
-            flipped = bad ^ self.bad_lvgs
-            self.bad_lvgs = bad
-            if flipped:
-                for i, location in enumerate(self.locations):
-                    if location in flipped and self.is_group[i] and self.names[i] not in entries:
-                        entries[self.names[i]] = (
-                            (self.sizes[i], self.nodes[i], self.classes[i], self.groups[i], location), True)
-        for ac_name, found in list(entries.items()):
-            if found is not None:
-                entry = found[0]
-                entries[ac_name] = (entry, not (entry[2] in LVG_MEDIA and entry[4] in self.bad_lvgs))
-        if not entries:
-            return
-        # The ledger is kept per AC id and a charge depends on the ACR only, so an ACR
-        # holding a changed (even deleted) AC stays charged, exactly as a fresh build
-        # would charge it once the AC is usable again.  Only an ACR that named an AC
-        # unusable when it was charged must be charged again (by the next ``sync``).
-        names = entries.keys()
-        for acr_name in [n for n, held in self.held.items() if not names.isdisjoint(held.unresolved)]:
-            self.release(acr_name)
-        for ac_name, found in entries.items():
-            known = self.index_of.get(ac_name)
-            if known is not None:
-                self._unlink(known)
-            if found is not None:
-                self._put(ac_name, found[0], found[1])
-                self.forget(found[0][1])
 
     # -- per-node lists and summaries ----------------------------------------------
 
@@ -687,7 +825,7 @@ class _Capacity:
         else:
             self.used[a] = FREE
 
-    def _apply(self, acr_name: str, held: _Held, sign: int) -> None:
+    def apply(self, acr_name: str, held: _Held, sign: int) -> None:
         """Charge (``sign`` +1) or release (-1) what ``held`` names; refresh the summaries
         that may have changed.
 
@@ -729,77 +867,6 @@ class _Capacity:
         self._track(acr_name, held.lvg_keys, sign)
         for (node, group), touched_classes in touched.items():
             self._refresh(node, group, touched_classes)
-
-    def _track(self, acr_name: str, lvg_keys: tuple[tuple[str, str], ...], sign: int) -> None:
-        """Add (``sign`` +1) or remove (-1) ``acr_name`` as a holder of ``lvg_keys`` (sequential mode)."""
-        if not self.track_lvg_holders or not lvg_keys:
-            return
-        log = self._holder_log
-        log.append((acr_name, lvg_keys, sign))
-        if len(log) > 2 * len(self.held) + 1024:
-            self._replay()
-
-    def _replay(self) -> None:
-        lvg_holders = self._lvg_holders
-        for acr_name, lvg_keys, sign in self._holder_log:
-            if sign > 0:
-                for key in lvg_keys:
-                    lvg_holders[key].add(acr_name)
-                continue
-            for key in lvg_keys:
-                holders = lvg_holders.get(key)
-                if holders is not None:
-                    holders.discard(acr_name)
-        self._holder_log.clear()
-
-    def lvg_holders(self) -> Mapping[tuple[str, str], set[str]]:
-        """(node, LVG class) -> the RESERVED ACRs holding such a volume there (sequential mode)."""
-        if self._holder_log:
-            self._replay()
-        return self._lvg_holders
-
-    def hold(self, acr: RawObject, version: str = "") -> None:
-        """Charge the ACs a RESERVED ACR holds (it may hold the same AC several times)."""
-        ids: list[int] = []
-        sizes: list[int] = []
-        unresolved: list[str] = []
-        classes: set[str] = set()
-        index_of, live = self.index_of, self.live
-        for item in list_field(acr, "spec", "ReservationRequests"):
-            storage_class = str_field(item, "CapacityRequest", "StorageClass")
-            size = _size_of(field(item, "CapacityRequest", "Size"))
-            if storage_class in LVG_MEDIA:
-                classes.add(storage_class)
-            for ac_name in list_field(item, "Reservations"):
-                if not isinstance(ac_name, str):
-                    continue
-                i = index_of.get(ac_name)
-                if i is None or not live[i]:
-                    unresolved.append(ac_name)  # charged if it appears (``update``)
-                    continue
-                ids.append(i)
-                if storage_class in LVG_MEDIA and size is not None:
-                    sizes.append(align_to_extent(size))
-                else:
-                    # A whole-drive volume, or a request we cannot size: take it all,
-                    # so a broken reservation never leads to over-promising.
-                    sizes.append(WHOLE_DRIVE)
-        lvg_keys = tuple(
-            (node, storage_class)
-            for node in list_field(acr, "spec", "NodeRequests", "Reserved") if isinstance(node, str)
-            for storage_class in sorted(classes)
-        )
-        acr_name = name(acr)
-        self.release(acr_name)
-        held = _Held(version, tuple(ids), tuple(sizes), lvg_keys, tuple(unresolved))
-        self.held[acr_name] = held
-        self._apply(acr_name, held, +1)
-
-    def release(self, acr_name: str) -> None:
-        """Undo what ``acr_name`` charged (nothing if it holds nothing)."""
-        held = self.held.pop(acr_name, None)
-        if held is not None:
-            self._apply(acr_name, held, -1)
 
 
 _NO_ROOM: Mapping[str, int] = {}
@@ -873,7 +940,7 @@ def _first_few(items: Sequence[str], more: str, limit: int = 5) -> str:
 
 
 def _wait_decision(
-    cap: _Capacity, acr: RawObject, reqs: Sequence[_Request], nodes: Sequence[str],
+    cap: _Holds, acr: RawObject, reqs: Sequence[_Request], nodes: Sequence[str],
     *, now: datetime, options: PlanOptions,
 ) -> Decision | None:
     """WAIT while another LVG reservation of the same class holds one of our nodes."""
@@ -1008,21 +1075,57 @@ def _rejection(
     return f"no requested node can hold every volume: {detail}"
 
 
-def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
-    acr_name = name(acr)
+def _invalid(acr: RawObject) -> Decision | None:
+    """The REJECTED decision of an ACR that cannot be planned at all, else ``None``."""
     errors = validate_reservation(acr)
     if errors:
-        return _rejected(acr_name, "invalid reservation: " + "; ".join(errors))
+        return _rejected(name(acr), "invalid reservation: " + "; ".join(errors))
+    if not list_field(acr, "spec", "NodeRequests", "Requested"):
+        return _rejected(name(acr), "no nodes requested")
+    return None
+
+
+def _ordered(reqs: Sequence[_Request]) -> list[_Request]:
+    """The planning order of requests: LVG first, then by size, then by name."""
+    return sorted(reqs, key=lambda r: (not r.lvg, r.size, r.name, r.position))
+
+
+def _reserved(
+    cap: _Holds, acr_name: str, reqs: Sequence[_Request], ordered: Sequence[_Request],
+    *, reserved_nodes: tuple[str, ...], chosen: Sequence[int],
+) -> Decision:
+    """The RESERVED decision, recorded as the ACR's hold (``reserve`` charged it)."""
+    # Per request, its AC on every reserved node, at C speed (a slice of the flat list,
+    # one itemgetter): a reservation on 500 nodes is 1,500 picks.
+    picks: list[tuple[str, ...]] = [() for _ in reqs]
+    names, width = cap.names, len(ordered)
+    for pos, req in enumerate(ordered):
+        ids = chosen[pos::width]
+        picks[req.position] = itemgetter(*ids)(names) if len(ids) > 1 else (names[ids[0]],)
+    lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
+    sizes = tuple(req.need if req.lvg else WHOLE_DRIVE for req in ordered) * len(reserved_nodes)
+    cap.planned(acr_name, _Held(_PLANNED, tuple(chosen), sizes, tuple(product(reserved_nodes, lvg_classes))))
+    return Decision(
+        acr_name=acr_name,
+        status=RESERVED,
+        reserved_nodes=reserved_nodes,
+        reservations={req.name: picks[req.position] for req in reqs},
+    )
+
+
+def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
+    invalid = _invalid(acr)
+    if invalid is not None:
+        return invalid
+    acr_name = name(acr)
     nodes = _requested_nodes(acr)
-    if not nodes:
-        return _rejected(acr_name, "no nodes requested")
     reqs = _requests(acr)
     if options.sequential_lvg and any(r.lvg for r in reqs):
         waiting = _wait_decision(cap, acr, reqs, nodes, now=now, options=options)
         if waiting is not None:
             return waiting
 
-    ordered = sorted(reqs, key=lambda r: (not r.lvg, r.size, r.name, r.position))
+    ordered = _ordered(reqs)
     # Re-planning ignores the ACR's own earlier holds (``plan`` does the same).
     cap.release(acr_name)
     cap.ensure(nodes)
@@ -1038,31 +1141,200 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
     reserved, chosen, failed = cap.reserve(alive, _steps(ordered), options.max_reserved_nodes)
     if not reserved:
         return _rejected(acr_name, _rejection(cap, nodes, ordered, stages, failed))
-
-    # Per request, its AC on every reserved node, at C speed (a slice of the flat list,
-    # one itemgetter): a reservation on 500 nodes is 1,500 picks.
-    picks: list[tuple[str, ...]] = [() for _ in reqs]
-    names, width = cap.names, len(ordered)
-    for pos, req in enumerate(ordered):
-        ids = chosen[pos::width]
-        picks[req.position] = itemgetter(*ids)(names) if len(ids) > 1 else (names[ids[0]],)
-    reserved_nodes = tuple(reserved)
-    lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
-    sizes = tuple(req.need if req.lvg else WHOLE_DRIVE for req in ordered) * len(reserved)
-    held = _Held(_PLANNED, tuple(chosen), sizes, tuple(product(reserved_nodes, lvg_classes)))
-    cap.held[acr_name] = held
-    cap._track(acr_name, held.lvg_keys, +1)
-    return Decision(
-        acr_name=acr_name,
-        status=RESERVED,
-        reserved_nodes=reserved_nodes,
-        reservations={req.name: picks[req.position] for req in reqs},
-    )
+    return _reserved(cap, acr_name, reqs, ordered, reserved_nodes=tuple(reserved), chosen=chosen)
 
 
 # The version of a hold the planner made itself: never equal to a real resourceVersion,
 # so the ACR as written (or not) replaces it at the next ``sync``.
 _PLANNED = "\x00planned"
+
+
+# -- the compiled table --------------------------------------------------------------------
+
+
+class _NativeCapacity(_Holds):
+    """``_Capacity`` over ``_native.Core``: the same decisions, from C arrays (see ``_native.pyx``).
+
+    Nodes are int ids here: a requested node list becomes ids once per ACR, and the cheap
+    pass, placement and rejection grouping work on positions into that list.
+    """
+
+    def __init__(self, acs: Iterable[RawObject], track_lvg_holders: bool,
+                 bad_lvgs: Collection[str] = frozenset()) -> None:
+        self.bad_lvgs = frozenset(bad_lvgs)
+        self.core = core = _native.Core(self.bad_lvgs)
+        core.load(acs, _parse_ac)
+        # The core's own list, dict and arrays (it grows them in place).
+        self.index_of, self.names, self.locations = core.index_of, core.names, core.locations
+        self.is_group, self.live = core.is_group, core.live
+        self.needs_python = core.needs_python
+        self._init_holds(track_lvg_holders)
+
+    def entry(self, i: int) -> tuple[int, str, str, str, str]:
+        core = self.core
+        return core.exact_size(i), core.nodes[i], core.classes[i], core.groups[i], core.locations[i]
+
+    def put(self, ac_name: str, entry: tuple[int, str, str, str, str], live: bool) -> None:
+        self.core.put(ac_name, *entry, live)
+        self.needs_python = self.needs_python or self.core.needs_python
+
+    def unlink(self, i: int) -> None:
+        self.core.unlink(i)
+
+    def forget(self, node: str) -> None:
+        self.core.forget(node)
+
+    def apply(self, acr_name: str, held: _Held, sign: int) -> None:
+        if not self.core.charge_many(held.ids, held.sizes, sign):
+            self.needs_python = True  # nothing charged; ``to_python`` charges every hold
+        self._track(acr_name, held.lvg_keys, sign)
+
+    def to_python(self) -> _Capacity:
+        """The same table and holds as a ``_Capacity`` (same AC ids), which counts exactly."""
+        cap = _Capacity((), self.track_lvg_holders, self.bad_lvgs)
+        live = self.live
+        for i, ac_name in enumerate(self.names):
+            cap.put(ac_name, self.entry(i), bool(live[i]))
+        for acr_name, held in self.held.items():
+            cap.held[acr_name] = held
+            cap.apply(acr_name, held, +1)
+        return cap
+
+
+# The compiled table's class ids (media: -1 for none).
+_CLASS_ID: dict[str, int] = {c: i for i, c in enumerate(_native.CLASS_NAMES)} if NATIVE else {}
+_MEDIA_ID: dict[str | None, int] = {None: -1}
+_MEDIA_ID.update(_CLASS_ID)
+# A step of ``Core.reserve``: (group id, class id, need, LVG?, media class id or -1).
+_NativeStep = tuple[int, int, int, bool, int]
+
+
+def _native_steps(core: _native.Core, ordered: Sequence[_Request]) -> list[_NativeStep]:
+    gid = core.group_id.get
+    # (-2: a group no AC has, so no node has a list of it)
+    return [(gid(r.group, -2), _CLASS_ID[r.storage_class], r.need, r.lvg, _MEDIA_ID[r.media])
+            for r in ordered]
+
+
+def _rejection_native(
+    cap: _NativeCapacity, nodes: list[str], ids: array[int], ordered: Sequence[_Request],
+    *, steps: Sequence[_NativeStep], stages: Sequence[array[int]],
+    failed: Mapping[int, tuple[int, dict[int, int]]],
+) -> str:
+    """``_rejection`` on positions into ``nodes`` (``ids``: their node ids): the same text."""
+    core = cap.core
+    groups: dict[tuple[int, int], list[Any]] = {}
+    moved: dict[int, tuple[int, int | None]] = {}
+    for p, (pos, pending) in failed.items():
+        g, c = steps[pos][0], steps[pos][1]
+        moved[p] = pos, (core.rooms(ids[p], g, pending).get(c) if pending else core.room(ids[p], g, c))
+    for pos in range(1, len(stages)):
+        before, after = stages[pos - 1], stages[pos]
+        if len(before) == len(after):
+            continue
+        out = core.leavers(before, after)
+        at = pos - 1
+        if at >= 2 and _competes(ordered[:at]):
+            prefix = ordered[:at]
+            suspects: Sequence[int] = out
+            lead = prefix[0]
+            same = (lead.storage_class, lead.group)
+            if lead.lvg and all((r.storage_class, r.group) == same for r in prefix):
+                total = sum(r.need for r in prefix)
+                suspects = core.below(ids, out, steps[0][0], steps[0][1], total)
+            for p, (early, overlay) in core.reserve(ids, suspects, list(steps[:at]), 0, False)[2].items():
+                g, c = steps[early][0], steps[early][1]
+                moved[p] = early, core.rooms(ids[p], g, overlay).get(c)
+            if moved:
+                out = array("i", [p for p in out if p not in moved])
+        none, some, largest = core.split(ids, out, steps[at][0], steps[at][1])
+        if none:
+            groups[(at, 0)] = [none, -1]
+        if some:
+            groups[(at, 1)] = [some, largest]
+    if moved:
+        for grouped in groups.values():
+            grouped[0] = list(grouped[0])
+        touched: set[tuple[int, int]] = set()
+        for p, (pos, room) in moved.items():
+            key = (pos, 0 if room is None else 1)
+            entry = groups.get(key)
+            if entry is None:
+                groups[key] = [[p], -1 if room is None else room]
+            else:
+                entry[0].append(p)
+                if room is not None and room > entry[1]:
+                    entry[1] = room
+            touched.add(key)
+        for key in touched:
+            groups[key][0].sort()
+    first = sorted(groups.items(), key=lambda item: item[1][0][0])
+    detail = "; ".join(
+        f"{core.join(nodes, members)}: "
+        f"{_describe(ordered[pos], largest if kind else None, len(members))}"
+        for (pos, kind), (members, largest) in first
+    )
+    return f"no requested node can hold every volume: {detail}"
+
+
+def _plan_one_native(cap: _NativeCapacity, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
+    invalid = _invalid(acr)
+    if invalid is not None:
+        return invalid
+    acr_name = name(acr)
+    nodes: list[str] = list_field(acr, "spec", "NodeRequests", "Requested")
+    core = cap.core
+    ids, clean = core.ensure_ids(nodes)
+    if not clean:  # a name no AC has, or one named twice: only then is a dedupe worth it
+        deduped = _requested_nodes(acr)
+        if len(deduped) != len(nodes):
+            nodes = deduped
+            ids, _ = core.ensure_ids(nodes)
+    reqs = _requests(acr)
+    if options.sequential_lvg and any(r.lvg for r in reqs):
+        waiting = _wait_decision(cap, acr, reqs, nodes, now=now, options=options)
+        if waiting is not None:
+            return waiting
+    ordered = _ordered(reqs)
+    cap.release(acr_name)
+    steps = _native_steps(core, ordered)
+    # The cheap pass, on positions into ``nodes``.
+    alive = array("i", range(len(nodes)))
+    stages = [alive]
+    for group_id, class_id, need, _lvg, _media in steps:
+        alive = core.cheap_pass(ids, alive, group_id, class_id, need)
+        stages.append(alive)
+        if not alive:
+            break
+    reserved, chosen, failed = core.reserve(ids, alive, steps, options.max_reserved_nodes, True)
+    if not reserved:
+        why = _rejection_native(cap, nodes, ids, ordered, steps=steps, stages=stages, failed=failed)
+        return _rejected(acr_name, why)
+    return _reserved(cap, acr_name, reqs, ordered,
+                     reserved_nodes=tuple(map(nodes.__getitem__, reserved)), chosen=chosen)
+
+
+# -- the planner ---------------------------------------------------------------------------
+
+
+def backend() -> str:
+    """Which table a new planner uses: ``native`` (``_native`` is built) or ``python``."""
+    return "native" if NATIVE else "python"
+
+
+def _new_table(acs: Iterable[RawObject], options: PlanOptions, lvgs: Iterable[RawObject]) -> _Holds:
+    bad = unusable_lvgs(lvgs)
+    if NATIVE:
+        table = _NativeCapacity(acs, options.sequential_lvg, bad)
+        return table.to_python() if table.needs_python else table
+    return _Capacity(acs, options.sequential_lvg, bad)
+
+
+def _plan_one_with(cap: _Holds, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
+    if isinstance(cap, _NativeCapacity):
+        return _plan_one_native(cap, acr, now, options)
+    assert isinstance(cap, _Capacity)
+    return _plan_one(cap, acr, now, options)
 
 
 def plan(
@@ -1079,13 +1351,12 @@ def plan(
     The ACR is planned whatever its current status; its own earlier reservations (an ACR
     of the same name in ``acrs``) are ignored, so re-planning is idempotent.
     """
-    options = options or PlanOptions()
-    cap = _Capacity(acs, options.sequential_lvg, unusable_lvgs(lvgs))
+    planner = CapacityPlanner(acs, options, lvgs)
     own = name(acr)
     for other in acrs:
         if name(other) != own and str_field(other, "spec", "Status") == RESERVED:
-            cap.hold(other)
-    return _plan_one(cap, acr, now, options)
+            planner.hold(other)
+    return planner.plan_one(acr, now)
 
 
 _NO_TIME = datetime.min.replace(tzinfo=UTC)
@@ -1113,13 +1384,40 @@ class CapacityPlanner:
     version no real object has, so the next pass replaces them with the ACR as it was
     really written, or releases them if the write never happened.  AC and LVG changes
     are applied in place with ``update`` (no rebuild).
+
+    The table is the compiled one when ``_native`` is built (``backend()``), else the
+    Python one; both decide alike.  The compiled table counts in int64: if a size or a
+    sum of charges would not fit (4 PiB and more, only ever from files), the planner
+    moves, once and for good, to a Python table made from it (``_settle``).
     """
 
     def __init__(self, acs: Iterable[RawObject], options: PlanOptions | None = None,
                  lvgs: Iterable[RawObject] = ()) -> None:
         self.options = options or PlanOptions()
         with gc_paused():
-            self._cap = _Capacity(acs, self.options.sequential_lvg, unusable_lvgs(lvgs))
+            self._cap = _new_table(acs, self.options, lvgs)
+
+    @property
+    def backend(self) -> str:
+        """``native`` or ``python``: the table this planner decides with."""
+        return "native" if isinstance(self._cap, _NativeCapacity) else "python"
+
+    def _settle(self) -> _Holds:
+        """The table to go on with: a Python copy if the compiled one cannot count exactly."""
+        cap = self._cap
+        if cap.needs_python:
+            assert isinstance(cap, _NativeCapacity)
+            cap = self._cap = cap.to_python()
+        return cap
+
+    def hold(self, acr: RawObject) -> None:
+        """Charge a RESERVED ACR as it is (``plan``: no versions)."""
+        self._cap.hold(acr)
+        self._settle()
+
+    def plan_one(self, acr: RawObject, now: datetime) -> Decision:
+        """Plan ``acr`` whatever its status, ignoring what it holds itself."""
+        return _plan_one_with(self._cap, acr, now, self.options)
 
     def update(self, acs: Mapping[str, RawObject | None], lvgs: Iterable[RawObject] | None = None) -> None:
         """Apply AC changes in place: AC name -> the AC as it is now (``None`` once deleted),
@@ -1131,6 +1429,7 @@ class CapacityPlanner:
         by ``sync``.
         """
         self._cap.update(acs, None if lvgs is None else unusable_lvgs(lvgs))
+        self._settle()
 
     def sync(self, acrs: Iterable[RawObject]) -> list[RawObject]:
         """Charge the RESERVED ACRs as they are now; return the REQUESTED ones to plan."""
@@ -1155,6 +1454,9 @@ class CapacityPlanner:
                 version = _version(acr)
                 if held is None or held.version != version:
                     cap.hold(acr, version)
+                    if cap.needs_python:
+                        cap = self._settle()
+                        held_by = cap.held
                 continue
             if acr_name in cap.held:
                 cap.release(acr_name)
@@ -1169,7 +1471,8 @@ class CapacityPlanner:
         with gc_paused():
             todo = self.sync(acrs)
             todo.sort(key=_batch_order)
-            return [_plan_one(self._cap, acr, now, self.options) for acr in todo]
+            cap = self._cap
+            return [_plan_one_with(cap, acr, now, self.options) for acr in todo]
 
 
 def plan_all(
@@ -1195,203 +1498,3 @@ def plan_all(
         return CapacityPlanner(acs, options, lvgs).plan_requested(acrs, now)
 
 
-# ---------------------------------------------------------------------------------------
-# Prototype: the same planner over ``_native.Core`` (C arrays, node ids).
-
-from array import array as _array  # noqa: E402
-
-from kustodian.policy.capacity import _native  # type: ignore[attr-defined]  # noqa: E402
-
-
-class _NativeCapacity:
-    def __init__(self, acs: Iterable[RawObject], track_lvg_holders: bool,
-                 bad_lvgs: Collection[str] = frozenset()) -> None:
-        self.core = _native.Core(bad_lvgs)
-        self.core.load(acs, _parse_ac)
-        self.names = self.core.names
-        self.track_lvg_holders = track_lvg_holders
-        self._lvg_holders: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
-        self._holder_log: list[tuple[str, tuple[tuple[str, str], ...], int]] = []
-        self.held: dict[str, _Held] = {}
-
-    _track = _Capacity._track
-    _replay = _Capacity._replay
-    lvg_holders = _Capacity.lvg_holders
-
-    def hold(self, acr: RawObject, version: str = "") -> None:
-        ids: list[int] = []
-        sizes: list[int] = []
-        unresolved: list[str] = []
-        classes: set[str] = set()
-        index_of = self.core.index_of
-        for item in list_field(acr, "spec", "ReservationRequests"):
-            storage_class = str_field(item, "CapacityRequest", "StorageClass")
-            size = _size_of(field(item, "CapacityRequest", "Size"))
-            if storage_class in LVG_MEDIA:
-                classes.add(storage_class)
-            for ac_name in list_field(item, "Reservations"):
-                if not isinstance(ac_name, str):
-                    continue
-                i = index_of.get(ac_name)
-                if i is None:  # prototype: live not checked
-                    unresolved.append(ac_name)
-                    continue
-                ids.append(i)
-                sizes.append(align_to_extent(size) if storage_class in LVG_MEDIA and size is not None else WHOLE_DRIVE)
-        lvg_keys = tuple(
-            (node, storage_class)
-            for node in list_field(acr, "spec", "NodeRequests", "Reserved") if isinstance(node, str)
-            for storage_class in sorted(classes)
-        )
-        acr_name = name(acr)
-        self.release(acr_name)
-        held = _Held(version, tuple(ids), tuple(sizes), lvg_keys, tuple(unresolved))
-        self.held[acr_name] = held
-        self.core.charge_many(held.ids, held.sizes, +1)
-        self._track(acr_name, held.lvg_keys, +1)
-
-    def release(self, acr_name: str) -> None:
-        held = self.held.pop(acr_name, None)
-        if held is not None:
-            self.core.charge_many(held.ids, held.sizes, -1)
-            self._track(acr_name, held.lvg_keys, -1)
-
-
-_CLASS_ID = {n: i for i, n in enumerate(_native.CLASS_NAMES)}
-_MEDIA_ID = {None: -1, **{n: i for i, n in enumerate(_native.CLASS_NAMES)}}
-
-
-def _native_steps(core: Any, ordered: Sequence[_Request]) -> list[tuple[int, int, int, bool, int]]:
-    gid = core.group_id.get
-    return [(gid(r.group, -5), _CLASS_ID[r.storage_class], r.need, r.lvg, _MEDIA_ID[r.media]) for r in ordered]
-
-
-def _rejection_native(
-    cap: _NativeCapacity, nodes: Sequence[str], ids: Any, ordered: Sequence[_Request],
-    steps: Sequence[tuple[int, int, int, bool, int]], stages: Sequence[Any],
-    failed: Mapping[int, tuple[int, dict[int, int]]],
-) -> str:
-    core = cap.core
-    groups: dict[tuple[int, int], list[Any]] = {}
-    moved: dict[int, tuple[int, int | None]] = {}
-    for p, (pos, pending) in failed.items():
-        g, c = steps[pos][0], steps[pos][1]
-        moved[p] = pos, (core.rooms(ids[p], g, pending).get(c) if pending else core.room(ids[p], g, c))
-    for pos in range(1, len(stages)):
-        before, after = stages[pos - 1], stages[pos]
-        if len(before) == len(after):
-            continue
-        out = core.leavers(before, after)
-        at = pos - 1
-        if at >= 2 and _competes(ordered[:at]):
-            prefix = ordered[:at]
-            suspects = out
-            lead = prefix[0]
-            same = (lead.storage_class, lead.group)
-            if lead.lvg and all((r.storage_class, r.group) == same for r in prefix):
-                total = sum(r.need for r in prefix)
-                suspects = core.below(ids, out, steps[0][0], steps[0][1], total)
-            for p, (early, overlay) in core.reserve(ids, suspects, list(steps[:at]), 0, False)[2].items():
-                g, c = steps[early][0], steps[early][1]
-                moved[p] = early, core.rooms(ids[p], g, overlay).get(c)
-            if moved:
-                out = _array("i", [p for p in out if p not in moved])
-        none, some, largest = core.split(ids, out, steps[at][0], steps[at][1])
-        if none:
-            groups[(at, 0)] = [none, -1]
-        if some:
-            groups[(at, 1)] = [some, largest]
-    if moved:
-        for entry in groups.values():
-            entry[0] = list(entry[0])
-        touched: set[tuple[int, int]] = set()
-        for p, (pos, room) in moved.items():
-            key = (pos, 0 if room is None else 1)
-            entry = groups.get(key)
-            if entry is None:
-                groups[key] = [[p], -1 if room is None else room]
-            else:
-                entry[0].append(p)
-                if room is not None and room > entry[1]:
-                    entry[1] = room
-            touched.add(key)
-        for key in touched:
-            groups[key][0].sort()
-    first = sorted(groups.items(), key=lambda item: item[1][0][0])
-    detail = "; ".join(
-        f"{core.join(nodes, members)}: "
-        f"{_describe(ordered[pos], largest if kind else None, len(members))}"
-        for (pos, kind), (members, largest) in first
-    )
-    return f"no requested node can hold every volume: {detail}"
-
-
-def _plan_one_native(cap: _NativeCapacity, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
-    acr_name = name(acr)
-    errors = validate_reservation(acr)
-    if errors:
-        return _rejected(acr_name, "invalid reservation: " + "; ".join(errors))
-    nodes = list_field(acr, "spec", "NodeRequests", "Requested")
-    if not nodes:
-        return _rejected(acr_name, "no nodes requested")
-    core = cap.core
-    ids, clean = core.ensure_ids(nodes)
-    if not clean:
-        deduped = _requested_nodes(acr)
-        if len(deduped) != len(nodes):
-            nodes = deduped
-            ids, _ = core.ensure_ids(nodes)
-    reqs = _requests(acr)
-    if options.sequential_lvg and any(r.lvg for r in reqs):
-        waiting = _wait_decision(cap, acr, reqs, nodes, now=now, options=options)  # type: ignore[arg-type]
-        if waiting is not None:
-            return waiting
-    ordered = sorted(reqs, key=lambda r: (not r.lvg, r.size, r.name, r.position))
-    cap.release(acr_name)
-    steps = _native_steps(core, ordered)
-    alive = _array("i", range(len(nodes)))
-    stages = [alive]
-    for g, c, need, _lvg, _m in steps:
-        alive = core.cheap_pass(ids, alive, g, c, need)
-        stages.append(alive)
-        if not alive:
-            break
-    reserved, chosen, failed = core.reserve(ids, alive, steps, options.max_reserved_nodes, True)
-    if not reserved:
-        return _rejected(acr_name, _rejection_native(cap, nodes, ids, ordered, steps, stages, failed))
-    picks: list[tuple[str, ...]] = [() for _ in reqs]
-    names, width = cap.names, len(ordered)
-    chosen_t = tuple(chosen)
-    for pos, req in enumerate(ordered):
-        sel = chosen_t[pos::width]
-        picks[req.position] = itemgetter(*sel)(names) if len(sel) > 1 else (names[sel[0]],)
-    reserved_nodes = tuple(map(nodes.__getitem__, reserved))
-    lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
-    sizes = tuple(req.need if req.lvg else WHOLE_DRIVE for req in ordered) * len(reserved)
-    held = _Held(_PLANNED, chosen_t, sizes, tuple(product(reserved_nodes, lvg_classes)))
-    cap.held[acr_name] = held
-    cap._track(acr_name, held.lvg_keys, +1)
-    return Decision(
-        acr_name=acr_name,
-        status=RESERVED,
-        reserved_nodes=reserved_nodes,
-        reservations={req.name: picks[req.position] for req in reqs},
-    )
-
-
-def plan_all_native(
-    acrs: Iterable[RawObject], acs: Iterable[RawObject], now: datetime, options: PlanOptions | None = None,
-    *, lvgs: Iterable[RawObject] = (),
-) -> list[Decision]:
-    options = options or PlanOptions()
-    with gc_paused():
-        cap = _NativeCapacity(acs, options.sequential_lvg, unusable_lvgs(lvgs))
-        todo = []
-        for acr in acrs:
-            status = str_field(acr, "spec", "Status")
-            if status == RESERVED:
-                cap.hold(acr, _version(acr))
-            elif status == REQUESTED and not is_deleting(acr):
-                todo.append(acr)
-        todo.sort(key=_batch_order)
-        return [_plan_one_native(cap, acr, now, options) for acr in todo]
