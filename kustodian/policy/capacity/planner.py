@@ -45,6 +45,15 @@ whose earlier requests compete for the same ACs and cannot be shown to fit toget
 the summaries.  Who holds LVG volumes where (sequential mode) is indexed only when a
 waiting ACR asks.  The cyclic GC is paused during a pass (no cycles are made).  An AC or LVG
 change forgets the nodes concerned (``CapacityPlanner.update``); nothing else is rebuilt.
+
+Two tables hold all this and decide alike (every capacity test runs on both): ``_Capacity``,
+in Python lists and dicts, and ``_NativeCapacity`` over the compiled ``_native.Core``, the
+same lists, summaries and placement in C arrays, with nodes as int ids.  A planner uses the
+compiled one when the module is built (``backend()``); at 500 candidate nodes per ACR the
+Python one spends its time on dict lookups and on reads of int objects scattered in memory,
+which no compiler removes, and the C arrays take the batch from ~2.3 s to ~0.9 s.  Without a
+C compiler at install the Python table is the planner, and a compiled planner that meets a
+size past int64 (only ever from files) moves to a Python copy of itself.
 """
 
 from __future__ import annotations
@@ -194,7 +203,7 @@ class _Held:
     # One entry per volume on each AC it holds: the AC id, and the bytes an LVG volume
     # takes there (``WHOLE_DRIVE`` for a volume holding the drive whole).  Two flat
     # tuples, not a tuple per charge: a reservation on 500 nodes is 1,500 charges.
-    ids: tuple[int, ...]
+    ids: Sequence[int]  # (the planner's own: the array ``Core.reserve`` gave, never changed)
     sizes: tuple[int, ...]
     lvg_keys: tuple[tuple[str, str], ...]  # (node, LVG class) it holds for sequential mode
     unresolved: tuple[str, ...] = ()  # AC names it holds that are not (or no longer) usable
@@ -1092,24 +1101,21 @@ def _ordered(reqs: Sequence[_Request]) -> list[_Request]:
 
 def _reserved(
     cap: _Holds, acr_name: str, reqs: Sequence[_Request], ordered: Sequence[_Request],
-    *, reserved_nodes: tuple[str, ...], chosen: Sequence[int],
+    *, reserved_nodes: tuple[str, ...], chosen: Sequence[int], picked: Sequence[tuple[str, ...]],
 ) -> Decision:
-    """The RESERVED decision, recorded as the ACR's hold (``reserve`` charged it)."""
-    # Per request, its AC on every reserved node, at C speed (a slice of the flat list,
-    # one itemgetter): a reservation on 500 nodes is 1,500 picks.
-    picks: list[tuple[str, ...]] = [() for _ in reqs]
-    names, width = cap.names, len(ordered)
-    for pos, req in enumerate(ordered):
-        ids = chosen[pos::width]
-        picks[req.position] = itemgetter(*ids)(names) if len(ids) > 1 else (names[ids[0]],)
+    """The RESERVED decision, recorded as the ACR's hold (``reserve`` charged it).
+
+    ``chosen``: the AC id of each request (in ``ordered``) on each reserved node, node by
+    node; ``picked``: per request in ``ordered``, the names of its ACs, node by node."""
+    by_name = {req.name: names for req, names in zip(ordered, picked, strict=True)}
     lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
     sizes = tuple(req.need if req.lvg else WHOLE_DRIVE for req in ordered) * len(reserved_nodes)
-    cap.planned(acr_name, _Held(_PLANNED, tuple(chosen), sizes, tuple(product(reserved_nodes, lvg_classes))))
+    cap.planned(acr_name, _Held(_PLANNED, chosen, sizes, tuple(product(reserved_nodes, lvg_classes))))
     return Decision(
         acr_name=acr_name,
         status=RESERVED,
         reserved_nodes=reserved_nodes,
-        reservations={req.name: picks[req.position] for req in reqs},
+        reservations={req.name: by_name[req.name] for req in reqs},
     )
 
 
@@ -1141,7 +1147,13 @@ def _plan_one(cap: _Capacity, acr: RawObject, now: datetime, options: PlanOption
     reserved, chosen, failed = cap.reserve(alive, _steps(ordered), options.max_reserved_nodes)
     if not reserved:
         return _rejected(acr_name, _rejection(cap, nodes, ordered, stages, failed))
-    return _reserved(cap, acr_name, reqs, ordered, reserved_nodes=tuple(reserved), chosen=chosen)
+    # Per request, its AC on every reserved node, at C speed (a slice of the flat list,
+    # one itemgetter): a reservation on 500 nodes is 1,500 picks.
+    names, width = cap.names, len(ordered)
+    picked = [itemgetter(*ids)(names) if len(ids) > 1 else (names[ids[0]],)
+              for ids in (chosen[pos::width] for pos in range(width))]
+    return _reserved(cap, acr_name, reqs, ordered, reserved_nodes=tuple(reserved), chosen=tuple(chosen),
+                     picked=picked)
 
 
 # The version of a hold the planner made itself: never equal to a real resourceVersion,
@@ -1299,7 +1311,7 @@ def _plan_one_native(cap: _NativeCapacity, acr: RawObject, now: datetime, option
     cap.release(acr_name)
     steps = _native_steps(core, ordered)
     # The cheap pass, on positions into ``nodes``.
-    alive = array("i", range(len(nodes)))
+    alive = core.positions(len(nodes))
     stages = [alive]
     for group_id, class_id, need, _lvg, _media in steps:
         alive = core.cheap_pass(ids, alive, group_id, class_id, need)
@@ -1310,8 +1322,8 @@ def _plan_one_native(cap: _NativeCapacity, acr: RawObject, now: datetime, option
     if not reserved:
         why = _rejection_native(cap, nodes, ids, ordered, steps=steps, stages=stages, failed=failed)
         return _rejected(acr_name, why)
-    return _reserved(cap, acr_name, reqs, ordered,
-                     reserved_nodes=tuple(map(nodes.__getitem__, reserved)), chosen=chosen)
+    return _reserved(cap, acr_name, reqs, ordered, reserved_nodes=tuple(map(nodes.__getitem__, reserved)),
+                     chosen=chosen, picked=core.picks(chosen, len(ordered)))
 
 
 # -- the planner ---------------------------------------------------------------------------
