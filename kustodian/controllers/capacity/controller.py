@@ -308,6 +308,7 @@ class CapacityReservations:
             lvgs = self.lvgs.list() if self.lvgs is not None else []
             planner = CapacityPlanner(self.acs.list(), self.options, lvgs)
             self.rebuilds += 1
+            log.info("capacity: planner built over %d ACs (%s table)", len(planner), planner.backend)
             with self._lock:
                 self._planner = planner
             return planner

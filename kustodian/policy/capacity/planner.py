@@ -1409,6 +1409,10 @@ class CapacityPlanner:
         with gc_paused():
             self._cap = _new_table(acs, self.options, lvgs)
 
+    def __len__(self) -> int:
+        """How many ACs the planner knows (usable or not)."""
+        return len(self._cap.names)
+
     @property
     def backend(self) -> str:
         """``native`` or ``python``: the table this planner decides with."""

@@ -14,6 +14,7 @@ import copy
 import random
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -192,3 +193,23 @@ def test_a_long_lived_planner_keeps_its_lists_compact(monkeypatch: pytest.Monkey
     assert made > 2 * core.flat_live_len + 65536  # without compaction the array would hold all of it
     # (nodes forgotten by the last round's changes and not named since still count)
     assert core.flat_len <= 3 * core.flat_live_len + 65536
+
+
+def test_without_the_compiled_module_the_planner_is_python() -> None:
+    """Installed without a C compiler (setup.py's extension is optional), the module is
+    missing: the planner imports, says so, and plans with the Python table."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; sys.modules['kustodian.policy.capacity._native'] = None\n"
+        "from kustodian.policy.capacity import CapacityPlanner, planner\n"
+        "from tests.policy.capacity.capacity_builders import NOW, GiB, ac, acr, req\n"
+        "p = CapacityPlanner([ac('d', 'n1', 'HDD', 4 * GiB)])\n"
+        "(d,) = p.plan_requested([acr('a', [req('v', 'HDD', GiB)], ['n1'])], NOW)\n"
+        "print(planner.NATIVE, planner.backend(), p.backend, d.status, d.reservations)\n"
+    )
+    root = Path(__file__).resolve().parents[3]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60,
+                         cwd=root)
+    assert out.stdout.split("\n")[0] == "False python python RESERVED {'v': ('d',)}"
