@@ -1,7 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The capacity planner's AC table, summaries and placement, in C arrays.
 
-``planner._NativeCapacity`` drives ``Core`` exactly as ``planner._Capacity`` is driven, and
+``native_table.NativeCapacity`` drives ``Core`` exactly as ``table.Capacity`` is driven, and
 decides alike (``tests/policy/capacity`` runs every test against both).  Why it exists: at
 500 candidate nodes per ACR the Python planner spends its time on dict lookups and on reads
 of int objects scattered in memory, not in the interpreter (compiling the same loops over
@@ -104,7 +104,7 @@ cdef inline long long _usable(long long size, bint group_kind) noexcept:
 cdef class Core:
     """The AC table (per-AC arrays), per-node sorted lists and summaries, the ledger.
 
-    Mirrors ``planner._Capacity``: an AC id is its position in the table, for good (an AC
+    Mirrors ``table.Capacity``: an AC id is its position in the table, for good (an AC
     that changes is replaced in place, one that goes away stays, not live, with its
     ledger); a node's lists are made when it is first named (``ensure_ids``) and dropped by
     ``forget``.  The lists of every made node are ranges of one flat int array, compacted
@@ -158,7 +158,7 @@ cdef class Core:
 
     @property
     def is_group(self):
-        """AC id -> whether it is a volume group (``_Capacity.is_group``)."""
+        """AC id -> whether it is a volume group (``Capacity.is_group``)."""
         return self.isgrp
 
     @property
@@ -209,7 +209,7 @@ cdef class Core:
         return self.oversize.get(a, self.size[a])
 
     cdef void _recompute(self, Py_ssize_t a) noexcept:
-        """``used`` of AC ``a`` from its ledger (``_Capacity._charge``)."""
+        """``used`` of AC ``a`` from its ledger (``Capacity._charge``)."""
         if self.whole.data.as_longlongs[a] > 0:
             self.used.data.as_longlongs[a] = WHOLE
         elif self.isgrp.data.as_ints[a] or self.lvgh.data.as_longlongs[a] > 0:
@@ -218,7 +218,7 @@ cdef class Core:
             self.used.data.as_longlongs[a] = FREE
 
     def put(self, str ac_name, object size, str node, str storage_class, str group, str location, bint alive):
-        """Add ``ac_name`` or replace its fields (``_Capacity.put``: its ledger stays); its id."""
+        """Add ``ac_name`` or replace its fields (``Capacity.put``: its ledger stays); its id."""
         return self._put(ac_name, size, node, storage_class, group, location, alive)
 
     cdef Py_ssize_t _put(self, str ac_name, object size, str node, str storage_class, str group, str location,
@@ -260,7 +260,7 @@ cdef class Core:
         return a
 
     def unlink(self, Py_ssize_t a):
-        """Take AC ``a`` off its node (``_Capacity._unlink``: it stays in the table, not live)."""
+        """Take AC ``a`` off its node (``Capacity.unlink``: it stays in the table, not live)."""
         cdef int nid = self.node.data.as_ints[a]
         if self.live.data.as_ints[a]:
             self.live.data.as_ints[a] = 0
@@ -268,7 +268,7 @@ cdef class Core:
         self.forget(self.nodes[a])
 
     def load(self, acs, parse_ac):
-        """The first build: every AC, in one pass (``_Capacity.__init__``)."""
+        """The first build: every AC, in one pass (``Capacity.__init__``)."""
         cdef frozenset bad = self.bad_lvgs
         cdef dict index_of = self.index_of
         cdef Py_ssize_t i
@@ -680,7 +680,7 @@ cdef class Core:
         return out
 
     def reserve(self, array.array ids, positions, list steps, Py_ssize_t limit, bint commit):
-        """``_Capacity.reserve`` over node ids; steps: (group id, class id, need, lvg, media id).
+        """``Capacity.reserve`` over node ids; steps: (group id, class id, need, lvg, media id).
 
         Returns (reserved node ids, chosen AC ids (flat), failed: node id -> (position, pending dict)).
         """
@@ -827,7 +827,7 @@ cdef class Core:
         return reserved, chosen_all, failed
 
     def rooms(self, int nid, int gid, pending):
-        """``_Capacity.rooms``: class id -> room with ``pending`` (AC id -> use) applied."""
+        """``Capacity.rooms``: class id -> room with ``pending`` (AC id -> use) applied."""
         cdef dict out = {}
         cdef int s = self._slot(nid, gid)
         if s < 0:

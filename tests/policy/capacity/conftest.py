@@ -1,7 +1,7 @@
 """Every capacity test runs against both of the planner's tables.
 
-``planner._NativeCapacity`` (the compiled ``_native.Core``) is what a planner uses when the
-module is built, ``planner._Capacity`` (Python) what it falls back to without a C compiler
+``native_table.NativeCapacity`` (the compiled ``_native.Core``) is what a planner uses when the
+module is built, ``table.Capacity`` (Python) what it falls back to without a C compiler
 and what it moves to past int64 sizes; they must decide alike, so each test here is a
 test of both (tests marked ``both_tables`` compare them themselves and run once).  A
 missing compiled module fails the native half: ``make venv`` builds it (it needs gcc and
