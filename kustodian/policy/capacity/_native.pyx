@@ -101,6 +101,44 @@ cdef inline long long _usable(long long size, bint group_kind) noexcept:
     return room if room > 0 else 0
 
 
+cdef inline Py_ssize_t _pending_at(int a, int* p_ids, Py_ssize_t npend) noexcept:
+    """Where AC ``a`` is in the overlay of new charges, -1 if it is not there."""
+    cdef Py_ssize_t m
+    for m in range(npend):
+        if p_ids[m] == a:
+            return m
+    return -1
+
+
+cdef inline int _with_room(int* flat, int base, int ln, long long* used, long long* usable, long long need,
+                           int* p_ids, long long* p_vals, Py_ssize_t npend, long long* charge) noexcept:
+    """The first AC of ``flat[base:base + ln]`` used as a group (the overlay first) with
+    room for ``need``, and its use after it (``charge``); -1 if none."""
+    cdef int j, a
+    cdef Py_ssize_t m
+    cdef long long u
+    for j in range(base, base + ln):
+        a = flat[j]
+        m = _pending_at(a, p_ids, npend)
+        u = p_vals[m] if m >= 0 else used[a]
+        if u >= 0 and u + need <= usable[a]:
+            charge[0] = u + need
+            return a
+    return -1
+
+
+cdef inline int _free(int* flat, int base, int ln, long long* used, long long* room, long long need,
+                      int* p_ids, Py_ssize_t npend) noexcept:
+    """The first AC of ``flat[base:base + ln]`` nobody uses (not in the overlay either)
+    whose ``room`` (its size whole, its LVG room as a new group) is ``need`` or more; -1 if none."""
+    cdef int j, a
+    for j in range(base, base + ln):
+        a = flat[j]
+        if used[a] == FREE and room[a] >= need and _pending_at(a, p_ids, npend) < 0:
+            return a
+    return -1
+
+
 cdef class Core:
     """The AC table (per-AC arrays), per-node sorted lists and summaries, the ledger.
 
@@ -720,8 +758,7 @@ cdef class Core:
         cdef int* cho_out = chosen_all.data.as_ints
         cdef dict failed = {}
         cdef int nid, s, group, found, a, base, ln, failed_at
-        cdef long long need, charge, u
-        cdef bint in_pending
+        cdef long long need, charge
         for k in range(n):
             nid = node_at[src[k]]
             npend = 0
@@ -737,61 +774,26 @@ cdef class Core:
                 need = sneed[i]
                 if s >= 0:
                     if slvg[i]:
-                        base = s_start[s * NC + sc[i]]; ln = s_len[s * NC + sc[i]]
-                        for j in range(base, base + ln):
-                            a = flat[j]
-                            u = used[a]
-                            for m in range(npend):
-                                if p_ids[m] == a:
-                                    u = p_vals[m]
-                                    break
-                            if u >= 0 and u + need <= usable[a]:
-                                found = a; charge = u + need
-                                break
+                        # a group of the class with room, then a group made from a plain
+                        # drive, then a fresh plain drive (``Capacity.reserve``'s order)
+                        found = _with_room(flat, s_start[s * NC + sc[i]], s_len[s * NC + sc[i]], used, usable,
+                                           need, p_ids, p_vals, npend, &charge)
                         if found < 0 and sm[i] >= 0:
                             base = s_start[s * NC + sm[i]]; ln = s_len[s * NC + sm[i]]
-                            for j in range(base, base + ln):
-                                a = flat[j]
-                                u = used[a]
-                                for m in range(npend):
-                                    if p_ids[m] == a:
-                                        u = p_vals[m]
-                                        break
-                                if u >= 0 and u + need <= usable[a]:
-                                    found = a; charge = u + need
-                                    break
+                            found = _with_room(flat, base, ln, used, usable, need, p_ids, p_vals, npend, &charge)
                             if found < 0:
-                                for j in range(base, base + ln):
-                                    a = flat[j]
-                                    if used[a] == FREE and need <= usable[a]:
-                                        in_pending = False
-                                        for m in range(npend):
-                                            if p_ids[m] == a:
-                                                in_pending = True
-                                                break
-                                        if not in_pending:
-                                            found = a; charge = need
-                                            break
+                                found = _free(flat, base, ln, used, usable, need, p_ids, npend)
+                                charge = need
                     else:
-                        base = s_start[s * NC + sc[i]]; ln = s_len[s * NC + sc[i]]
-                        for j in range(base, base + ln):
-                            a = flat[j]
-                            if used[a] == FREE and size[a] >= need:
-                                in_pending = False
-                                for m in range(npend):
-                                    if p_ids[m] == a:
-                                        in_pending = True
-                                        break
-                                if not in_pending:
-                                    found = a; charge = WHOLE
-                                    break
+                        found = _free(flat, s_start[s * NC + sc[i]], s_len[s * NC + sc[i]], used, size, need,
+                                      p_ids, npend)
+                        charge = WHOLE
                 if found < 0:
                     failed_at = i
                     break
-                for m in range(npend):
-                    if p_ids[m] == found:
-                        p_vals[m] = charge
-                        break
+                m = _pending_at(found, p_ids, npend)
+                if m >= 0:
+                    p_vals[m] = charge
                 else:
                     p_ids[npend] = found; p_vals[npend] = charge; npend += 1
                 chosen[i] = found
@@ -879,14 +881,6 @@ cdef class Core:
             picked = tuple([names[c[k * width + pos]] for k in range(nodes)])
             out.append(picked)
         return out
-
-    def node_name(self, int nid):
-        return self.node_names[nid]
-
-    def names_of(self, array.array ids):
-        cdef list names = self.node_names
-        cdef int* src = ids.data.as_ints
-        return [names[src[k]] for k in range(len(ids))]
 
 
 def compiled() -> bool:

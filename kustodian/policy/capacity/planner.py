@@ -234,6 +234,26 @@ def _competes(ordered: Sequence[_Request]) -> bool:
     return False
 
 
+def _merge_moved(
+    groups: dict[tuple[int, int], list[Any]], moved: Mapping[Any, tuple[int, int | None]],
+) -> set[tuple[int, int]]:
+    """Add each node whose first failure a placement found (node -> (position, its room
+    there, ``None``: no capacity of the class)) to the group of that reason, keeping each
+    group's largest room; the groups added to (their members are to be put in order)."""
+    touched: set[tuple[int, int]] = set()
+    for node, (pos, room) in moved.items():
+        key = (pos, 0 if room is None else 1)
+        entry = groups.get(key)
+        if entry is None:
+            groups[key] = [[node], -1 if room is None else room]
+        else:
+            entry[0].append(node)
+            if room is not None and room > entry[1]:
+                entry[1] = room
+        touched.add(key)
+    return touched
+
+
 def _rejection(
     cap: Capacity, nodes: Sequence[str], ordered: Sequence[_Request],
     stages: Sequence[Sequence[str]], failed: Mapping[str, tuple[int, dict[int, int]]],
@@ -291,19 +311,8 @@ def _rejection(
         if out:
             groups[(at, 1)] = [out, max(map(room_maps[at].__getitem__, out))]
     if moved:
-        touched: set[tuple[int, int]] = set()
-        for node, (pos, room) in moved.items():
-            key = (pos, 0 if room is None else 1)
-            entry = groups.get(key)
-            if entry is None:
-                groups[key] = [[node], -1 if room is None else room]
-            else:
-                entry[0].append(node)
-                if room is not None and room > entry[1]:
-                    entry[1] = room
-            touched.add(key)
         order = {node: i for i, node in enumerate(nodes)}.__getitem__
-        for key in touched:
+        for key in _merge_moved(groups, moved):
             groups[key][0].sort(key=order)
         first = sorted(groups.items(), key=lambda item: order(item[1][0][0]))
     else:
@@ -437,18 +446,7 @@ def _rejection_native(
     if moved:
         for grouped in groups.values():
             grouped[0] = list(grouped[0])
-        touched: set[tuple[int, int]] = set()
-        for p, (pos, room) in moved.items():
-            key = (pos, 0 if room is None else 1)
-            entry = groups.get(key)
-            if entry is None:
-                groups[key] = [[p], -1 if room is None else room]
-            else:
-                entry[0].append(p)
-                if room is not None and room > entry[1]:
-                    entry[1] = room
-            touched.add(key)
-        for key in touched:
+        for key in _merge_moved(groups, moved):
             groups[key][0].sort()
     first = sorted(groups.items(), key=lambda item: item[1][0][0])
     detail = "; ".join(
