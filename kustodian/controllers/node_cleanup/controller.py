@@ -40,17 +40,16 @@ from kustodian.policy.node_cleanup import (
     INDEXERS,
     PV_BY_CLAIM,
     PV_BY_NODE,
-    Delete,
-    DeletePVC,
+    ClaimAction,
+    ClaimCleanupDecision,
+    DeleteClaim,
+    DeleteVolume,
+    KeepClaim,
     NodeSnapshot,
-    Skip,
-    Warn,
+    WarnNodeGone,
     affinity_node_names,
     pv_delete_decision,
     pvc_cleanup_decision,
-)
-from kustodian.policy.node_cleanup import (
-    Decision as CleanupDecision,
 )
 from kustodian.policy.objects import field, str_field
 from kustodian.runtime.manager import CacheFactory
@@ -195,7 +194,7 @@ class NodeCleanup:
         return self._act(str_field(pv, "metadata", "name"), pvc, decision.action, now)
 
     def _decide(self, pv: Mapping[str, Any], pvc: Mapping[str, Any] | None, nodes: NodeSnapshot,
-                now: datetime) -> CleanupDecision:
+                now: datetime) -> ClaimCleanupDecision:
         """The one decision, for the cached snapshot and for the fresh one before a delete."""
         return pvc_cleanup_decision(pv, pvc, nodes, opted_in_classes=self.opted_in, delay=self.delay, now=now,
                                     first_missing_at=None, detect_recreated=self.detect_recreated,
@@ -206,13 +205,13 @@ class NodeCleanup:
         claim_name = str_field(pv, "spec", "claimRef", "name")
         return self.pvcs.get(claim_ns, claim_name) if claim_ns and claim_name else None
 
-    def _act(self, pv_name: str, pvc: Mapping[str, Any] | None, action: Skip | Warn | DeletePVC,
+    def _act(self, pv_name: str, pvc: Mapping[str, Any] | None, action: ClaimAction,
              now: datetime) -> Result | None:
-        if isinstance(action, Skip):
+        if isinstance(action, KeepClaim):
             log.debug("PV %s: skipped: %s %s", pv_name, action.reason, action.detail,
                       extra={"kind": "PersistentVolume", "object": pv_name})
             return None
-        if isinstance(action, Warn):
+        if isinstance(action, WarnNodeGone):
             if self.recorder is not None and pvc is not None:
                 self.recorder.record(pvc, "Warning", action.event_reason, action.message)
             log.info("PV %s: its node is gone; PVC %s/%s is deleted at %s unless the node returns", pv_name,
@@ -314,7 +313,7 @@ class NodeCleanup:
         seen = self._absent_seen.get(node_name)
         return seen is not None and time.monotonic() - seen < _ABSENCE_TTL
 
-    def _confirmed(self, pv_name: str, action: DeletePVC, now: datetime) -> bool:
+    def _confirmed(self, pv_name: str, action: DeleteClaim, now: datetime) -> bool:
         """The same decision on the API server's own PV, PVC and Nodes must delete the same PVC."""
         view = self._fresh_view(pv_name)
         if view is None:
@@ -326,7 +325,7 @@ class NodeCleanup:
         except KubeError:  # gone (nothing to do) or unreadable (do not delete on a guess)
             return False
         fresh = self._decide(pv, pvc, nodes, now).action
-        return isinstance(fresh, DeletePVC) and fresh.uid == action.uid
+        return isinstance(fresh, DeleteClaim) and fresh.uid == action.uid
 
     # -- the deleter ----------------------------------------------------------------------------
 
@@ -338,7 +337,7 @@ class NodeCleanup:
             if str_field(pv, "spec", "storageClassName") not in self.opted_in:
                 continue
             decision = pv_delete_decision(pv, nodes, self.opted_in, detect_recreated=self.detect_recreated)
-            if not isinstance(decision, Delete):
+            if not isinstance(decision, DeleteVolume):
                 continue
             view = self._fresh_view(decision.name)
             if view is None:
@@ -346,7 +345,7 @@ class NodeCleanup:
             fresh, fresh_nodes = view
             decision = pv_delete_decision(fresh, fresh_nodes, self.opted_in,
                                           detect_recreated=self.detect_recreated)
-            if not isinstance(decision, Delete):
+            if not isinstance(decision, DeleteVolume):
                 continue
             phase = str_field(fresh, "status", "phase")
             try:  # UID and resourceVersion: a PV re-bound or replaced since the read above is kept

@@ -22,11 +22,14 @@ from kustodian.policy.node_cleanup.decisions import (
     CHECK_REFRESH,
     CONTINUITY,
     EVENT_REASON_NODE_DELETED,
-    Decision,
-    Delete,
-    DeletePVC,
-    Skip,
-    Warn,
+    ClaimAction,
+    ClaimCleanupDecision,
+    DeleteClaim,
+    DeleteVolume,
+    KeepClaim,
+    KeepVolume,
+    VolumeAction,
+    WarnNodeGone,
     missing_since,
     node_deleted_message,
     pv_delete_decision,
@@ -34,7 +37,7 @@ from kustodian.policy.node_cleanup.decisions import (
 )
 from kustodian.policy.node_cleanup.indexers import INDEXERS, PV_BY_CLAIM, PV_BY_NODE
 from kustodian.policy.node_cleanup.nodes import NodeDirectory, NodeSnapshot, node_exists, node_uid
-from kustodian.policy.node_cleanup.reasons import Reason
+from kustodian.policy.node_cleanup.reasons import NodeCleanupReason
 from kustodian.policy.node_cleanup.timefmt import format_rfc3339, go_duration, parse_rfc3339
 
 __all__ = [
@@ -49,15 +52,18 @@ __all__ = [
     "PV_BY_CLAIM",
     "PV_BY_NODE",
     "AffinityNodes",
-    "Decision",
-    "Delete",
-    "DeletePVC",
+    "ClaimAction",
+    "ClaimCleanupDecision",
+    "DeleteClaim",
+    "DeleteVolume",
+    "KeepClaim",
+    "KeepVolume",
+    "NodeCleanupReason",
     "NodeDirectory",
     "NodeSnapshot",
     "PVStatus",
-    "Reason",
-    "Skip",
-    "Warn",
+    "VolumeAction",
+    "WarnNodeGone",
     "affinity_node_names",
     "classify_pv",
     "format_rfc3339",

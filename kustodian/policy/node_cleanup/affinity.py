@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kustodian.policy.node_cleanup.reasons import Reason
+from kustodian.policy.node_cleanup.reasons import NodeCleanupReason
 from kustodian.policy.objects import RawObject, field, list_field
 
 HOSTNAME_LABEL = "kubernetes.io/hostname"
@@ -30,26 +30,27 @@ class AffinityNodes:
     """
 
     node_names: frozenset[str]
-    skip_reason: Reason | None = None
+    skip_reason: NodeCleanupReason | None = None
     detail: str = ""
 
 
-def _skip(reason: Reason, detail: str) -> AffinityNodes:
+def _skip(reason: NodeCleanupReason, detail: str) -> AffinityNodes:
     return AffinityNodes(frozenset(), reason, detail)
 
 
 def _expression_values(expr: object, path: str) -> frozenset[str] | AffinityNodes:
     if not isinstance(expr, Mapping):
-        return _skip(Reason.MALFORMED_NODE_AFFINITY, f"{path}: must be an object")
+        return _skip(NodeCleanupReason.MALFORMED_NODE_AFFINITY, f"{path}: must be an object")
     key, operator, values = expr.get("key"), expr.get("operator"), expr.get("values")
     if not isinstance(key, str) or not isinstance(operator, str):
-        return _skip(Reason.MALFORMED_NODE_AFFINITY, f"{path}: key and operator must be strings")
+        return _skip(NodeCleanupReason.MALFORMED_NODE_AFFINITY, f"{path}: key and operator must be strings")
     if key != HOSTNAME_LABEL:
-        return _skip(Reason.UNSUPPORTED_KEY, f"{path}.key: {key!r} is not {HOSTNAME_LABEL}")
+        return _skip(NodeCleanupReason.UNSUPPORTED_KEY, f"{path}.key: {key!r} is not {HOSTNAME_LABEL}")
     if operator != "In":
-        return _skip(Reason.UNSUPPORTED_OPERATOR, f"{path}.operator: {operator!r} is not In")
+        return _skip(NodeCleanupReason.UNSUPPORTED_OPERATOR, f"{path}.operator: {operator!r} is not In")
     if not isinstance(values, list) or not values or not all(isinstance(v, str) and v for v in values):
-        return _skip(Reason.MALFORMED_NODE_AFFINITY, f"{path}.values: must be a non-empty list of names")
+        return _skip(NodeCleanupReason.MALFORMED_NODE_AFFINITY,
+                     f"{path}.values: must be a non-empty list of names")
     return frozenset(values)
 
 
@@ -57,23 +58,22 @@ def affinity_node_names(pv: RawObject) -> AffinityNodes:
     """The nodes named by ``pv``'s required nodeAffinity (terms union, expressions intersect)."""
     affinity = field(pv, "spec", "nodeAffinity")
     if affinity is None:
-        return _skip(Reason.NO_NODE_AFFINITY, "spec.nodeAffinity: absent")
+        return _skip(NodeCleanupReason.NO_NODE_AFFINITY, "spec.nodeAffinity: absent")
     terms = field(affinity, "required", "nodeSelectorTerms")
     if not isinstance(terms, list) or not terms:
-        return _skip(Reason.MALFORMED_NODE_AFFINITY, f"{_TERMS_PATH}: must be a non-empty list")
+        return _skip(NodeCleanupReason.MALFORMED_NODE_AFFINITY, f"{_TERMS_PATH}: must be a non-empty list")
     names: set[str] = set()
     for i, term in enumerate(terms):
         term_path = f"{_TERMS_PATH}[{i}]"
         if not isinstance(term, Mapping):
-            return _skip(Reason.MALFORMED_NODE_AFFINITY, f"{term_path}: must be an object")
+            return _skip(NodeCleanupReason.MALFORMED_NODE_AFFINITY, f"{term_path}: must be an object")
         if term.get("matchFields"):
-            return _skip(Reason.UNSUPPORTED_KEY, f"{term_path}.matchFields: not interpreted")
+            return _skip(NodeCleanupReason.UNSUPPORTED_KEY, f"{term_path}.matchFields: not interpreted")
         expressions = term.get("matchExpressions")
         if not isinstance(expressions, list) or not expressions:
             # An empty term selects no node: it does not tell us where the data is.
-            return _skip(
-                Reason.MALFORMED_NODE_AFFINITY, f"{term_path}.matchExpressions: must be a non-empty list"
-            )
+            return _skip(NodeCleanupReason.MALFORMED_NODE_AFFINITY,
+                         f"{term_path}.matchExpressions: must be a non-empty list")
         term_names: frozenset[str] | None = None
         for j, expr in enumerate(expressions):
             values = _expression_values(expr, f"{term_path}.matchExpressions[{j}]")
@@ -81,7 +81,8 @@ def affinity_node_names(pv: RawObject) -> AffinityNodes:
                 return values
             term_names = values if term_names is None else term_names & values
         if not term_names:
-            return _skip(Reason.MALFORMED_NODE_AFFINITY, f"{term_path}: expressions select no node")
+            return _skip(NodeCleanupReason.MALFORMED_NODE_AFFINITY,
+                         f"{term_path}: expressions select no node")
         names |= term_names
     return AffinityNodes(frozenset(names))
 

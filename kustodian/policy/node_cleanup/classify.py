@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from kustodian.policy.node_cleanup.affinity import affinity_node_names
 from kustodian.policy.node_cleanup.nodes import NodeDirectory, node_exists, node_uid
-from kustodian.policy.node_cleanup.reasons import Reason
+from kustodian.policy.node_cleanup.reasons import NodeCleanupReason
 from kustodian.policy.objects import RawObject, field, map_field, str_field
 
 ANNOTATION_NODE_UID = "kustodian.io/node-uid"
@@ -37,7 +37,7 @@ class PVStatus:
     """
 
     stale: bool
-    reason: Reason
+    reason: NodeCleanupReason
     node_names: tuple[str, ...] = ()
     detail: str = ""
     record_node_uid: str | None = None
@@ -52,34 +52,37 @@ def classify_pv(
 ) -> PVStatus:
     """Decide whether ``pv`` is a local PV of an opted-in class whose node no longer exists."""
     if not isinstance(field(pv, "spec", "local"), Mapping):
-        return PVStatus(False, Reason.NOT_LOCAL, detail="spec.local: absent")
+        return PVStatus(False, NodeCleanupReason.NOT_LOCAL, detail="spec.local: absent")
     storage_class = str_field(pv, "spec", "storageClassName")
     if not storage_class or storage_class not in opted_in_classes:
-        return PVStatus(False, Reason.NOT_OPTED_IN, detail=f"storageClassName {storage_class!r} not opted in")
+        return PVStatus(False, NodeCleanupReason.NOT_OPTED_IN,
+                        detail=f"storageClassName {storage_class!r} not opted in")
     pinned = affinity_node_names(pv)
     if pinned.skip_reason is not None:
         return PVStatus(False, pinned.skip_reason, detail=pinned.detail)
     node_names = tuple(sorted(pinned.node_names))
     if nodes.lookup_failed:
-        return PVStatus(False, Reason.NODE_LOOKUP_FAILED, node_names, "node lookup failed: assuming present")
+        return PVStatus(False, NodeCleanupReason.NODE_LOOKUP_FAILED, node_names,
+                        "node lookup failed: assuming present")
     existing = [n for n in node_names if node_exists(nodes, n)]
     if not existing:
-        return PVStatus(True, Reason.NODE_MISSING, node_names, f"no node named {', '.join(node_names)}")
+        return PVStatus(True, NodeCleanupReason.NODE_MISSING, node_names,
+                        f"no node named {', '.join(node_names)}")
     if not detect_recreated or len(node_names) != 1:
-        return PVStatus(False, Reason.NODE_EXISTS, node_names, f"node {existing[0]} exists")
+        return PVStatus(False, NodeCleanupReason.NODE_EXISTS, node_names, f"node {existing[0]} exists")
 
     current = node_uid(nodes, node_names[0])
     recorded = map_field(pv, "metadata", "annotations").get(ANNOTATION_NODE_UID)
     if current and isinstance(recorded, str) and recorded and recorded != current:
         return PVStatus(
             True,
-            Reason.NODE_RECREATED,
+            NodeCleanupReason.NODE_RECREATED,
             node_names,
             f"node {node_names[0]} was recreated: uid {recorded} -> {current}",
         )
     return PVStatus(
         False,
-        Reason.NODE_EXISTS,
+        NodeCleanupReason.NODE_EXISTS,
         node_names,
         f"node {node_names[0]} exists",
         record_node_uid=current if current and recorded != current else None,

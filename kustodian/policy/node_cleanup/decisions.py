@@ -35,7 +35,7 @@ from datetime import datetime, timedelta
 
 from kustodian.policy.node_cleanup.classify import ANNOTATION_NODE_UID, PVStatus, classify_pv
 from kustodian.policy.node_cleanup.nodes import NodeDirectory
-from kustodian.policy.node_cleanup.reasons import Reason
+from kustodian.policy.node_cleanup.reasons import NodeCleanupReason
 from kustodian.policy.node_cleanup.timefmt import format_rfc3339, go_duration, parse_rfc3339
 from kustodian.policy.objects import RawObject, is_deleting, map_field, name, namespace, str_field, uid
 
@@ -49,14 +49,16 @@ EVENT_REASON_NODE_DELETED = "ReferencedNodeDeleted"
 
 
 @dataclass(frozen=True)
-class Skip:
-    reason: Reason
+class KeepClaim:
+    """The claim is left alone this pass, and why (the PV's timer may still be written)."""
+
+    reason: NodeCleanupReason
     detail: str = ""
 
 
 @dataclass(frozen=True)
-class Warn:
-    """Emit a Warning Event on the PVC and reconcile again at ``requeue_at``."""
+class WarnNodeGone:
+    """Emit a Warning Event on the PVC (its node is gone) and reconcile again at ``requeue_at``."""
 
     namespace: str
     name: str
@@ -67,38 +69,52 @@ class Warn:
 
 
 @dataclass(frozen=True)
-class DeletePVC:
+class DeleteClaim:
     """Delete the PVC with ``preconditions.uid == uid``."""
 
     namespace: str
     name: str
     uid: str
-    reason: Reason = Reason.DELAY_ELAPSED
+    reason: NodeCleanupReason = NodeCleanupReason.DELAY_ELAPSED
+
+
+ClaimAction = KeepClaim | WarnNodeGone | DeleteClaim
 
 
 @dataclass(frozen=True)
-class Decision:
-    """One PVC cleanup step.
+class ClaimCleanupDecision:
+    """What happens to a stale PV's claim in one pass.
 
     ``pv_annotations`` is a merge patch for the PV's annotations (``None`` removes the
     key); apply it first, then the action.
     """
 
-    action: Skip | Warn | DeletePVC
+    action: ClaimAction
     pv_annotations: Mapping[str, str | None] = field(default_factory=dict)
 
     @property
     def requeue_at(self) -> datetime | None:
-        return self.action.requeue_at if isinstance(self.action, Warn) else None
+        return self.action.requeue_at if isinstance(self.action, WarnNodeGone) else None
 
 
 @dataclass(frozen=True)
-class Delete:
+class KeepVolume:
+    """The PV itself is left alone this pass, and why."""
+
+    reason: NodeCleanupReason
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class DeleteVolume:
     """Delete the PV with ``preconditions.uid == uid``."""
 
     name: str
     uid: str
-    reason: Reason
+    reason: NodeCleanupReason
+
+
+VolumeAction = KeepVolume | DeleteVolume
 
 
 def missing_since(pv: RawObject) -> datetime | None:
@@ -113,18 +129,19 @@ def node_deleted_message(remaining: timedelta) -> str:
     )
 
 
-def _claim_problem(pv: RawObject, pvc: RawObject | None) -> Skip | None:
+def _claim_problem(pv: RawObject, pvc: RawObject | None) -> KeepClaim | None:
     claim_uid = str_field(pv, "spec", "claimRef", "uid")
     if not str_field(pv, "spec", "claimRef", "name"):
-        return Skip(Reason.NO_CLAIM, "spec.claimRef: absent")
+        return KeepClaim(NodeCleanupReason.NO_CLAIM, "spec.claimRef: absent")
     if pvc is None:
-        return Skip(Reason.CLAIM_NOT_FOUND, "the claim named by spec.claimRef does not exist")
+        return KeepClaim(NodeCleanupReason.CLAIM_NOT_FOUND, "the claim named by spec.claimRef does not exist")
     if not uid(pvc) or not claim_uid:
-        return Skip(Reason.MISSING_UID, "claim or claimRef has no uid")
+        return KeepClaim(NodeCleanupReason.MISSING_UID, "claim or claimRef has no uid")
     if str_field(pvc, "spec", "volumeName") != name(pv) or claim_uid != uid(pvc):
-        return Skip(Reason.CLAIM_NOT_BOUND, f"PVC {namespace(pvc)}/{name(pvc)} is not bound to PV {name(pv)}")
+        return KeepClaim(NodeCleanupReason.CLAIM_NOT_BOUND,
+                         f"PVC {namespace(pvc)}/{name(pvc)} is not bound to PV {name(pv)}")
     if is_deleting(pvc):
-        return Skip(Reason.CLAIM_DELETING, "PVC already has a deletionTimestamp")
+        return KeepClaim(NodeCleanupReason.CLAIM_DELETING, "PVC already has a deletionTimestamp")
     return None
 
 
@@ -149,7 +166,7 @@ def pvc_cleanup_decision(
     first_missing_at: datetime | None,
     detect_recreated: bool = False,
     continuity: timedelta | None = None,
-) -> Decision:
+) -> ClaimCleanupDecision:
     """The PVC cleanup controller's step for ``pv`` and the claim its ``claimRef`` names.
 
     ``first_missing_at`` is :func:`missing_since` of the PV as read from the cache;
@@ -159,14 +176,20 @@ def pvc_cleanup_decision(
     valid stamp and writes no check (the plain timer, as the table tests drive it).
     """
     status = classify_pv(pv, nodes, opted_in_classes, detect_recreated=detect_recreated)
+    return _claim_step(pv, pvc, status, delay=delay, now=now, first_missing_at=first_missing_at,
+                       continuity=continuity)
+
+
+def _claim_step(pv: RawObject, pvc: RawObject | None, status: PVStatus, *, delay: timedelta, now: datetime,
+                first_missing_at: datetime | None, continuity: timedelta | None) -> ClaimCleanupDecision:
     patch = _uid_patch(status)
     annotations = map_field(pv, "metadata", "annotations")
     if not status.stale:
-        if status.reason == Reason.NODE_EXISTS:
+        if status.reason == NodeCleanupReason.NODE_EXISTS:
             for key in (ANNOTATION_NODE_MISSING_SINCE, ANNOTATION_NODE_MISSING_CHECKED):
                 if annotations.get(key) is not None:
                     patch[key] = None
-        return Decision(Skip(status.reason, status.detail), patch)
+        return ClaimCleanupDecision(KeepClaim(status.reason, status.detail), patch)
 
     since = first_missing_at or missing_since(pv)
     checked = parse_rfc3339(annotations.get(ANNOTATION_NODE_MISSING_CHECKED))
@@ -188,18 +211,18 @@ def pvc_cleanup_decision(
 
     problem = _claim_problem(pv, pvc)
     if problem is not None or pvc is None:
-        return Decision(problem or Skip(Reason.CLAIM_NOT_FOUND), patch)
+        return ClaimCleanupDecision(problem or KeepClaim(NodeCleanupReason.CLAIM_NOT_FOUND), patch)
     if now < deadline:
         # wake up at the deadline, or earlier to refresh the check while waiting: a check
         # at most CONTINUITY/2 old at the deadline leaves room for a late timer
         wake = deadline
         if continuity is not None and checked is not None and deadline - checked > continuity / 2:
             wake = min(deadline, checked + CHECK_REFRESH)
-        warn = Warn(
+        warn = WarnNodeGone(
             namespace(pvc), name(pvc), uid(pvc), node_deleted_message(_remaining(deadline, now)), wake
         )
-        return Decision(warn, patch)
-    return Decision(DeletePVC(namespace(pvc), name(pvc), uid(pvc)), patch)
+        return ClaimCleanupDecision(warn, patch)
+    return ClaimCleanupDecision(DeleteClaim(namespace(pvc), name(pvc), uid(pvc)), patch)
 
 
 def pv_delete_decision(
@@ -208,21 +231,25 @@ def pv_delete_decision(
     opted_in_classes: Collection[str],
     *,
     detect_recreated: bool = False,
-) -> Delete | Skip:
+) -> VolumeAction:
     """The PV deleter's step: delete stale PVs that no claim uses any more."""
-    status = classify_pv(pv, nodes, opted_in_classes, detect_recreated=detect_recreated)
+    return _volume_step(pv, classify_pv(pv, nodes, opted_in_classes, detect_recreated=detect_recreated))
+
+
+def _volume_step(pv: RawObject, status: PVStatus) -> VolumeAction:
     if not status.stale:
-        return Skip(status.reason, status.detail)
+        return KeepVolume(status.reason, status.detail)
     if is_deleting(pv):
-        return Skip(Reason.PV_DELETING, "PV already has a deletionTimestamp")
+        return KeepVolume(NodeCleanupReason.PV_DELETING, "PV already has a deletionTimestamp")
     if not uid(pv):
-        return Skip(Reason.MISSING_UID, "PV has no metadata.uid")
+        return KeepVolume(NodeCleanupReason.MISSING_UID, "PV has no metadata.uid")
     phase = str_field(pv, "status", "phase")
     if phase == "Available":
-        return Delete(name(pv), uid(pv), status.reason)
+        return DeleteVolume(name(pv), uid(pv), status.reason)
     if phase == "Released":
         policy = str_field(pv, "spec", "persistentVolumeReclaimPolicy")
         if policy == "Delete":
-            return Delete(name(pv), uid(pv), status.reason)
-        return Skip(Reason.RECLAIM_NOT_DELETE, f"Released with reclaim policy {policy or '<unset>'}")
-    return Skip(Reason.PHASE_NOT_DELETABLE, f"phase {phase or '<unset>'}")
+            return DeleteVolume(name(pv), uid(pv), status.reason)
+        return KeepVolume(NodeCleanupReason.RECLAIM_NOT_DELETE,
+                          f"Released with reclaim policy {policy or '<unset>'}")
+    return KeepVolume(NodeCleanupReason.PHASE_NOT_DELETABLE, f"phase {phase or '<unset>'}")

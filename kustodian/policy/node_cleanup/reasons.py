@@ -11,7 +11,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 
-class Reason(StrEnum):
+class NodeCleanupReason(StrEnum):
     # The PV is out of scope: we never touch it.
     NOT_LOCAL = "NotLocal"
     NOT_OPTED_IN = "NotOptedIn"

@@ -9,8 +9,8 @@ from kustodian.policy.node_cleanup import (
     INDEXERS,
     PV_BY_CLAIM,
     PV_BY_NODE,
+    NodeCleanupReason,
     NodeSnapshot,
-    Reason,
     affinity_node_names,
     classify_pv,
     node_exists,
@@ -61,24 +61,24 @@ def nodes(*objs: dict[str, Any]) -> NodeSnapshot:
 
 EKS_NODE = node("ip-10-0-1-23.ec2.internal", hostname="ip-10-0-1-23", uid="eks-uid")
 
-CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, Reason]] = [
+CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, NodeCleanupReason]] = [
     (
         "node-exists-by-name",
         local_pv(term(expr("n1"))),
         nodes(node("n1", "n1")),
         [SC],
         False,
-        Reason.NODE_EXISTS,
+        NodeCleanupReason.NODE_EXISTS,
     ),
-    ("node-missing", local_pv(term(expr("n1"))), nodes(node("n2", "n2")), [SC], True, Reason.NODE_MISSING),
-    ("no-nodes-at-all", local_pv(term(expr("n1"))), nodes(), [SC], True, Reason.NODE_MISSING),
+    ("node-missing", local_pv(term(expr("n1"))), nodes(node("n2", "n2")), [SC], True, NodeCleanupReason.NODE_MISSING),
+    ("no-nodes-at-all", local_pv(term(expr("n1"))), nodes(), [SC], True, NodeCleanupReason.NODE_MISSING),
     (
         "eks-affinity-uses-hostname-label-not-node-name",
         local_pv(term(expr("ip-10-0-1-23"))),
         nodes(EKS_NODE),
         [SC],
         False,
-        Reason.NODE_EXISTS,
+        NodeCleanupReason.NODE_EXISTS,
     ),
     (
         "eks-affinity-uses-node-name",
@@ -86,7 +86,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(EKS_NODE),
         [SC],
         False,
-        Reason.NODE_EXISTS,
+        NodeCleanupReason.NODE_EXISTS,
     ),
     (
         "terms-union-one-node-left",
@@ -94,7 +94,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(node("n2", "n2")),
         [SC],
         False,
-        Reason.NODE_EXISTS,
+        NodeCleanupReason.NODE_EXISTS,
     ),
     (
         "terms-union-all-gone",
@@ -102,7 +102,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(node("n2", "n2")),
         [SC],
         True,
-        Reason.NODE_MISSING,
+        NodeCleanupReason.NODE_MISSING,
     ),
     (
         "expressions-intersect-existing-node-outside-intersection-is-ignored",
@@ -110,7 +110,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(node("n2", "n2"), node("n3", "n3")),
         [SC],
         True,
-        Reason.NODE_MISSING,
+        NodeCleanupReason.NODE_MISSING,
     ),
     (
         "expressions-intersect-node-in-intersection-exists",
@@ -118,7 +118,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(node("n2", "n2")),
         [SC],
         False,
-        Reason.NODE_EXISTS,
+        NodeCleanupReason.NODE_EXISTS,
     ),
     (
         "contradictory-expressions-are-malformed",
@@ -126,16 +126,16 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(),
         [SC],
         False,
-        Reason.MALFORMED_NODE_AFFINITY,
+        NodeCleanupReason.MALFORMED_NODE_AFFINITY,
     ),
-    ("empty-opt-in-list", local_pv(term(expr("gone"))), nodes(), [], False, Reason.NOT_OPTED_IN),
+    ("empty-opt-in-list", local_pv(term(expr("gone"))), nodes(), [], False, NodeCleanupReason.NOT_OPTED_IN),
     (
         "other-storage-class",
         local_pv(term(expr("gone")), sc="other"),
         nodes(),
         [SC],
         False,
-        Reason.NOT_OPTED_IN,
+        NodeCleanupReason.NOT_OPTED_IN,
     ),
     (
         "non-local-pv",
@@ -143,28 +143,28 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(),
         [SC],
         False,
-        Reason.NOT_LOCAL,
+        NodeCleanupReason.NOT_LOCAL,
     ),
-    ("missing-affinity", local_pv(affinity=None), nodes(), [SC], False, Reason.NO_NODE_AFFINITY),
+    ("missing-affinity", local_pv(affinity=None), nodes(), [SC], False, NodeCleanupReason.NO_NODE_AFFINITY),
     (
         "affinity-not-an-object",
         local_pv(affinity="junk"),
         nodes(),
         [SC],
         False,
-        Reason.MALFORMED_NODE_AFFINITY,
+        NodeCleanupReason.MALFORMED_NODE_AFFINITY,
     ),
-    ("no-required", local_pv(affinity={}), nodes(), [SC], False, Reason.MALFORMED_NODE_AFFINITY),
-    ("empty-terms", local_pv(), nodes(), [SC], False, Reason.MALFORMED_NODE_AFFINITY),
-    ("empty-term", local_pv({"matchExpressions": []}), nodes(), [SC], False, Reason.MALFORMED_NODE_AFFINITY),
-    ("term-not-object", local_pv("x"), nodes(), [SC], False, Reason.MALFORMED_NODE_AFFINITY),  # type: ignore[arg-type]
+    ("no-required", local_pv(affinity={}), nodes(), [SC], False, NodeCleanupReason.MALFORMED_NODE_AFFINITY),
+    ("empty-terms", local_pv(), nodes(), [SC], False, NodeCleanupReason.MALFORMED_NODE_AFFINITY),
+    ("empty-term", local_pv({"matchExpressions": []}), nodes(), [SC], False, NodeCleanupReason.MALFORMED_NODE_AFFINITY),
+    ("term-not-object", local_pv("x"), nodes(), [SC], False, NodeCleanupReason.MALFORMED_NODE_AFFINITY),  # type: ignore[arg-type]
     (
         "values-not-strings",
         local_pv(term({"key": HOST, "operator": "In", "values": [1]})),
         nodes(),
         [SC],
         False,
-        Reason.MALFORMED_NODE_AFFINITY,
+        NodeCleanupReason.MALFORMED_NODE_AFFINITY,
     ),
     (
         "values-missing",
@@ -172,7 +172,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(),
         [SC],
         False,
-        Reason.MALFORMED_NODE_AFFINITY,
+        NodeCleanupReason.MALFORMED_NODE_AFFINITY,
     ),
     (
         "operator-notin",
@@ -180,7 +180,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(),
         [SC],
         False,
-        Reason.UNSUPPORTED_OPERATOR,
+        NodeCleanupReason.UNSUPPORTED_OPERATOR,
     ),
     (
         "operator-exists",
@@ -188,7 +188,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(),
         [SC],
         False,
-        Reason.UNSUPPORTED_OPERATOR,
+        NodeCleanupReason.UNSUPPORTED_OPERATOR,
     ),
     (
         "other-key-in-same-term",
@@ -196,7 +196,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(),
         [SC],
         False,
-        Reason.UNSUPPORTED_KEY,
+        NodeCleanupReason.UNSUPPORTED_KEY,
     ),
     (
         "unsupported-term-poisons-the-union",
@@ -204,7 +204,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(),
         [SC],
         False,
-        Reason.UNSUPPORTED_KEY,
+        NodeCleanupReason.UNSUPPORTED_KEY,
     ),
     (
         "match-fields",
@@ -212,7 +212,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         nodes(),
         [SC],
         False,
-        Reason.UNSUPPORTED_KEY,
+        NodeCleanupReason.UNSUPPORTED_KEY,
     ),
     (
         "lookup-error-counts-as-exists",
@@ -220,7 +220,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
         NodeSnapshot(lookup_failed=True),
         [SC],
         False,
-        Reason.NODE_LOOKUP_FAILED,
+        NodeCleanupReason.NODE_LOOKUP_FAILED,
     ),
 ]
 
@@ -231,7 +231,7 @@ CLASSIFY_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, list[str], bool, R
     ids=[c[0] for c in CLASSIFY_CASES],
 )
 def test_classify_pv(
-    pv: dict[str, Any], snapshot: NodeSnapshot, opted_in: list[str], stale: bool, reason: Reason
+    pv: dict[str, Any], snapshot: NodeSnapshot, opted_in: list[str], stale: bool, reason: NodeCleanupReason
 ) -> None:
     status = classify_pv(pv, snapshot, opted_in)
     assert (status.stale, status.reason) == (stale, reason)
@@ -247,19 +247,19 @@ def test_stale_status_names_the_nodes() -> None:
 
 def test_affinity_errors_carry_field_path() -> None:
     got = affinity_node_names(local_pv(term(expr("n1")), term(expr("x", operator="NotIn"))))
-    assert got.skip_reason == Reason.UNSUPPORTED_OPERATOR
+    assert got.skip_reason == NodeCleanupReason.UNSUPPORTED_OPERATOR
     path = "spec.nodeAffinity.required.nodeSelectorTerms[1].matchExpressions[0].operator"
     assert got.detail.startswith(path)
     assert got.node_names == frozenset()
 
 
-RECREATED_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, bool, Reason, str | None]] = [
+RECREATED_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, bool, NodeCleanupReason, str | None]] = [
     (
         "same-uid-is-the-same-machine",
         local_pv(term(expr("n1")), node_uid="old"),
         nodes(node("n1", "n1", uid="old")),
         False,
-        Reason.NODE_EXISTS,
+        NodeCleanupReason.NODE_EXISTS,
         None,
     ),
     (
@@ -267,7 +267,7 @@ RECREATED_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, bool, Reason, str
         local_pv(term(expr("n1")), node_uid="old"),
         nodes(node("n1", "n1", uid="new")),
         True,
-        Reason.NODE_RECREATED,
+        NodeCleanupReason.NODE_RECREATED,
         None,
     ),
     (
@@ -275,7 +275,7 @@ RECREATED_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, bool, Reason, str
         local_pv(term(expr("ip-10-0-1-23")), node_uid="old"),
         nodes(EKS_NODE),
         True,
-        Reason.NODE_RECREATED,
+        NodeCleanupReason.NODE_RECREATED,
         None,
     ),
     (
@@ -283,7 +283,7 @@ RECREATED_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, bool, Reason, str
         local_pv(term(expr("n1"))),
         nodes(node("n1", "n1", uid="u1")),
         False,
-        Reason.NODE_EXISTS,
+        NodeCleanupReason.NODE_EXISTS,
         "u1",
     ),
     (
@@ -291,7 +291,7 @@ RECREATED_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, bool, Reason, str
         local_pv(term(expr("n1", "n2")), node_uid="old"),
         nodes(node("n1", "n1", uid="new")),
         False,
-        Reason.NODE_EXISTS,
+        NodeCleanupReason.NODE_EXISTS,
         None,
     ),
     (
@@ -299,7 +299,7 @@ RECREATED_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, bool, Reason, str
         local_pv(term(expr("h")), node_uid="old"),
         nodes(node("a", "h", uid="x"), node("b", "h", uid="y")),
         False,
-        Reason.NODE_EXISTS,
+        NodeCleanupReason.NODE_EXISTS,
         None,
     ),
     (
@@ -307,7 +307,7 @@ RECREATED_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, bool, Reason, str
         local_pv(term(expr("n1")), node_uid="old"),
         NodeSnapshot(lookup_failed=True),
         False,
-        Reason.NODE_LOOKUP_FAILED,
+        NodeCleanupReason.NODE_LOOKUP_FAILED,
         None,
     ),
 ]
@@ -319,7 +319,7 @@ RECREATED_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, bool, Reason, str
     ids=[c[0] for c in RECREATED_CASES],
 )
 def test_recreated_node_detection(
-    pv: dict[str, Any], snapshot: NodeSnapshot, stale: bool, reason: Reason, record: str | None
+    pv: dict[str, Any], snapshot: NodeSnapshot, stale: bool, reason: NodeCleanupReason, record: str | None
 ) -> None:
     status = classify_pv(pv, snapshot, [SC], detect_recreated=True)
     assert (status.stale, status.reason, status.record_node_uid) == (stale, reason, record)

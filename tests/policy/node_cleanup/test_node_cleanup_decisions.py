@@ -11,13 +11,14 @@ from kustodian.policy.node_cleanup import (
     ANNOTATION_NODE_UID,
     CHECK_REFRESH,
     CONTINUITY,
-    Decision,
-    Delete,
-    DeletePVC,
+    ClaimCleanupDecision,
+    DeleteClaim,
+    DeleteVolume,
+    KeepClaim,
+    KeepVolume,
+    NodeCleanupReason,
     NodeSnapshot,
-    Reason,
-    Skip,
-    Warn,
+    WarnNodeGone,
     format_rfc3339,
     go_duration,
     missing_since,
@@ -81,7 +82,7 @@ def decide(
     now: datetime = NOW,
     delay: timedelta = DELAY,
     detect_recreated: bool = False,
-) -> Decision:
+) -> ClaimCleanupDecision:
     return pvc_cleanup_decision(
         the_pv,
         the_pvc,
@@ -101,7 +102,7 @@ def since(delta: timedelta) -> dict[str, str]:
 def test_first_sighting_records_stamp_and_warns_with_exact_message() -> None:
     decision = decide(pv(), pvc())
     assert decision.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: "2024-05-01T12:00:00Z"}
-    assert decision.action == Warn(
+    assert decision.action == WarnNodeGone(
         namespace="db",
         name="data-0",
         uid="pvc-uid",
@@ -114,20 +115,20 @@ def test_first_sighting_records_stamp_and_warns_with_exact_message() -> None:
 def test_delay_not_elapsed_requeues_at_exact_deadline() -> None:
     decision = decide(pv(annotations=since(timedelta(seconds=50))), pvc())
     assert decision.pv_annotations == {}
-    assert isinstance(decision.action, Warn)
+    assert isinstance(decision.action, WarnNodeGone)
     assert decision.action.requeue_at == NOW + timedelta(seconds=10)
     assert decision.action.message.endswith("cleaned up in 10s if the Node doesn't come back")
 
 
 def test_delay_elapsed_deletes_pvc_with_uid_precondition() -> None:
     decision = decide(pv(annotations=since(DELAY)), pvc())
-    assert decision == Decision(DeletePVC("db", "data-0", "pvc-uid"), {})
+    assert decision == ClaimCleanupDecision(DeleteClaim("db", "data-0", "pvc-uid"), {})
     assert decision.requeue_at is None
 
 
 def test_zero_delay_deletes_on_first_sighting_and_still_records_stamp() -> None:
     decision = decide(pv(), pvc(), delay=timedelta(0))
-    assert isinstance(decision.action, DeletePVC)
+    assert isinstance(decision.action, DeleteClaim)
     assert ANNOTATION_NODE_MISSING_SINCE in decision.pv_annotations
 
 
@@ -136,7 +137,7 @@ def test_restart_keeps_the_original_deadline() -> None:
     # minute, nor skip what is left of it.
     the_pv = pv(annotations=since(timedelta(seconds=45)))
     restarted = decide(the_pv, pvc())
-    assert isinstance(restarted.action, Warn)
+    assert isinstance(restarted.action, WarnNodeGone)
     assert restarted.action.requeue_at == NOW + timedelta(seconds=15)
     assert restarted.pv_annotations == {}
     # The same holds when the caller forgets to pass the parsed stamp.
@@ -145,12 +146,12 @@ def test_restart_keeps_the_original_deadline() -> None:
     )
     assert forgot == restarted
     later = decide(the_pv, pvc(), now=NOW + timedelta(seconds=15))
-    assert isinstance(later.action, DeletePVC)
+    assert isinstance(later.action, DeleteClaim)
 
 
 def test_garbage_stamp_restarts_the_timer_rather_than_deleting() -> None:
     decision = decide(pv(annotations={ANNOTATION_NODE_MISSING_SINCE: "yesterday"}), pvc())
-    assert isinstance(decision.action, Warn)
+    assert isinstance(decision.action, WarnNodeGone)
     assert decision.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: format_rfc3339(NOW)}
 
 
@@ -167,17 +168,17 @@ def test_node_present_or_unknown_skips(
     nodes: NodeSnapshot, annotations: dict[str, str], patch: dict[str, str | None]
 ) -> None:
     decision = decide(pv(annotations=annotations), pvc(), nodes)
-    assert isinstance(decision.action, Skip)
+    assert isinstance(decision.action, KeepClaim)
     assert decision.pv_annotations == patch
 
 
-CLAIM_CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, Reason]] = [
-    ("no-claim-ref", pv(claim_uid=None), None, Reason.NO_CLAIM),
-    ("claim-not-found", pv(), None, Reason.CLAIM_NOT_FOUND),
-    ("claim-recreated-with-new-uid", pv(), pvc(uid="other-uid"), Reason.CLAIM_NOT_BOUND),
-    ("claim-bound-to-another-pv", pv(), pvc(volume="pv-2"), Reason.CLAIM_NOT_BOUND),
-    ("claim-already-deleting", pv(), pvc(deleting=True), Reason.CLAIM_DELETING),
-    ("claim-ref-without-uid", pv(claim_uid=""), pvc(), Reason.MISSING_UID),
+CLAIM_CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, NodeCleanupReason]] = [
+    ("no-claim-ref", pv(claim_uid=None), None, NodeCleanupReason.NO_CLAIM),
+    ("claim-not-found", pv(), None, NodeCleanupReason.CLAIM_NOT_FOUND),
+    ("claim-recreated-with-new-uid", pv(), pvc(uid="other-uid"), NodeCleanupReason.CLAIM_NOT_BOUND),
+    ("claim-bound-to-another-pv", pv(), pvc(volume="pv-2"), NodeCleanupReason.CLAIM_NOT_BOUND),
+    ("claim-already-deleting", pv(), pvc(deleting=True), NodeCleanupReason.CLAIM_DELETING),
+    ("claim-ref-without-uid", pv(claim_uid=""), pvc(), NodeCleanupReason.MISSING_UID),
 ]
 
 
@@ -185,29 +186,29 @@ CLAIM_CASES: list[tuple[str, dict[str, Any], dict[str, Any] | None, Reason]] = [
     ("the_pv", "the_pvc", "reason"), [c[1:] for c in CLAIM_CASES], ids=[c[0] for c in CLAIM_CASES]
 )
 def test_claim_rechecked_before_delete(
-    the_pv: dict[str, Any], the_pvc: dict[str, Any] | None, reason: Reason
+    the_pv: dict[str, Any], the_pvc: dict[str, Any] | None, reason: NodeCleanupReason
 ) -> None:
     the_pv["metadata"]["annotations"].update(since(timedelta(hours=1)))
     decision = decide(the_pv, the_pvc)
-    assert isinstance(decision.action, Skip)
+    assert isinstance(decision.action, KeepClaim)
     assert decision.action.reason == reason
     assert decision.pv_annotations == {}
 
 
 def test_timer_starts_even_without_a_claim() -> None:
     decision = decide(pv(claim_uid=None), None)
-    assert isinstance(decision.action, Skip)
+    assert isinstance(decision.action, KeepClaim)
     assert ANNOTATION_NODE_MISSING_SINCE in decision.pv_annotations
 
 
 def test_recreated_node_goes_through_the_delay() -> None:
     the_pv = pv(annotations={ANNOTATION_NODE_UID: "node-uid-1"})
     first = decide(the_pv, pvc(), RECREATED, detect_recreated=True)
-    assert isinstance(first.action, Warn)
+    assert isinstance(first.action, WarnNodeGone)
     assert first.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: format_rfc3339(NOW)}
     the_pv["metadata"]["annotations"].update(first.pv_annotations)
     later = decide(the_pv, pvc(), RECREATED, now=NOW + DELAY, detect_recreated=True)
-    assert later.action == DeletePVC("db", "data-0", "pvc-uid")
+    assert later.action == DeleteClaim("db", "data-0", "pvc-uid")
 
 
 def test_node_uid_recorded_while_node_exists() -> None:
@@ -217,48 +218,48 @@ def test_node_uid_recorded_while_node_exists() -> None:
     assert again.pv_annotations == {}
 
 
-DELETER_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, Delete | Reason]] = [
+DELETER_CASES: list[tuple[str, dict[str, Any], NodeSnapshot, DeleteVolume | NodeCleanupReason]] = [
     (
         "available-stale",
         pv(phase="Available", claim_uid=None),
         GONE,
-        Delete("pv-1", "pv-uid", Reason.NODE_MISSING),
+        DeleteVolume("pv-1", "pv-uid", NodeCleanupReason.NODE_MISSING),
     ),
-    ("released-delete-policy", pv(phase="Released"), GONE, Delete("pv-1", "pv-uid", Reason.NODE_MISSING)),
-    ("released-retain-policy", pv(phase="Released", reclaim="Retain"), GONE, Reason.RECLAIM_NOT_DELETE),
-    ("released-no-policy", pv(phase="Released", reclaim=None), GONE, Reason.RECLAIM_NOT_DELETE),
-    ("bound", pv(phase="Bound"), GONE, Reason.PHASE_NOT_DELETABLE),
-    ("pending", pv(phase="Pending"), GONE, Reason.PHASE_NOT_DELETABLE),
-    ("failed", pv(phase="Failed"), GONE, Reason.PHASE_NOT_DELETABLE),
-    ("no-phase", pv(phase=""), GONE, Reason.PHASE_NOT_DELETABLE),
-    ("available-node-present", pv(phase="Available"), PRESENT, Reason.NODE_EXISTS),
-    ("available-lookup-failed", pv(phase="Available"), NodeSnapshot(lookup_failed=True), Reason.NODE_LOOKUP_FAILED),
-    ("already-deleting", pv(phase="Released", deleting=True), GONE, Reason.PV_DELETING),
+    ("released-delete-policy", pv(phase="Released"), GONE, DeleteVolume("pv-1", "pv-uid", NodeCleanupReason.NODE_MISSING)),
+    ("released-retain-policy", pv(phase="Released", reclaim="Retain"), GONE, NodeCleanupReason.RECLAIM_NOT_DELETE),
+    ("released-no-policy", pv(phase="Released", reclaim=None), GONE, NodeCleanupReason.RECLAIM_NOT_DELETE),
+    ("bound", pv(phase="Bound"), GONE, NodeCleanupReason.PHASE_NOT_DELETABLE),
+    ("pending", pv(phase="Pending"), GONE, NodeCleanupReason.PHASE_NOT_DELETABLE),
+    ("failed", pv(phase="Failed"), GONE, NodeCleanupReason.PHASE_NOT_DELETABLE),
+    ("no-phase", pv(phase=""), GONE, NodeCleanupReason.PHASE_NOT_DELETABLE),
+    ("available-node-present", pv(phase="Available"), PRESENT, NodeCleanupReason.NODE_EXISTS),
+    ("available-lookup-failed", pv(phase="Available"), NodeSnapshot(lookup_failed=True), NodeCleanupReason.NODE_LOOKUP_FAILED),
+    ("already-deleting", pv(phase="Released", deleting=True), GONE, NodeCleanupReason.PV_DELETING),
 ]
 
 
 @pytest.mark.parametrize(
     ("the_pv", "nodes", "expected"), [c[1:] for c in DELETER_CASES], ids=[c[0] for c in DELETER_CASES]
 )
-def test_pv_delete_decision(the_pv: dict[str, Any], nodes: NodeSnapshot, expected: Delete | Reason) -> None:
+def test_pv_delete_decision(the_pv: dict[str, Any], nodes: NodeSnapshot, expected: DeleteVolume | NodeCleanupReason) -> None:
     got = pv_delete_decision(the_pv, nodes, {SC})
-    if isinstance(expected, Delete):
+    if isinstance(expected, DeleteVolume):
         assert got == expected
     else:
-        assert isinstance(got, Skip)
+        assert isinstance(got, KeepVolume)
         assert got.reason == expected
 
 
 def test_pv_deleter_respects_empty_opt_in() -> None:
     got = pv_delete_decision(pv(phase="Available"), GONE, [])
-    assert isinstance(got, Skip)
-    assert got.reason == Reason.NOT_OPTED_IN
+    assert isinstance(got, KeepVolume)
+    assert got.reason == NodeCleanupReason.NOT_OPTED_IN
 
 
 def test_pv_deleter_recreated_node() -> None:
     the_pv = pv(phase="Available", annotations={ANNOTATION_NODE_UID: "node-uid-1"})
-    assert pv_delete_decision(the_pv, RECREATED, {SC}, detect_recreated=True) == Delete(
-        "pv-1", "pv-uid", Reason.NODE_RECREATED
+    assert pv_delete_decision(the_pv, RECREATED, {SC}, detect_recreated=True) == DeleteVolume(
+        "pv-1", "pv-uid", NodeCleanupReason.NODE_RECREATED
     )
 
 
@@ -350,13 +351,13 @@ def test_a_stale_stamp_never_shortens_the_grace(annotations: dict[str, str], exp
     if expected == "restarted":
         assert decision.pv_annotations[ANNOTATION_NODE_MISSING_SINCE] == at(NOW)
         assert decision.pv_annotations[ANNOTATION_NODE_MISSING_CHECKED] == at(NOW)
-        assert isinstance(decision.action, Warn) and "cleaned up in 1m0s" in decision.action.message
+        assert isinstance(decision.action, WarnNodeGone) and "cleaned up in 1m0s" in decision.action.message
     elif since + DELAY > NOW:
         assert ANNOTATION_NODE_MISSING_SINCE not in decision.pv_annotations
-        assert isinstance(decision.action, Warn)
+        assert isinstance(decision.action, WarnNodeGone)
         assert decision.action.requeue_at <= since + DELAY
     else:
-        assert decision.action == DeletePVC("db", "data-0", "pvc-uid")
+        assert decision.action == DeleteClaim("db", "data-0", "pvc-uid")
 
 
 def test_while_waiting_the_check_is_refreshed_and_the_pass_wakes_up_to_refresh_it() -> None:
@@ -365,12 +366,12 @@ def test_while_waiting_the_check_is_refreshed_and_the_pass_wakes_up_to_refresh_i
     first = pvc_cleanup_decision(the_pv, pvc(), GONE, opted_in_classes=[SC], delay=long_delay, now=NOW,
                                  first_missing_at=None, continuity=CONTINUITY)
     assert first.pv_annotations == {}  # checked just now: nothing to write
-    assert isinstance(first.action, Warn) and first.action.requeue_at == NOW + CHECK_REFRESH
+    assert isinstance(first.action, WarnNodeGone) and first.action.requeue_at == NOW + CHECK_REFRESH
     later = NOW + CHECK_REFRESH
     second = pvc_cleanup_decision(the_pv, pvc(), GONE, opted_in_classes=[SC], delay=long_delay, now=later,
                                   first_missing_at=None, continuity=CONTINUITY)
     assert second.pv_annotations == {ANNOTATION_NODE_MISSING_CHECKED: at(later)}
-    assert isinstance(second.action, Warn) and second.action.requeue_at == later + CHECK_REFRESH
+    assert isinstance(second.action, WarnNodeGone) and second.action.requeue_at == later + CHECK_REFRESH
 
 
 def test_a_node_back_clears_the_stamp_and_the_check() -> None:
