@@ -47,8 +47,7 @@ def build(settings: ControllersSettings, client: KubeClient, recorder: EventReco
                               detect_recreated=cleaning.detect_recreated, recorder=recorder,
                               registry=manager.registry, caches=manager.cache)
         manager.add(cleanup, resync=cleaning.resync.total_seconds())
-        discovery_s = cleaning.discovery_interval.total_seconds()
-        manager.add_loop("node-cleanup-deleter", lambda stop: cleanup.run_deleter(discovery_s, stop))
+        manager.add(cleanup.stale_volumes, workers=1, resync=0)
     if settings.capacity.enabled:
         from kustodian.controllers.capacity.main import CapacityReconciler
         from kustodian.controllers.capacity.main import build as build_capacity

@@ -26,8 +26,8 @@ class NodeCleanupGroup(Group):
     delay: NonNegativeDuration = Field(timedelta(seconds=60), description="Wait after Node deletion before "
                                        "the PVC is deleted (e.g. 60s, 15m)")
     discovery_interval: NonNegativeDuration = Field(
-        timedelta(seconds=10), description="Interval of the stale PV deleter (0: back to back, as upstream; "
-                                           "Kustodian waits at least 0.1s)")
+        timedelta(seconds=10), description="Accepted for upstream compatibility and unused: stale PVs are "
+                                           "deleted on Node and PV events, not by a periodic scan")
     resync: NonNegativeDuration = Field(timedelta(minutes=10),
                                         description="Re-examine every opted-in PV this often (0: never)")
     workers: int = Field(10, ge=0, description="Reconcile workers (0: no PVC is cleaned, as upstream)")

@@ -1,27 +1,28 @@
 """Node-loss cleanup: local PVs/PVCs whose Node is gone are removed after a grace delay.
 
-Two loops, as upstream, with the same metric names so its users can switch:
+Two reconcilers keyed by PV name, as upstream has two loops, with its metric names so its
+users can switch; both are woken by events through the shared watch caches (a Node deleted
+or back, a PV or PVC changed; the claim reconciler also by its resync and its own requeues):
 
-* the *cleanup controller* reconciles one PV at a time (woken by Node deletions,
-  PV/PVC changes, the initial list and every resync): it stamps
-  ``kustodian.io/node-missing-since`` on the PV the first time the node is seen
-  missing (so a restart neither resets nor skips the delay), warns on the PVC with
-  ``ReferencedNodeDeleted``, requeues itself for the deadline, and then, after a
-  fresh read of the nodes from the API server (a lagging cache must not delete),
-  deletes the PVC with a UID precondition;
-* the *deleter* periodically deletes stale PVs that are Available, or Released with
-  reclaim policy Delete, also with a UID precondition (upstream has none).
+* :class:`NodeCleanup` (the *cleanup controller*) stamps ``kustodian.io/node-missing-since``
+  on the PV the first time the node is seen missing (so a restart neither resets nor skips
+  the delay), warns on the PVC with ``ReferencedNodeDeleted``, requeues itself for the
+  deadline, and then deletes the PVC with a UID precondition;
+* :class:`StaleVolumeCleanup` (upstream's *deleter*) deletes the stale PV once it is
+  Available, or Released with reclaim policy Delete, with UID and resourceVersion
+  preconditions (upstream has none).  It reacts to the Node and PV events: no timer lists
+  every PV.
 
-Every decision is ``policy.node_cleanup``'s; this module gathers and acts.  Data on
-disks is never touched.
+Each pass is gather -> decide -> act: :func:`gather` fills one frozen ``NodeCleanupInput``
+from the caches, ``decide_node_cleanup`` (pure, in ``policy.node_cleanup``) decides both
+parts, and each reconciler acts on its part.  A delete is made only when the same decision on
+``gather(api)`` (the API server's own PV, PVC and Nodes: a lagging cache must not delete)
+makes the same delete.  Data on disks is never touched.
 """
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import threading
-import time
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -29,27 +30,28 @@ from typing import Any, Literal
 from prometheus_client import CollectorRegistry, Counter
 
 from kustodian.clock import Clock, utc_now
+from kustodian.controllers.node_cleanup.gather import ApiSource, CacheSource, NodeCleanupSource, gather
+from kustodian.controllers.node_cleanup.timers import AnnotationTimers, MemoryTimers, TimerStore
 from kustodian.kube.cache import WatchCache, standalone_caches
 from kustodian.kube.client import KubeClient
 from kustodian.kube.errors import Conflict, KubeError, NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from kustodian.policy.node_cleanup import (
-    CONTINUITY,
     HOSTNAME_LABEL,
     INDEXERS,
     PV_BY_CLAIM,
     PV_BY_NODE,
     ClaimAction,
-    ClaimCleanupDecision,
-    DeleteClaim,
     DeleteVolume,
     KeepClaim,
-    NodeSnapshot,
+    KeepVolume,
+    NodeCleanupDecision,
+    NodeCleanupInput,
+    NodeCleanupRules,
     WarnNodeGone,
-    affinity_node_names,
-    pv_delete_decision,
-    pvc_cleanup_decision,
+    confirms,
+    decide_node_cleanup,
 )
 from kustodian.policy.objects import field, str_field
 from kustodian.runtime.manager import CacheFactory
@@ -59,9 +61,7 @@ log = logging.getLogger(__name__)
 
 _PREFIX = "local_volume_node_cleanup"
 
-_MIN_DELETER_INTERVAL = 0.1  # seconds: upstream's 0 means "back to back"; ours never spins
 _CACHE_LAG_RECHECK = 1.0  # seconds: the watch catches up with a Node event quickly
-_ABSENCE_TTL = 1.0  # seconds a fresh "this Node is gone" answer is reused for its other PVs
 
 
 class NodeCleanupMetrics:
@@ -79,7 +79,11 @@ class NodeCleanupMetrics:
 
 
 class NodeCleanup:
-    """A reconciler for the Manager: PV keys; ``resync`` re-examines every opted-in PV."""
+    """The claim reconciler for the Manager: PV keys; ``resync`` re-examines every opted-in PV.
+
+    It owns what both reconcilers share: the caches, the two sources, the timer store and
+    the metrics; :attr:`stale_volumes` is the PV reconciler over the same.
+    """
 
     name = "node-cleanup"
 
@@ -89,9 +93,7 @@ class NodeCleanup:
                  clock: Clock = utc_now, caches: CacheFactory | None = None,
                  timer: Literal["annotation", "memory"] = "annotation") -> None:
         self.client = client
-        self.opted_in = frozenset(storage_classes)
-        self.delay = delay
-        self.detect_recreated = detect_recreated
+        self.rules = NodeCleanupRules(frozenset(storage_classes), delay, detect_recreated)
         self.recorder = recorder
         self.clock = clock
         self.metrics = NodeCleanupMetrics(registry)
@@ -99,48 +101,56 @@ class NodeCleanup:
         self.nodes = cache(NODES)
         self.pvs = cache(PERSISTENT_VOLUMES, indexers=dict(INDEXERS["PersistentVolume"]))
         self.pvcs = cache(PERSISTENT_VOLUME_CLAIMS)
-        self._snapshot: NodeSnapshot | None = None
-        self._absent_seen: dict[str, float] = {}
+        self.cached = CacheSource(self.nodes, self.pvs, self.pvcs)
+        self.api = ApiSource(client)
         # "memory": the node-missing annotations are kept here, per PV UID, not on the PV
         # (upstream's ClusterRole grants no patch on PVs); a restart restarts the delay
         self.timer = timer
-        self._memory: dict[str, dict[str, str]] = {}
-        self._memory_lock = threading.Lock()
-        self._snapshot_lock = threading.Lock()
+        self.timers: TimerStore = MemoryTimers() if timer == "memory" else AnnotationTimers(client)
+        self.stale_volumes = StaleVolumeCleanup(self)
+
+    @property
+    def opted_in(self) -> frozenset[str]:
+        return self.rules.opted_in_classes
 
     @property
     def caches(self) -> list[WatchCache]:
         return [self.nodes, self.pvs, self.pvcs]
 
-    # -- gathering ------------------------------------------------------------------------------
+    # -- gather and confirm ---------------------------------------------------------------------
 
-    def node_snapshot(self) -> NodeSnapshot:
-        """The node directory, rebuilt only after a Node event (not per PV: 10k PVs, 1k nodes)."""
-        with self._snapshot_lock:
-            if self._snapshot is None:
-                self._snapshot = NodeSnapshot.from_nodes(self.nodes.list())
-            return self._snapshot
+    def gather(self, source: NodeCleanupSource, pv_name: str) -> NodeCleanupInput | None:
+        return gather(source, pv_name, self.rules, self.timers.overlay)
 
-    def _node_changed(self) -> None:
-        with self._snapshot_lock:
-            self._snapshot = None
+    def confirm(self, pv_name: str, now: datetime) -> tuple[NodeCleanupInput, NodeCleanupDecision] | None:
+        """The same decision on ``gather(api)``; ``None`` (PV gone, or a read failed): do not delete."""
+        try:
+            fresh = self.gather(self.api, pv_name)
+        except KubeError as exc:
+            log.info("PV %s: could not confirm its node is gone (%s); not deleting", pv_name, exc)
+            return None
+        if fresh is None:
+            return None
+        return fresh, decide_node_cleanup(fresh, now)
+
+    # -- events ---------------------------------------------------------------------------------
+
+    def pvs_of_node(self, node: Mapping[str, Any] | None, enqueue: Callable[[str], None]) -> None:
+        """Enqueue every PV pinned to ``node`` (by its name or its hostname label)."""
+        if node is None:
+            return
+        keys = {str_field(node, "metadata", "name")}
+        hostname = field(node, "metadata", "labels", HOSTNAME_LABEL)
+        if isinstance(hostname, str):
+            keys.add(hostname)
+        for key in keys:
+            for pv in self.pvs.by_index(PV_BY_NODE, key):
+                enqueue(str_field(pv, "metadata", "name"))
 
     def wire(self, enqueue: Callable[[str], None]) -> None:
-        def pvs_of(node: Mapping[str, Any] | None) -> None:
-            if node is None:
-                return
-            keys = {str_field(node, "metadata", "name")}
-            hostname = field(node, "metadata", "labels", HOSTNAME_LABEL)
-            if isinstance(hostname, str):
-                keys.add(hostname)
-            for key in keys:
-                for pv in self.pvs.by_index(PV_BY_NODE, key):
-                    enqueue(str_field(pv, "metadata", "name"))
-
         def on_node(etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
-            self._node_changed()
             if etype in ("DELETED", "ADDED"):  # gone: start timers; back: clear them
-                pvs_of(new or old)
+                self.pvs_of_node(new or old, enqueue)
 
         def on_pv(etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
             if new is not None:
@@ -164,46 +174,31 @@ class NodeCleanup:
     # -- the cleanup controller -----------------------------------------------------------------
 
     def reconcile(self, pv_name: str) -> Result | None:
-        """One PV: gather (caches), decide (``pvc_cleanup_decision``), act: stamp/clear its
-        annotations, then warn and wait, or delete its PVC after the same decision on a fresh read.
+        """One PV: gather (caches), decide, act on the claim part: stamp/clear the PV's timer
+        annotations, then warn and wait, or delete its PVC once ``gather(api)`` agrees.
 
         A 409 on the annotation write means the cache lags (or someone edited the PV): the
-        snapshot is gathered once more from the API server and the same decision runs on it.
+        input is gathered once more from the API server and the same decision runs on it.
         A second 409 propagates, and the work queue retries with backoff.
         """
-        pv = self.pvs.get(None, pv_name)
-        if pv is None:
-            self._forget(pv_name)
+        observed = self.gather(self.cached, pv_name)
+        if observed is None:
+            self.timers.forget(pv_name)
             return None
         try:
-            return self._reconcile(pv)
+            return self._reconcile(pv_name, observed)
         except Conflict:
-            try:
-                fresh = self.client.get(PERSISTENT_VOLUMES, pv_name)
-            except NotFound:
+            fresh = self.gather(self.api, pv_name)
+            if fresh is None:
                 return None
-            return self._reconcile(fresh)
+            return self._reconcile(pv_name, fresh)
 
-    def _reconcile(self, pv: Mapping[str, Any]) -> Result | None:
-        pv = self._remembered(pv)
+    def _reconcile(self, pv_name: str, observed: NodeCleanupInput) -> Result | None:
         now = self.clock()
-        pvc = self._claim_of(pv)
-        decision = self._decide(pv, pvc, self.node_snapshot(), now)
-        if decision.pv_annotations:
-            self._annotate(pv, decision.pv_annotations)
-        return self._act(str_field(pv, "metadata", "name"), pvc, decision.action, now)
-
-    def _decide(self, pv: Mapping[str, Any], pvc: Mapping[str, Any] | None, nodes: NodeSnapshot,
-                now: datetime) -> ClaimCleanupDecision:
-        """The one decision, for the cached snapshot and for the fresh one before a delete."""
-        return pvc_cleanup_decision(pv, pvc, nodes, opted_in_classes=self.opted_in, delay=self.delay, now=now,
-                                    first_missing_at=None, detect_recreated=self.detect_recreated,
-                                    continuity=CONTINUITY)
-
-    def _claim_of(self, pv: Mapping[str, Any]) -> dict[str, Any] | None:
-        claim_ns = str_field(pv, "spec", "claimRef", "namespace")
-        claim_name = str_field(pv, "spec", "claimRef", "name")
-        return self.pvcs.get(claim_ns, claim_name) if claim_ns and claim_name else None
+        decision = decide_node_cleanup(observed, now)
+        if decision.claim.pv_annotations:
+            self.timers.write(observed.volume, decision.claim.pv_annotations)
+        return self._act(pv_name, observed.claim, decision.claim.action, now)
 
     def _act(self, pv_name: str, pvc: Mapping[str, Any] | None, action: ClaimAction,
              now: datetime) -> Result | None:
@@ -218,7 +213,8 @@ class NodeCleanup:
                      action.namespace, action.name, action.requeue_at.isoformat(),
                      extra={"kind": "PersistentVolume", "object": pv_name})
             return Result(requeue_after=max(0.0, (action.requeue_at - now).total_seconds()))
-        if not self._confirmed(pv_name, action, now):
+        confirmed = self.confirm(pv_name, now)
+        if confirmed is None or not confirms(confirmed[1], action):
             log.info("PV %s: the cache says to delete PVC %s/%s but a fresh read does not; not deleting",
                      pv_name, action.namespace, action.name,
                      extra={"kind": "PersistentVolume", "object": pv_name})
@@ -242,139 +238,73 @@ class NodeCleanup:
                         "object": action.name})
         return None
 
-    def _remembered(self, pv: Mapping[str, Any]) -> Mapping[str, Any]:
-        """In memory mode, the PV as if its remembered annotations were on it (same decision)."""
-        if self.timer != "memory":
-            return pv
-        with self._memory_lock:
-            kept = self._memory.get(str_field(pv, "metadata", "uid"))
-        if not kept:
-            return pv
-        meta = dict(pv.get("metadata") or {})
-        meta["annotations"] = {**(meta.get("annotations") or {}),
-                               **{k: v for k, v in kept.items() if not k.startswith("#")}}
-        return {**pv, "metadata": meta}
 
-    def _forget(self, pv_name: str) -> None:
-        if self.timer == "memory":
-            with self._memory_lock:
-                for key in [k for k, v in self._memory.items() if v.get("#name") == pv_name]:
-                    del self._memory[key]
+class StaleVolumeCleanup:
+    """The PV reconciler (upstream's deleter), keyed by PV name and fed by Node and PV events.
 
-    def _annotate(self, pv: Mapping[str, Any], annotations: Mapping[str, str | None]) -> None:
-        """Merge-patch the PV's annotations, conditional on the resourceVersion decided from
-        (in memory mode: remember them for this PV UID instead)."""
-        if self.timer == "memory":
-            with self._memory_lock:
-                kept = self._memory.setdefault(str_field(pv, "metadata", "uid"),
-                                               {"#name": str_field(pv, "metadata", "name")})
-                for key, value in annotations.items():
-                    if value is None:
-                        kept.pop(key, None)
-                    else:
-                        kept[key] = value
-            return
-        patch = {"metadata": {"annotations": dict(annotations),
-                              "resourceVersion": str_field(pv, "metadata", "resourceVersion")}}
-        self.client.patch(PERSISTENT_VOLUMES, str_field(pv, "metadata", "name"), patch)
+    A Node deleted enqueues the PVs pinned to it; a PV changed (Released once its claim is
+    gone, say) enqueues itself.  Nothing lists every PV: the caches already hold them.  It
+    shares the claim reconciler's caches, sources and metrics, and runs the same decision.
+    """
 
-    def _fresh_view(self, pv_name: str) -> tuple[dict[str, Any], NodeSnapshot] | None:
-        """The PV and the Nodes it names, read from the API server itself (not the caches).
+    name = "node-cleanup-pvs"
 
-        Every delete is decided again on this view: a lagging Node cache must not
-        delete.  Nodes are looked up by name and by hostname label; ``None`` (any read
-        failure) means "do not delete".
-        """
-        try:
-            pv = self.client.get(PERSISTENT_VOLUMES, pv_name)
-            nodes: list[dict[str, Any]] = []
-            for node_name in sorted(affinity_node_names(pv).node_names):
-                if self._confirmed_absent(node_name):
-                    continue
-                found = []
-                with contextlib.suppress(NotFound):
-                    found.append(self.client.get(NODES, node_name))
-                found.extend(self.client.list(NODES, label_selector=f"{HOSTNAME_LABEL}={node_name}")[0])
-                if not found:
-                    self._absent_seen[node_name] = time.monotonic()
-                nodes.extend(found)
-        except KubeError as exc:
-            log.info("PV %s: could not confirm its node is gone (%s); not deleting", pv_name, exc)
+    def __init__(self, cleanup: NodeCleanup) -> None:
+        self.cleanup = cleanup
+
+    @property
+    def caches(self) -> list[WatchCache]:
+        return self.cleanup.caches
+
+    def wire(self, enqueue: Callable[[str], None]) -> None:
+        def on_node(etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+            if etype in ("DELETED", "ADDED"):
+                self.cleanup.pvs_of_node(new or old, enqueue)
+
+        def on_pv(etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+            if new is not None and str_field(new, "spec", "storageClassName") in self.cleanup.opted_in:
+                enqueue(str_field(new, "metadata", "name"))
+
+        self.cleanup.nodes.add_handler(on_node)
+        self.cleanup.pvs.add_handler(on_pv)
+
+    def reconcile(self, pv_name: str) -> Result | None:
+        """One PV: gather (caches), decide, and delete the PV once ``gather(api)`` agrees."""
+        cleanup = self.cleanup
+        observed = cleanup.gather(cleanup.cached, pv_name)
+        if observed is None:
             return None
-        return pv, NodeSnapshot.from_nodes(nodes)
+        now = cleanup.clock()
+        action = decide_node_cleanup(observed, now).volume
+        if isinstance(action, KeepVolume):
+            log.debug("PV %s: kept: %s %s", pv_name, action.reason, action.detail,
+                      extra={"kind": "PersistentVolume", "object": pv_name})
+            return None
+        return self._delete(action, now)
 
-    def _confirmed_absent(self, node_name: str) -> bool:
-        """A Node the API server said is gone less than a second ago (by name and by label).
-
-        A lost Node usually carries many local PVs; their deadlines fall together, and one
-        confirmation serves them all instead of two API calls per PV.  The window is short
-        enough that a Node coming back is seen on the next deadline.
-        """
-        seen = self._absent_seen.get(node_name)
-        return seen is not None and time.monotonic() - seen < _ABSENCE_TTL
-
-    def _confirmed(self, pv_name: str, action: DeleteClaim, now: datetime) -> bool:
-        """The same decision on the API server's own PV, PVC and Nodes must delete the same PVC."""
-        view = self._fresh_view(pv_name)
-        if view is None:
-            return False
-        pv, nodes = view
-        pv = dict(self._remembered(pv))
-        try:
-            pvc = self.client.get(PERSISTENT_VOLUME_CLAIMS, action.name, action.namespace)
-        except KubeError:  # gone (nothing to do) or unreadable (do not delete on a guess)
-            return False
-        fresh = self._decide(pv, pvc, nodes, now).action
-        return isinstance(fresh, DeleteClaim) and fresh.uid == action.uid
-
-    # -- the deleter ----------------------------------------------------------------------------
-
-    def delete_stale_pvs(self) -> int:
-        """One pass of the deleter: delete stale PVs that are Available, or Released with policy Delete."""
-        nodes = self.node_snapshot()
-        deleted = 0
-        for pv in self.pvs.list():
-            if str_field(pv, "spec", "storageClassName") not in self.opted_in:
-                continue
-            decision = pv_delete_decision(pv, nodes, self.opted_in, detect_recreated=self.detect_recreated)
-            if not isinstance(decision, DeleteVolume):
-                continue
-            view = self._fresh_view(decision.name)
-            if view is None:
-                continue
-            fresh, fresh_nodes = view
-            decision = pv_delete_decision(fresh, fresh_nodes, self.opted_in,
-                                          detect_recreated=self.detect_recreated)
-            if not isinstance(decision, DeleteVolume):
-                continue
-            phase = str_field(fresh, "status", "phase")
-            try:  # UID and resourceVersion: a PV re-bound or replaced since the read above is kept
-                self.client.delete(PERSISTENT_VOLUMES, decision.name, uid=decision.uid,
-                                   resource_version=str_field(fresh, "metadata", "resourceVersion"))
-            except NotFound:
-                continue
-            except KubeError as exc:
-                self.metrics.pv_delete_failed.labels(phase).inc()
-                log.warning("could not delete stale PV %s: %s", decision.name, exc)
-                continue
-            self.metrics.pv_deleted.labels(phase).inc()
-            deleted += 1
-            log.info("deleted stale PV %s (%s, node gone)", decision.name, phase,
-                     extra={"kind": "PersistentVolume", "object": decision.name})
-        return deleted
-
-    def run_deleter(self, interval: float, stop: threading.Event) -> None:
-        """Upstream's Deleter: every ``interval`` seconds until ``stop`` is set.
-
-        Upstream takes ``--stale-pv-discovery-interval=0`` and then lists back to back; here a
-        pass waits at least ``_MIN_DELETER_INTERVAL``, so the flag is accepted without a busy loop.
-        """
-        if interval < _MIN_DELETER_INTERVAL:
-            log.info("stale PV deleter: interval %.3fs raised to %.1fs", interval, _MIN_DELETER_INTERVAL)
-            interval = _MIN_DELETER_INTERVAL
-        while not stop.wait(interval):
-            try:
-                self.delete_stale_pvs()
-            except Exception:
-                log.exception("the stale PV deleter failed; retrying next interval")
-
+    def _delete(self, action: DeleteVolume, now: datetime) -> Result | None:
+        cleanup = self.cleanup
+        confirmed = cleanup.confirm(action.name, now)
+        if confirmed is None or not confirms(confirmed[1], action):
+            log.info("PV %s: the cache says it is stale but a fresh read does not; not deleting", action.name,
+                     extra={"kind": "PersistentVolume", "object": action.name})
+            return Result(requeue_after=_CACHE_LAG_RECHECK)
+        fresh = confirmed[0].volume
+        phase = str_field(fresh, "status", "phase")
+        try:  # UID and resourceVersion: a PV re-bound or replaced since the read above is kept
+            cleanup.client.delete(PERSISTENT_VOLUMES, action.name, uid=action.uid,
+                                  resource_version=str_field(fresh, "metadata", "resourceVersion"))
+        except NotFound:
+            return None
+        except Conflict as exc:  # changed since the confirming read: its event brings it back
+            cleanup.metrics.pv_delete_failed.labels(phase).inc()
+            log.info("PV %s changed before deletion (%s); decided again on its next event", action.name, exc,
+                     extra={"kind": "PersistentVolume", "object": action.name})
+            return None
+        except KubeError:
+            cleanup.metrics.pv_delete_failed.labels(phase).inc()
+            raise
+        cleanup.metrics.pv_deleted.labels(phase).inc()
+        log.info("deleted stale PV %s (%s, node gone)", action.name, phase,
+                 extra={"kind": "PersistentVolume", "object": action.name})
+        return None

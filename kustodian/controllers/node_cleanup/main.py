@@ -94,8 +94,7 @@ def build(settings: NodeCleanupSettings, client: KubeClient, clock: Clock = utc_
                           registry=manager.registry, clock=clock, caches=manager.cache,
                           timer=timer_store(client))
     controller = manager.add(cleanup)
-    interval = cleaning.discovery_interval.total_seconds()
-    manager.add_loop("node-cleanup-deleter", lambda stop: cleanup.run_deleter(interval, stop))
+    manager.add(cleanup.stale_volumes, workers=1, resync=0)
     return NodeCleanupApp(settings, cleanup, manager, controller, recorder)
 
 

@@ -3,9 +3,10 @@ node cleanup controller, made safer).
 
 When a node holding local PVs is deleted, its Pods cannot be rescheduled: their PVCs
 stay bound to PVs pinned to a node that no longer exists.  These pure functions
-decide which PVs are stale (:func:`classify_pv`), when the PVC cleanup controller may
-delete a claim (:func:`pvc_cleanup_decision`) and when the deleter may delete the PV
-(:func:`pv_delete_decision`).  Compared with upstream: nodes are matched by name *and*
+decide which PVs are stale (:func:`classify_pv`), when a claim may be deleted
+(:func:`pvc_cleanup_decision`) and when the PV itself (:func:`pv_delete_decision`); the
+controller asks both at once over one frozen :class:`NodeCleanupInput`
+(:func:`decide_node_cleanup`).  Compared with upstream: nodes are matched by name *and*
 hostname label (#434), anything unreadable in the affinity means "not stale", a
 lookup failure means "exists", the timer is stored on the PV so restarts neither
 reset nor skip it, and an optional check notices a node recreated under the same
@@ -36,6 +37,13 @@ from kustodian.policy.node_cleanup.decisions import (
     pvc_cleanup_decision,
 )
 from kustodian.policy.node_cleanup.indexers import INDEXERS, PV_BY_CLAIM, PV_BY_NODE
+from kustodian.policy.node_cleanup.inputs import (
+    NodeCleanupDecision,
+    NodeCleanupInput,
+    NodeCleanupRules,
+    confirms,
+    decide_node_cleanup,
+)
 from kustodian.policy.node_cleanup.nodes import NodeDirectory, NodeSnapshot, node_exists, node_uid
 from kustodian.policy.node_cleanup.reasons import NodeCleanupReason
 from kustodian.policy.node_cleanup.timefmt import format_rfc3339, go_duration, parse_rfc3339
@@ -58,7 +66,10 @@ __all__ = [
     "DeleteVolume",
     "KeepClaim",
     "KeepVolume",
+    "NodeCleanupDecision",
+    "NodeCleanupInput",
     "NodeCleanupReason",
+    "NodeCleanupRules",
     "NodeDirectory",
     "NodeSnapshot",
     "PVStatus",
@@ -66,6 +77,8 @@ __all__ = [
     "WarnNodeGone",
     "affinity_node_names",
     "classify_pv",
+    "confirms",
+    "decide_node_cleanup",
     "format_rfc3339",
     "go_duration",
     "missing_since",

@@ -1,7 +1,7 @@
 """Is this local PV tied to a node that is gone?
 
-The single question both node-cleanup loops (the PVC cleanup controller and the PV
-deleter) ask first.  Every "no" carries a reason so that a debug log explains why a
+The single question both node-cleanup steps (the claim step and the volume step, as
+upstream's two loops) ask first.  Every "no" carries a reason so that a debug log explains why a
 PV that looks orphaned was left alone; only a definite answer ("none of the nodes
 this PV is pinned to exists", or "its node came back as a different machine") makes
 a PV stale.

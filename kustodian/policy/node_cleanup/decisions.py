@@ -1,12 +1,13 @@
-"""What the two node-cleanup loops do with a stale local PV.
+"""What node cleanup does with a stale local PV and its claim.
 
-Upstream runs two routines and so do we:
+Upstream runs two routines; their decisions are here, and :mod:`.inputs` runs both over one
+gathered input (:func:`~.inputs.decide_node_cleanup`):
 
-* the **PVC cleanup controller** waits ``delay`` after a PV's node is first seen
-  missing, warning on the PVC meanwhile, then deletes the bound PVC so that its
-  StatefulSet can recreate it on a live node;
-* the **PV deleter** deletes stale PVs nobody uses any more (``Available``, or
-  ``Released`` with reclaim policy ``Delete``).
+* the **claim step** (:func:`pvc_cleanup_decision`) waits ``delay`` after a PV's node is
+  first seen missing, warning on the PVC meanwhile (:class:`WarnNodeGone`), then deletes the
+  bound PVC (:class:`DeleteClaim`) so that its StatefulSet can recreate it on a live node;
+* the **volume step** (:func:`pv_delete_decision`) deletes stale PVs nobody uses any more
+  (``Available``, or ``Released`` with reclaim policy ``Delete``: :class:`DeleteVolume`).
 
 Upstream keeps its timer in memory: a restart forgets it (the PVC then waits a whole
 new delay) or, worse, a resync re-fires it.  Here the first sighting is written on the
@@ -176,12 +177,13 @@ def pvc_cleanup_decision(
     valid stamp and writes no check (the plain timer, as the table tests drive it).
     """
     status = classify_pv(pv, nodes, opted_in_classes, detect_recreated=detect_recreated)
-    return _claim_step(pv, pvc, status, delay=delay, now=now, first_missing_at=first_missing_at,
-                       continuity=continuity)
+    return claim_step(pv, pvc, status, delay=delay, now=now, first_missing_at=first_missing_at,
+                      continuity=continuity)
 
 
-def _claim_step(pv: RawObject, pvc: RawObject | None, status: PVStatus, *, delay: timedelta, now: datetime,
-                first_missing_at: datetime | None, continuity: timedelta | None) -> ClaimCleanupDecision:
+def claim_step(pv: RawObject, pvc: RawObject | None, status: PVStatus, *, delay: timedelta, now: datetime,
+               first_missing_at: datetime | None, continuity: timedelta | None) -> ClaimCleanupDecision:
+    """:func:`pvc_cleanup_decision` for a PV already classified (``status``)."""
     patch = _uid_patch(status)
     annotations = map_field(pv, "metadata", "annotations")
     if not status.stale:
@@ -232,11 +234,12 @@ def pv_delete_decision(
     *,
     detect_recreated: bool = False,
 ) -> VolumeAction:
-    """The PV deleter's step: delete stale PVs that no claim uses any more."""
-    return _volume_step(pv, classify_pv(pv, nodes, opted_in_classes, detect_recreated=detect_recreated))
+    """The volume step (upstream's deleter): delete stale PVs that no claim uses any more."""
+    return volume_step(pv, classify_pv(pv, nodes, opted_in_classes, detect_recreated=detect_recreated))
 
 
-def _volume_step(pv: RawObject, status: PVStatus) -> VolumeAction:
+def volume_step(pv: RawObject, status: PVStatus) -> VolumeAction:
+    """:func:`pv_delete_decision` for a PV already classified (``status``)."""
     if not status.stale:
         return KeepVolume(status.reason, status.detail)
     if is_deleting(pv):

@@ -31,7 +31,7 @@ class NodeCleanupReason(StrEnum):
     CLAIM_NOT_BOUND = "ClaimNotBoundToVolume"
     CLAIM_DELETING = "ClaimDeleting"
     MISSING_UID = "MissingUID"
-    # PV deleter.
+    # The volume step (upstream's deleter).
     PV_DELETING = "VolumeDeleting"
     PHASE_NOT_DELETABLE = "PhaseNotDeletable"
     RECLAIM_NOT_DELETE = "ReclaimPolicyNotDelete"

@@ -58,7 +58,7 @@ def start(kube_api: KubeApi, world: dict[str, Any], clock: Callable[[], datetime
           delay: str = "60s") -> NodeCleanupApp:
     settings = NodeCleanupSettings(
         node_cleanup={"storage_classes": [world["sc"]] if opted_in else ["other"], "delay": delay,
-                      "discovery_interval": "0.2s", "workers": 2},
+                      "workers": 2},
         leader_election={"enabled": False}, metrics={"listen_address": ""})
     app = build(settings, kube_api.client, clock)
     app.recorder.min_interval = 0
@@ -80,6 +80,11 @@ def set_pv_phase(kube_api: KubeApi, name: str, phase: str) -> None:
 def pv_annotations(kube_api: KubeApi, name: str) -> dict[str, str]:
     got: dict[str, str] = kube_api.client.get(PERSISTENT_VOLUMES, name)["metadata"].get("annotations") or {}
     return got
+
+
+def cached_phase(app: NodeCleanupApp, name: str) -> str:
+    pv = app.cleanup.pvs.get(None, name)
+    return str(((pv or {}).get("status") or {}).get("phase") or "")
 
 
 def exists(kube_api: KubeApi, res: Any, name: str, ns: str | None = None) -> bool:
@@ -109,11 +114,58 @@ def test_after_the_delay_the_pvc_then_the_pv_are_deleted_and_events_recorded(
                    for e in events_of(kube_api, world["ns"]))
         assert app.registry.get_sample_value("local_volume_node_cleanup_persistentvolumeclaim_delete_total") == 1
 
-        assert exists(kube_api, PERSISTENT_VOLUMES, world["pv"])  # Bound: the deleter waits
+        assert exists(kube_api, PERSISTENT_VOLUMES, world["pv"])  # Bound: the PV reconciler waits
         set_pv_phase(kube_api, world["pv"], "Released")  # reclaim policy Delete
-        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUMES, world["pv"]), "PV deleted by the deleter")
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUMES, world["pv"]), "PV deleted on its event")
         assert app.registry.get_sample_value("local_volume_node_cleanup_persistentvolume_delete_total",
                                              {"phase": "Released"}) == 1
+    finally:
+        app.stop()
+
+
+def test_a_pv_of_a_deleted_node_is_deleted_in_response_to_events_with_no_list_of_all_pvs(
+        kube_api: KubeApi, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 31: PV cleanup is a reconciler fed by Node and PV events, not a timer over every PV.
+
+    Every request the client makes is counted: the caches' first list of PVs at start is
+    allowed; from then on, while the Node is deleted, its PVC cleaned and its PV released and
+    deleted, no PV is listed, neither from the API server nor from the PV cache.
+    """
+    client = kube_api.client
+    pv_collection = PERSISTENT_VOLUMES.path(None)
+    pv_lists: list[str] = []
+    request = client.request
+
+    def counting(method: str, path: str, **kw: Any) -> Any:
+        if method == "GET" and path == pv_collection:
+            pv_lists.append(path)
+        return request(method, path, **kw)
+
+    monkeypatch.setattr(client, "request", counting)
+    app = start(kube_api, world, lambda: datetime.now(UTC), delay="0s")
+    try:
+        assert [r.name for r in app.manager.reconcilers] == ["node-cleanup", "node-cleanup-pvs"]
+        assert len(pv_lists) >= 1  # the initial list: the counter sees PV lists
+        listed_at_sync, relists_at_sync = len(pv_lists), app.cleanup.pvs.relists
+        cache_lists: list[str | None] = []
+        cache_list = app.cleanup.pvs.list
+
+        def counting_cache_list(namespace: str | None = None) -> list[dict[str, Any]]:
+            cache_lists.append(namespace)
+            return cache_list(namespace)
+
+        monkeypatch.setattr(app.cleanup.pvs, "list", counting_cache_list)
+
+        client.delete(NODES, world["node"])
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "PVC deleted")
+        set_pv_phase(kube_api, world["pv"], "Released")  # as the PV controller does once the claim is gone
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUMES, world["pv"]), "PV deleted on its events")
+        assert app.registry.get_sample_value("local_volume_node_cleanup_persistentvolume_delete_total",
+                                             {"phase": "Released"}) == 1
+
+        assert pv_lists[listed_at_sync:] == []  # no PV list sent to the API server after sync
+        assert app.cleanup.pvs.relists == relists_at_sync
+        assert cache_lists == []  # and no pass over every cached PV either
     finally:
         app.stop()
 
@@ -130,11 +182,12 @@ def test_a_node_that_returns_inside_the_delay_keeps_everything(kube_api: KubeApi
         clock.now += timedelta(hours=1)
         app.cleanup.resync(app.controller.enqueue)
         set_pv_phase(kube_api, world["pv"], "Available")  # would be deletable, were the node gone
+        wait_for(lambda: cached_phase(app, world["pv"]) == "Available", "the cache sees the PV Available")
         assert app.controller.wait_idle(5)
-        time.sleep(0.5)  # two deleter periods
+        # the PV reconciler's pass on that event, made here once more: it keeps the PV
+        assert app.cleanup.stale_volumes.reconcile(world["pv"]) is None
         assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])
         assert exists(kube_api, PERSISTENT_VOLUMES, world["pv"])
-        assert app.cleanup.delete_stale_pvs() == 0
     finally:
         app.stop()
 
@@ -170,13 +223,13 @@ def test_not_opted_in_means_nothing_is_touched(kube_api: KubeApi, world: dict[st
         set_pv_phase(kube_api, world["pv"], "Available")
         clock.now += timedelta(hours=2)
         wait_for(lambda: app.cleanup.nodes.get(None, world["node"]) is None, "the cache sees the node gone")
+        wait_for(lambda: cached_phase(app, world["pv"]) == "Available", "the cache sees the PV Available")
         app.controller.enqueue(world["pv"])
         assert app.controller.wait_idle(5)
-        time.sleep(0.5)  # two deleter periods
+        assert app.cleanup.stale_volumes.reconcile(world["pv"]) is None
         assert MISSING not in pv_annotations(kube_api, world["pv"])
         assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])
         assert exists(kube_api, PERSISTENT_VOLUMES, world["pv"])
-        assert app.cleanup.delete_stale_pvs() == 0
         assert events_of(kube_api, world["ns"]) == []
     finally:
         app.stop()
@@ -209,7 +262,7 @@ def test_a_node_recreated_under_the_same_name_is_a_new_machine_when_detection_is
         kube_api: KubeApi, world: dict[str, Any]) -> None:
     clock = Clock()
     settings = NodeCleanupSettings(
-        node_cleanup={"storage_classes": [world["sc"]], "detect_recreated": True, "discovery_interval": "0.2s"},
+        node_cleanup={"storage_classes": [world["sc"]], "detect_recreated": True},
         leader_election={"enabled": False}, metrics={"listen_address": ""})
     app = build(settings, kube_api.client, clock)
     app.start(sync_timeout=10)

@@ -71,8 +71,8 @@ def test_upstreams_deployment_and_rbac_clean_up_after_a_node_loss(
     api.client.replace(PERSISTENT_VOLUMES, pv, subresource="status")
 
     kubeconfig = server.kubeconfig_for(SA)
-    # upstream's example args verbatim; then, only to keep the test short, a 2 s delay and a 1 s
-    # deleter interval (the last occurrence of a flag wins, as with Go's flag package)
+    # upstream's example args verbatim; then, only to keep the test short, a 2 s delay, and a 1 s
+    # deleter interval, accepted and unused (the last occurrence of a flag wins, as with Go's flag package)
     args = [*upstream_args(upstream), "--pvc-deletion-delay=2s", "--stale-pv-discovery-interval=1s",
             f"--listen-address=127.0.0.1:{free_port()}", f"--kubeconfig={kubeconfig}"]
     log = tmp_path / "node-cleanup.log"

@@ -1,0 +1,135 @@
+"""The one place node cleanup reads: :func:`gather` fills a :class:`NodeCleanupInput` from a source.
+
+Two sources answer the same three questions (this PV, the claim it names, the Nodes it may
+live on): :class:`CacheSource` from the watch caches, for every pass, and :class:`ApiSource`
+from the API server itself, to confirm a delete (a lagging Node cache must not delete) and
+to re-read after a conflict.  The decision never knows which one it was given.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Collection
+from typing import Any, Protocol
+
+from kustodian.kube.cache import WatchCache
+from kustodian.kube.client import KubeClient
+from kustodian.kube.errors import NotFound
+from kustodian.kube.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+from kustodian.policy.node_cleanup import (
+    HOSTNAME_LABEL,
+    NodeCleanupInput,
+    NodeCleanupRules,
+    NodeDirectory,
+    NodeSnapshot,
+    affinity_node_names,
+)
+from kustodian.policy.objects import str_field
+
+Obj = dict[str, Any]
+
+_ABSENCE_TTL = 1.0  # seconds a fresh "this Node is gone" answer is reused for its other PVs
+
+
+class NodeCleanupSource(Protocol):
+    """Where a gather reads from; a read that fails raises (``KubeError``), it never guesses."""
+
+    def volume(self, name: str) -> Obj | None:
+        """The PV, or ``None`` when it does not exist."""
+        ...
+
+    def claim(self, namespace: str, name: str) -> Obj | None:
+        """The PVC, or ``None`` when it does not exist."""
+        ...
+
+    def nodes(self, names: Collection[str]) -> NodeDirectory:
+        """The Nodes known by any of ``names`` (a Node name or a hostname label), at least."""
+        ...
+
+
+class CacheSource:
+    """The watch caches; the node directory is rebuilt only after a Node event (10k PVs, 1k nodes)."""
+
+    def __init__(self, nodes: WatchCache, pvs: WatchCache, pvcs: WatchCache) -> None:
+        self._nodes, self._pvs, self._pvcs = nodes, pvs, pvcs
+        self._snapshot: NodeSnapshot | None = None
+        self._lock = threading.Lock()
+        nodes.add_handler(lambda etype, new, old: self._node_changed())
+
+    def volume(self, name: str) -> Obj | None:
+        return self._pvs.get(None, name)
+
+    def claim(self, namespace: str, name: str) -> Obj | None:
+        return self._pvcs.get(namespace, name)
+
+    def nodes(self, names: Collection[str]) -> NodeDirectory:
+        with self._lock:
+            if self._snapshot is None:
+                self._snapshot = NodeSnapshot.from_nodes(self._nodes.list())
+            return self._snapshot
+
+    def _node_changed(self) -> None:
+        with self._lock:
+            self._snapshot = None
+
+
+class ApiSource:
+    """The API server itself: the PV and PVC by name, the Nodes by name and by hostname label."""
+
+    def __init__(self, client: KubeClient) -> None:
+        self._client = client
+        self._absent_seen: dict[str, float] = {}
+
+    def volume(self, name: str) -> Obj | None:
+        try:
+            return self._client.get(PERSISTENT_VOLUMES, name)
+        except NotFound:
+            return None
+
+    def claim(self, namespace: str, name: str) -> Obj | None:
+        try:
+            return self._client.get(PERSISTENT_VOLUME_CLAIMS, name, namespace)
+        except NotFound:
+            return None
+
+    def nodes(self, names: Collection[str]) -> NodeDirectory:
+        found: list[Obj] = []
+        for node_name in sorted(names):
+            if self._confirmed_absent(node_name):
+                continue
+            these = []
+            with contextlib.suppress(NotFound):
+                these.append(self._client.get(NODES, node_name))
+            these.extend(self._client.list(NODES, label_selector=f"{HOSTNAME_LABEL}={node_name}")[0])
+            if not these:
+                self._absent_seen[node_name] = time.monotonic()
+            found.extend(these)
+        return NodeSnapshot.from_nodes(found)
+
+    def _confirmed_absent(self, node_name: str) -> bool:
+        """A Node the API server said is gone less than a second ago (by name and by label).
+
+        A lost Node usually carries many local PVs; their deadlines fall together, and one
+        confirmation serves them all instead of two API calls per PV.  The window is short
+        enough that a Node coming back is seen on the next deadline.
+        """
+        seen = self._absent_seen.get(node_name)
+        return seen is not None and time.monotonic() - seen < _ABSENCE_TTL
+
+
+def gather(source: NodeCleanupSource, pv_name: str, rules: NodeCleanupRules,
+           overlay: Callable[[Obj], Obj] = lambda pv: pv) -> NodeCleanupInput | None:
+    """Everything one decision about PV ``pv_name`` reads, from ``source``; ``None``: no such PV.
+
+    ``overlay`` lays the timer annotations kept in memory over the PV (see ``timers``).
+    """
+    pv = source.volume(pv_name)
+    if pv is None:
+        return None
+    pv = overlay(pv)
+    claim_ns = str_field(pv, "spec", "claimRef", "namespace")
+    claim_name = str_field(pv, "spec", "claimRef", "name")
+    claim = source.claim(claim_ns, claim_name) if claim_ns and claim_name else None
+    return NodeCleanupInput(pv, claim, source.nodes(affinity_node_names(pv).node_names), rules)
