@@ -30,8 +30,13 @@ from typing import Any, Literal
 from prometheus_client import CollectorRegistry, Counter
 
 from kustodian.clock import Clock, utc_now
-from kustodian.controllers.node_cleanup.gather import ApiSource, CacheSource, NodeCleanupSource, gather
-from kustodian.controllers.node_cleanup.timers import AnnotationTimers, MemoryTimers, TimerStore
+from kustodian.controllers.node_cleanup.gather import (
+    NodeCleanupApiSource,
+    NodeCleanupCacheSource,
+    NodeCleanupSource,
+    gather,
+)
+from kustodian.controllers.node_cleanup.timers import NodeMissingTimers, TimersInMemory, TimersOnVolume
 from kustodian.kube.cache import WatchCache, standalone_caches
 from kustodian.kube.client import KubeClient
 from kustodian.kube.errors import Conflict, KubeError, NotFound
@@ -101,12 +106,12 @@ class NodeCleanup:
         self.nodes = cache(NODES)
         self.pvs = cache(PERSISTENT_VOLUMES, indexers=dict(INDEXERS["PersistentVolume"]))
         self.pvcs = cache(PERSISTENT_VOLUME_CLAIMS)
-        self.cached = CacheSource(self.nodes, self.pvs, self.pvcs)
-        self.api = ApiSource(client)
+        self.cached = NodeCleanupCacheSource(self.nodes, self.pvs, self.pvcs)
+        self.api = NodeCleanupApiSource(client)
         # "memory": the node-missing annotations are kept here, per PV UID, not on the PV
         # (upstream's ClusterRole grants no patch on PVs); a restart restarts the delay
         self.timer = timer
-        self.timers: TimerStore = MemoryTimers() if timer == "memory" else AnnotationTimers(client)
+        self.timers: NodeMissingTimers = TimersInMemory() if timer == "memory" else TimersOnVolume(client)
         self.stale_volumes = StaleVolumeCleanup(self)
 
     @property

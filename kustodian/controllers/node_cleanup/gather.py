@@ -1,9 +1,9 @@
 """The one place node cleanup reads: :func:`gather` fills a :class:`NodeCleanupInput` from a source.
 
 Two sources answer the same three questions (this PV, the claim it names, the Nodes it may
-live on): :class:`CacheSource` from the watch caches, for every pass, and :class:`ApiSource`
-from the API server itself, to confirm a delete (a lagging Node cache must not delete) and
-to re-read after a conflict.  The decision never knows which one it was given.
+live on): :class:`NodeCleanupCacheSource` from the watch caches, for every pass, and
+:class:`NodeCleanupApiSource` from the API server itself, to confirm a delete (a lagging Node
+cache must not delete) and to re-read after a conflict.  The decision never knows which one it was given.
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ class NodeCleanupSource(Protocol):
         ...
 
 
-class CacheSource:
+class NodeCleanupCacheSource:
     """The watch caches; the node directory is rebuilt only after a Node event (10k PVs, 1k nodes)."""
 
     def __init__(self, nodes: WatchCache, pvs: WatchCache, pvcs: WatchCache) -> None:
@@ -75,7 +75,7 @@ class CacheSource:
             self._snapshot = None
 
 
-class ApiSource:
+class NodeCleanupApiSource:
     """The API server itself: the PV and PVC by name, the Nodes by name and by hostname label."""
 
     def __init__(self, client: KubeClient) -> None:

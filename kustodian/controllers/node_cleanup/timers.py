@@ -20,7 +20,7 @@ from kustodian.policy.objects import str_field
 Obj = dict[str, Any]
 
 
-class TimerStore(Protocol):
+class NodeMissingTimers(Protocol):
     def overlay(self, pv: Obj) -> Obj:
         """``pv`` as if the kept annotations were on it."""
         ...
@@ -34,7 +34,7 @@ class TimerStore(Protocol):
         ...
 
 
-class AnnotationTimers:
+class TimersOnVolume:
     """The timer on the PV: a merge patch conditional on the resourceVersion decided from."""
 
     def __init__(self, client: KubeClient) -> None:
@@ -52,7 +52,7 @@ class AnnotationTimers:
         return None
 
 
-class MemoryTimers:
+class TimersInMemory:
     """The timer in this process, per PV UID (a PV recreated under its name starts afresh)."""
 
     def __init__(self) -> None:
