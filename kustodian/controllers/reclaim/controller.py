@@ -14,6 +14,10 @@ read from csi-addons' own namespace), the PVs (each PVC's CSI driver) and the
 CSIAddonsNodes (which drivers advertise ReclaimSpace) are cached as well, so every
 decision is the one csi-addons' own rules lead to.  Without the CSIAddonsNode CRD there
 is no csi-addons and no driver counts as capable.
+
+Each pass is gather -> decide -> act: :func:`~controllers.reclaim.gather.gather` fills one
+frozen ``ReclaimPropagationInput`` from the caches, ``decide_reclaim_propagation`` (pure)
+returns the annotation change, and the PVC is patched.
 """
 
 from __future__ import annotations
@@ -23,6 +27,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from kustodian.controllers.reclaim.gather import (
+    ReclaimCacheSource,
+    ReclaimFreshClaimSource,
+    ReclaimSource,
+    gather,
+)
 from kustodian.kube.cache import NAMESPACE_INDEX, WatchCache, standalone_caches
 from kustodian.kube.client import KubeClient
 from kustodian.kube.discovery import resolve
@@ -37,23 +47,12 @@ from kustodian.kube.resources import (
 )
 from kustodian.policy.objects import field
 from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
-from kustodian.policy.reclaim.keyrotation import KEYROTATION_KEYS, reconcile_keyrotation
-from kustodian.policy.reclaim.precedence import storage_class_name
-from kustodian.policy.reclaim.propagation import (
-    INDEXERS,
-    AnnotationChange,
-    merge_changes,
-    reconcile_annotations,
-)
+from kustodian.policy.reclaim.config import ReclaimConfig
+from kustodian.policy.reclaim.inputs import ReclaimPropagationInput, decide_reclaim_propagation
+from kustodian.policy.reclaim.keyrotation import KEYROTATION_KEYS
+from kustodian.policy.reclaim.propagation import INDEXERS
 from kustodian.policy.reclaim.tracker import LastGoodConfig
-from kustodian.policy.reclaim.upstream import (
-    CSI_ADDONS_CONFIG,
-    KEYROTATION,
-    CsiAddonsConfig,
-    CsiAddonsConfigTracker,
-    driver_capable,
-    pvc_driver,
-)
+from kustodian.policy.reclaim.upstream import CSI_ADDONS_CONFIG, CsiAddonsConfig, CsiAddonsConfigTracker
 from kustodian.runtime.manager import CacheFactory
 
 log = logging.getLogger(__name__)
@@ -97,6 +96,10 @@ class ReclaimPropagation:
         node_res = resolve(client, [CSI_ADDONS_NODE]).get(CSI_ADDONS_NODE)
         self.csi_addons_nodes = cache(node_res) if node_res is not None else None
         self._csi_addons = CsiAddonsConfigTracker()
+        self.cached = ReclaimCacheSource(pvcs=self.pvcs, namespaces=self.namespaces,
+                                         storageclasses=self.storageclasses, pvs=self.pvs,
+                                         csi_addons_nodes=self.csi_addons_nodes)
+        self.fresh_claim = ReclaimFreshClaimSource(self.cached, client)
         self.writes = 0
         self.conflicts = 0
 
@@ -179,29 +182,25 @@ class ReclaimPropagation:
                                      f"ignored, the last good configuration stays in force: {message}")
         return update.changed
 
-    def decide(self, pvc: Mapping[str, Any]) -> AnnotationChange | None:
-        ns = str(field(pvc, "metadata", "namespace"))
-        sc_name = storage_class_name(pvc)
-        sc = self.storageclasses.get(None, sc_name) if sc_name else None
-        volume = field(pvc, "spec", "volumeName")
-        pv = self.pvs.get(None, str(volume)) if volume else None
-        nodes = self.csi_addons_nodes.list() if self.csi_addons_nodes is not None else []
-        driver = pvc_driver(pv, sc)
-        config = replace(self.tracker.in_force, precedence=self.csi_addons_config().precedence)
-        ns_obj = self.namespaces.get(None, ns)
-        change = reconcile_annotations(pvc, ns_obj, sc, config, capable=driver_capable(driver, nodes))
-        if not self.keyrotation:
-            return change
-        rotation = reconcile_keyrotation(pvc, ns_obj, sc, precedence=config.precedence,
-                                         capable=driver_capable(driver, nodes, KEYROTATION))
-        return merge_changes(change, rotation)
+    def config(self) -> ReclaimConfig:
+        """Kustodian's configuration in force, with the precedence csi-addons runs with."""
+        return replace(self.tracker.in_force, precedence=self.csi_addons_config().precedence)
+
+    def gather(self, source: ReclaimSource, key: str) -> ReclaimPropagationInput | None:
+        return gather(source, key, self.config(), keyrotation=self.keyrotation)
 
     def reconcile(self, key: str) -> None:
+        """One PVC: gather (caches), decide (``decide_reclaim_propagation``), patch.
+
+        A 409 means the PVC changed under us (its user, perhaps): it is gathered again with
+        the PVC read from the API server and the same decision runs on that; three 409s in
+        a row propagate and the work queue retries with backoff.
+        """
         namespace, _, name = key.partition("/")
-        pvc = self.pvcs.get(namespace, name)
-        if pvc is None:
+        observed = self.gather(self.cached, key)
+        if observed is None:
             return
-        change = self.decide(pvc)
+        change = decide_reclaim_propagation(observed)
         for attempt in range(3):
             if change is None:
                 return
@@ -216,11 +215,10 @@ class ReclaimPropagation:
             except Conflict:  # someone (the user?) changed it: decide again on a fresh read
                 self.conflicts += 1
                 log.debug("PVC %s changed under us (attempt %d); re-reading", key, attempt + 1)
-                try:
-                    fresh = self.client.get(PERSISTENT_VOLUME_CLAIMS, name, namespace)
-                except NotFound:
+                observed = self.gather(self.fresh_claim, key)
+                if observed is None:
                     return
-                change = self.decide(fresh)
+                change = decide_reclaim_propagation(observed)
         raise Conflict(409, "Conflict", f"PVC {key} kept changing; will retry")
 
 

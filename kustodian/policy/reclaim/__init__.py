@@ -16,6 +16,7 @@ StorageClass changes -- and this package is Kustodian's answer, as pure function
 ``precedence``   which schedule applies to a PVC and where it came from
 ``stagger``      spread ``@daily``/``@weekly``/``@hourly`` over a window, per PVC
 ``propagation``  the minimal annotation change the controller should make on a PVC
+``inputs``       the one frozen input of that decision (what the controller gathers) and the decision
 ``mutation``     the same decision as JSON patch ops for the admission webhook
 ``validation``   admission errors for StorageClasses, Namespaces, PVCs and the ConfigMap
 ``plan``         rows for ``kustodian reclaim plan``
