@@ -15,6 +15,7 @@ from kustodian.controllers.node_cleanup.main import NodeCleanupApp, build
 from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import EVENTS, NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from kustodian.policy.node_cleanup import parse_rfc3339
+from kustodian.runtime.workqueue import Result
 from kustodian.settings import NodeCleanupSettings
 from tests.conftest import KubeApi
 from tests.support import Clock, wait_for
@@ -254,6 +255,35 @@ def test_a_stale_cache_conflicts_and_the_stamp_is_written_from_a_fresh_read(
         assert result is not None and result.requeue_after == pytest.approx(60, abs=1)
         pv = client.get(PERSISTENT_VOLUMES, world["pv"])
         assert MISSING in pv["metadata"]["annotations"] and pv["metadata"]["labels"] == {"edited": "behind-the-cache"}
+    finally:
+        app.stop()
+
+
+def test_a_pv_is_deleted_only_when_the_same_decision_on_the_api_servers_objects_deletes_it(
+        kube_api: KubeApi, world: dict[str, Any]) -> None:
+    """The caches lag: they say the node is gone, the API server has it back. The PV reconciler
+    decides to delete from the caches, decides again on ``gather(api)``, and keeps the PV."""
+    client = kube_api.client
+    app = build(NodeCleanupSettings(node_cleanup={"storage_classes": [world["sc"]]},
+                                    leader_election={"enabled": False}, metrics={"listen_address": ""}),
+                client, Clock())
+    try:
+        set_pv_phase(kube_api, world["pv"], "Available")
+        client.delete(NODES, world["node"])
+        for cache in app.cleanup.caches:  # a frozen view, loaded once: the node is gone in it
+            items, rv = client.list(cache.resource)
+            cache.replace(items, rv)
+        client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": world["node"], "labels": {"kubernetes.io/hostname": world["node"]}}})
+
+        assert app.cleanup.stale_volumes.reconcile(world["pv"]) == Result(requeue_after=1.0)
+        assert exists(kube_api, PERSISTENT_VOLUMES, world["pv"])  # the fresh decision keeps it
+
+        client.delete(NODES, world["node"])  # now gone for the API server too: the same pass deletes
+        assert app.cleanup.stale_volumes.reconcile(world["pv"]) is None
+        assert not exists(kube_api, PERSISTENT_VOLUMES, world["pv"])
+        assert app.registry.get_sample_value("local_volume_node_cleanup_persistentvolume_delete_total",
+                                             {"phase": "Available"}) == 1
     finally:
         app.stop()
 
