@@ -25,7 +25,7 @@ from kustodian.policy.modes import Mode
 from kustodian.policy.store import Indexer
 from kustodian.runtime.health import Checks, HealthServer
 from kustodian.settings import WebhookSettings
-from kustodian.webhook.app import Readiness, add_freshness, create_app
+from kustodian.webhook.app import add_freshness, create_app
 from kustodian.webhook.features.deletion_guard import DeletionGuard, cache_projections, needed_kinds
 from kustodian.webhook.features.provider_metrics import ProviderDependents
 from kustodian.webhook.metrics import WebhookMetrics
@@ -64,7 +64,7 @@ class Webhook:
     caches: dict[str, WatchCache]
     view: CacheView
     recorder: EventRecorder | None
-    readiness: Readiness
+    readiness: Checks
     extra: dict[str, object] = field(default_factory=dict)
     kinds: FollowedKinds | None = None
     guard: DeletionGuard | None = None  # its warmer runs while the caches do
@@ -140,7 +140,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
 
         capacity.register(registry)
 
-    readiness = Readiness()
+    readiness = Checks()
     readiness.add("caches-synced", view.synced)
     add_freshness(readiness, kinds)
     metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds)

@@ -22,7 +22,7 @@ from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
 from kustodian.runtime.manager import Manager, leader_election
-from kustodian.runtime.workqueue import Controller
+from kustodian.runtime.workqueue import WorkQueue
 from kustodian.settings import NodeCleanupSettings
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ class NodeCleanupApp:
     """
 
     def __init__(self, settings: NodeCleanupSettings, cleanup: NodeCleanup, manager: Manager,
-                 controller: Controller, recorder: EventRecorder) -> None:
+                 controller: WorkQueue, recorder: EventRecorder) -> None:
         self.settings = settings
         self.cleanup = cleanup
         self.manager = manager

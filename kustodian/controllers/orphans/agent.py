@@ -11,7 +11,7 @@ One agent per node (a DaemonSet), two loops that never wait for each other:
   ``kustodian-disks-<node>`` + Warning events) and, only when the scans, the ownership
   or this node's Orphans changed, asks :func:`policy.orphans.sync_orphans` which Orphans
   to create and which to prune;
-* the **orphan controller** (:class:`controllers.runtime.Controller` workers)
+* the **orphan controller** (:class:`runtime.WorkQueue` workers)
   reconciles each Orphan of this node: it keeps the ``DataCleanable`` condition
   current, auto-deletes after the grace period when enabled, and, once the object
   is being deleted, removes the directory or only drops the finalizer, as
@@ -80,7 +80,7 @@ from kustodian.policy.orphans import (
 )
 from kustodian.policy.timestamps import format_rfc3339
 from kustodian.runtime.manager import Manager
-from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
+from kustodian.runtime.workqueue import ControllerMetrics, Result, WorkQueue
 from kustodian.settings import DiskSpec, NodeAgentSettings
 
 log = logging.getLogger(__name__)
@@ -126,7 +126,7 @@ class NodeAgent:
         self.registry = DiskRegistry(client, namespace=namespace, node=node)
         self.orphans = WatchCache(client, ORPHANS, namespace=namespace, indexers=INDEXERS[ORPHAN_KIND_KEY])
         self.orphans.add_handler(self._on_orphan)
-        self.controller = Controller("orphans", self.reconcile, workers=workers, metrics=metrics)
+        self.controller = WorkQueue("orphans", self.reconcile, workers=workers, metrics=metrics)
         self._scans: Mapping[str, DiskScan] = {}  # the monitor's last scans by disk path, swapped whole
         self._disk_conditions: dict[str, DiskCondition] = {}
         self._since: dict[str, str] = {}
