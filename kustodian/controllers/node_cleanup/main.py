@@ -23,7 +23,7 @@ from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
 from kustodian.runtime.manager import Manager, leader_election
 from kustodian.runtime.workqueue import WorkQueue
-from kustodian.settings import NodeCleanupSettings
+from kustodian.settings import NodeCleanupGroup, NodeCleanupSettings
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,24 @@ class NodeCleanupApp:
         self.recorder.close()
 
 
+def install(manager: Manager, cleaning: NodeCleanupGroup, *, recorder: EventRecorder,
+            clock: Clock = utc_now) -> tuple[NodeCleanup, WorkQueue]:
+    """Node cleanup on ``manager``: the reconciler (timer store by RBAC) and the PV deleter loop.
+
+    The one wiring of node cleanup, for ``kustodian node-cleanup`` and ``kustodian controllers``.
+    """
+    client = manager.client
+    assert client is not None, "node cleanup reads and deletes through the API server"
+    cleanup = NodeCleanup(client, storage_classes=cleaning.storage_classes, delay=cleaning.delay,
+                          detect_recreated=cleaning.detect_recreated, recorder=recorder,
+                          registry=manager.registry, clock=clock, caches=manager.cache,
+                          timer=timer_store(client))
+    queue = manager.add(cleanup, resync=cleaning.resync.total_seconds())
+    interval = cleaning.discovery_interval.total_seconds()
+    manager.add_loop("node-cleanup-deleter", lambda stop: cleanup.run_deleter(interval, stop))
+    return cleanup, queue
+
+
 def build(settings: NodeCleanupSettings, client: KubeClient, clock: Clock = utc_now, *,
           registry: CollectorRegistry | None = None) -> NodeCleanupApp:
     """Everything wired, nothing started; metrics go to ``registry`` (a fresh one by default)."""
@@ -89,14 +107,8 @@ def build(settings: NodeCleanupSettings, client: KubeClient, clock: Clock = utc_
                       health_address=settings.metrics.listen_address, metrics_path=settings.metrics.path,
                       workers=cleaning.workers, resync_period=cleaning.resync.total_seconds())
     recorder = EventRecorder(client, EVENT_SOURCE)
-    cleanup = NodeCleanup(client, storage_classes=cleaning.storage_classes, delay=cleaning.delay,
-                          detect_recreated=cleaning.detect_recreated, recorder=recorder,
-                          registry=manager.registry, clock=clock, caches=manager.cache,
-                          timer=timer_store(client))
-    controller = manager.add(cleanup)
-    interval = cleaning.discovery_interval.total_seconds()
-    manager.add_loop("node-cleanup-deleter", lambda stop: cleanup.run_deleter(interval, stop))
-    return NodeCleanupApp(settings, cleanup, manager, controller, recorder)
+    cleanup, queue = install(manager, cleaning, recorder=recorder, clock=clock)
+    return NodeCleanupApp(settings, cleanup, manager, queue, recorder)
 
 
 def run(settings: NodeCleanupSettings, *, stop: threading.Event | None = None) -> int:
