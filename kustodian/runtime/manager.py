@@ -193,7 +193,7 @@ class Manager:
         self.resync_period = resync_period
         self.readiness = Checks()
         self.liveness = Checks()
-        self.controller_metrics = ControllerMetrics(self.registry)
+        self._controller_metrics: ControllerMetrics | None = None
         self.elector: LeaderElector | None = None
         self.health: HealthServer | None = None
         self._caches: dict[tuple[str, str | None, str | None, str | None], WatchCache] = {}
@@ -214,6 +214,13 @@ class Manager:
                   "1 while this replica holds the Lease and its controllers run",
                   ["lease"], registry=self.registry).labels(leader_election.lease).set_function(
                 lambda: 1.0 if self._acting.is_set() else 0.0)
+
+    @property
+    def controller_metrics(self) -> ControllerMetrics:
+        """The work queues' metrics, registered with the first reconciler (a webhook has none)."""
+        if self._controller_metrics is None:
+            self._controller_metrics = ControllerMetrics(self.registry)
+        return self._controller_metrics
 
     # -- assembly -------------------------------------------------------------------------------
 
