@@ -469,25 +469,6 @@ def make_tracker(settings: NodeAgentSettings, client: KubeClient) -> ReplicaTrac
                     recheck_interval=max(agent.scan_interval.total_seconds(), 1.0))
 
 
-class LonghornTracker:
-    """The ownership tracker as a runnable: its caches start with the Manager's, which waits for them."""
-
-    name = "longhorn-tracker"
-    needs_leader = True
-
-    def __init__(self, tracker: ReplicaTracker) -> None:
-        self.tracker = tracker
-
-    def start(self) -> None:
-        self.tracker.start()
-
-    def stop(self) -> None:
-        self.tracker.stop()
-
-    def wait_synced(self, timeout: float) -> bool:
-        return self.tracker.wait_synced(timeout)
-
-
 def install(manager: Manager, settings: NodeAgentSettings, *, recorder: EventRecorder | None = None,
             tracker: ReplicaTracker | None = None, clock: Callable[[], datetime] = utc_now,
             monitor: bool = True) -> NodeAgent:
@@ -506,11 +487,20 @@ def install(manager: Manager, settings: NodeAgentSettings, *, recorder: EventRec
         scan_interval=agent.scan_interval.total_seconds(), auto_delete=agent.auto_delete,
         grace=agent.grace_period, caches=manager.cache, clock=clock,
         brake_share=agent.brake_share, brake_min_orphans=agent.brake_min_orphans)
-    manager.add_runnable(LonghornTracker(node_agent.tracker))
+    manager.add_runnable(node_agent.tracker)
     node_agent.queue = manager.add(node_agent, workers=settings.controllers.workers, resync=0)
     if monitor:
         manager.add_runnable(node_agent.monitor())
     return node_agent
+
+
+def build_manager(settings: NodeAgentSettings, client: KubeClient, *,
+                  recorder: EventRecorder | None = None) -> tuple[Manager, NodeAgent]:
+    """The node agent process's one Manager, the agent installed, nothing started."""
+    manager = Manager(client, name=COMPONENT, health_address=settings.metrics.listen_address,
+                      metrics_path=settings.metrics.path,
+                      sync_timeout=settings.controllers.sync_timeout.total_seconds())
+    return manager, install(manager, settings, recorder=recorder)
 
 
 def run(settings: NodeAgentSettings) -> int:
@@ -520,10 +510,7 @@ def run(settings: NodeAgentSettings) -> int:
                                     settings.kube.context),
                         user_agent=COMPONENT)
     recorder = EventRecorder(client, COMPONENT, default_namespace=settings.kube.namespace)
-    manager = Manager(client, name=COMPONENT, health_address=settings.metrics.listen_address,
-                      metrics_path=settings.metrics.path,
-                      sync_timeout=settings.controllers.sync_timeout.total_seconds())
-    agent = install(manager, settings, recorder=recorder)
+    manager, agent = build_manager(settings, client, recorder=recorder)
     if not agent.disks:
         log.warning("no disk is configured (--node-agent-disks / KUSTODIAN_NODE_AGENT__DISKS): "
                     "nothing will be scanned")
