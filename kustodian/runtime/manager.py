@@ -355,7 +355,7 @@ class Manager:
                     runnable.start()
                     self._started.append(runnable)
             self._acting.set()
-        log.info("%s running: %s", self.name, ", ".join(r.name for r in leading) or "-")
+        log.info("%s running: %s", self.name, ", ".join(r.name for r in self._runnables) or "-")
         return True
 
     def _wait_synced(self, syncing: Sequence[Syncs]) -> bool:
