@@ -11,6 +11,7 @@ and signal handlers belong to ``kustodian/runtime`` (and the watch machinery of
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -141,3 +142,42 @@ def test_no_start_stop_or_sync_loop_outside_the_runtime() -> None:
                 found.setdefault(rel, set()).add(hit.removeprefix("\\b"))
     unexpected = {f: sorted(hits - ALLOWED.get(f, set())) for f, hits in found.items()}
     assert {f: h for f, h in unexpected.items() if h} == {}
+
+
+def test_the_manager_starts_what_needs_no_leader_first_and_stops_in_reverse() -> None:
+    from kustodian.runtime.runnables import Loop, Service
+
+    events: list[str] = []
+    acting = threading.Event()
+    manager = Manager(None, name="lifecycle")
+
+    def act(stop: threading.Event) -> None:
+        events.append("act")
+        acting.set()
+        stop.wait()
+
+    manager.add_loop("acts", act)
+    manager.add_runnable(Service("serves", lambda: events.append("serve"), lambda: events.append("unserve"),
+                                 needs_leader=False))
+    manager.add_runnable(Loop("watches", lambda stop: stop.wait(), needs_leader=False,
+                              on_stop=lambda: events.append("unwatch")))
+    stop = threading.Event()
+    result: list[int] = []
+    runner = threading.Thread(target=lambda: result.append(manager.run(stop)), daemon=True)
+    runner.start()
+    assert acting.wait(10)
+    stop.set()
+    runner.join(10)
+    assert result == [0]
+    assert events == ["serve", "act", "unwatch", "unserve"]
+
+
+def test_a_critical_runnable_that_dies_stops_the_process_with_exit_code_1() -> None:
+    from kustodian.runtime.runnables import Loop
+
+    def serve(stop: threading.Event) -> None:
+        raise SystemExit(1)  # what uvicorn does when its port is taken
+
+    manager = Manager(None, name="dies")
+    manager.add_runnable(Loop("https-server", serve, needs_leader=False, critical=True))
+    assert manager.run(threading.Event()) == 1
