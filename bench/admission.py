@@ -68,7 +68,8 @@ def _serve(tls_dir: str, port: int, sizes: tuple[int, int, int], ready: Any,
     from kustodian.kube.slim import projection
     from kustodian.kube.view import CacheView
     from kustodian.policy.deletion import rook_rules
-    from kustodian.webhook.app import Readiness, create_app
+    from kustodian.runtime.health import Checks
+    from kustodian.webhook.app import create_app
     from kustodian.webhook.features.deletion_guard import DeletionGuard, cache_projections, needed_kinds
     from kustodian.webhook.features.reclaim import ReclaimPolicyWebhook
     from kustodian.webhook.registry import Registry
@@ -108,7 +109,7 @@ def _serve(tls_dir: str, port: int, sizes: tuple[int, int, int], ready: Any,
     if gc_stats is not None:
         _time_gc(gc_stats)
     reclaim.register(registry, view)
-    server, _ = build_server(create_app(registry, readiness=Readiness()), host="127.0.0.1", port=port,
+    server, _ = build_server(create_app(registry, readiness=Checks()), host="127.0.0.1", port=port,
                              tls=TLSFiles(f"{tls_dir}/tls.crt", f"{tls_dir}/tls.key"))
     def report_ready() -> None:
         time.sleep(0.5)

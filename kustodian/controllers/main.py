@@ -13,7 +13,7 @@ import logging
 
 from prometheus_client import CollectorRegistry
 
-from kustodian.controllers.reclaim.controller import ReclaimPropagation
+from kustodian.controllers.reclaim.controller import install as install_reclaim
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
@@ -27,33 +27,25 @@ COMPONENT = "kustodian-controllers"
 
 def build(settings: ControllersSettings, client: KubeClient, recorder: EventRecorder,
           registry: CollectorRegistry | None = None) -> Manager:
-    """The Manager with every enabled controller added; nothing started."""
+    """The Manager with every enabled controller installed; nothing started.
+
+    Each controller has one ``install(manager, settings)``, the same one its own command uses.
+    """
     manager = Manager(client, name=COMPONENT, registry=registry,
                       leader_election=leader_election(settings.leader_election, settings.kube.namespace),
                       sync_timeout=settings.controllers.sync_timeout.total_seconds(),
                       health_address=settings.metrics.listen_address, metrics_path=settings.metrics.path,
                       workers=settings.controllers.workers)
     if settings.reclaim.enabled:
-        manager.add(ReclaimPropagation(client, config_namespace=settings.kube.namespace,
-                                       config_name=settings.reclaim.config_name, recorder=recorder,
-                                       caches=manager.cache,
-                                       csi_addons_config=settings.reclaim.csi_addons_config_ref,
-                                       keyrotation=settings.reclaim.keyrotation))
+        install_reclaim(manager, settings.reclaim, namespace=settings.kube.namespace, recorder=recorder)
     if settings.node_cleanup.enabled:
-        from kustodian.controllers.node_cleanup.controller import NodeCleanup
+        from kustodian.controllers.node_cleanup.main import install as install_node_cleanup
 
-        cleaning = settings.node_cleanup
-        cleanup = NodeCleanup(client, storage_classes=cleaning.storage_classes, delay=cleaning.delay,
-                              detect_recreated=cleaning.detect_recreated, recorder=recorder,
-                              registry=manager.registry, caches=manager.cache)
-        manager.add(cleanup, resync=cleaning.resync.total_seconds())
-        manager.add(cleanup.stale_volumes, workers=1, resync=0)
+        install_node_cleanup(manager, settings.node_cleanup, recorder=recorder)
     if settings.capacity.enabled:
-        from kustodian.controllers.capacity.main import CapacityReconciler
-        from kustodian.controllers.capacity.main import build as build_capacity
+        from kustodian.controllers.capacity.main import install as install_capacity
 
-        manager.add(CapacityReconciler(build_capacity(settings.capacity, client, recorder)),
-                    resync=settings.capacity.gc_interval.total_seconds())
+        install_capacity(manager, settings.capacity, recorder=recorder)
     return manager
 
 

@@ -23,20 +23,31 @@ from kustodian.runtime.metrics import with_process_metrics
 
 log = logging.getLogger(__name__)
 
-# a check returns None when fine, or a short reason when not
-Check = Callable[[], "str | None"]
+# a check returns None (or True) when fine, False or a short reason when not
+Check = Callable[[], "str | bool | None"]
 
 
 class Checks:
-    """Named readiness checks; ``failing()`` lists ``name: reason`` of those that fail."""
+    """Named checks behind a probe (``/readyz``, ``/healthz``), and notes for its body.
+
+    ``failing()`` lists the checks that fail: ``name`` for a plain ``False``, ``name: reason``
+    when the check said why.  ``notes`` add detail lines whatever the verdict (the webhook
+    lists stale kinds and kinds a rule names that the cluster does not serve).  One class
+    for the webhook's readiness and every process's Manager.
+    """
 
     def __init__(self) -> None:
         self._checks: dict[str, Check] = {}
+        self._notes: dict[str, Callable[[], str]] = {}
         self._lock = threading.Lock()
 
     def add(self, name: str, check: Check) -> None:
         with self._lock:
             self._checks[name] = check
+
+    def note(self, name: str, detail: Callable[[], str]) -> None:
+        with self._lock:
+            self._notes[name] = detail
 
     def failing(self) -> list[str]:
         with self._lock:
@@ -44,12 +55,29 @@ class Checks:
         out = []
         for name, check in checks:
             try:
-                reason = check()
+                verdict = check()
             except Exception as exc:  # a broken check is a failing check, never a crash of the probe
-                reason = f"check raised {type(exc).__name__}: {exc}"
-            if reason is not None:
-                out.append(f"{name}: {reason}")
+                log.exception("check %s failed", name)
+                verdict = f"check raised {type(exc).__name__}: {exc}"
+            if verdict is False:
+                out.append(name)
+            elif isinstance(verdict, str):
+                out.append(f"{name}: {verdict}")
         return out
+
+    def details(self) -> list[str]:
+        with self._lock:
+            notes = list(self._notes.items())
+        lines = []
+        for name, detail in notes:
+            try:
+                text = detail()
+            except Exception:
+                log.exception("note %s failed", name)
+                text = "unknown (see logs)"
+            if text:
+                lines.append(f"{name}: {text}")
+        return lines
 
 
 def parse_listen_address(address: str) -> tuple[socket.AddressFamily, str, int]:

@@ -6,8 +6,11 @@ One per process (webhook, controllers, node-cleanup, node-agent).  It owns
   ``manager.cache(PERSISTENT_VOLUME_CLAIMS, indexers=...)`` and gets the same cache, with
   the indexes of all users merged, so reclaim propagation and node cleanup no longer keep two
   copies of every PVC in one process;
-* **runnables**: reconcilers (``manager.add(NodeCleanup(manager.cache, ...))``), each wrapped
-  in a work queue with retry by default and a periodic resync, and plain loops;
+* **runnables** (:mod:`kustodian.runtime.runnables`): reconcilers
+  (``manager.add(NodeCleanup(manager.cache, ...))``), each a work queue with retry by default
+  and a periodic resync; loops and components (``manager.add_runnable(...)``).  Those that do
+  not need the leader (the HTTPS server, the cert manager) start at once; the others start
+  under the Lease, in the order added, once every cache has synced;
 * **leader election** for the runnables that need it: caches start when the Lease is won and
   nothing acts before every one of them has synced.  A leader whose caches cannot sync within
   ``sync_timeout`` gives the Lease up at once and the process exits non-zero: a zombie leader
@@ -15,6 +18,9 @@ One per process (webhook, controllers, node-cleanup, node-agent).  It owns
 * **signals and graceful shutdown**: SIGTERM stops acting, then releases the Lease so the next
   replica takes over at once;
 * **one health/metrics server** (:class:`HealthServer`): ``/healthz``, ``/readyz`` and metrics.
+
+A reconciler's optional behaviour is a typed protocol it implements (:class:`Resyncs`,
+:class:`AfterSync`, :class:`HasCaches`, :class:`HasPrimary`), never an attribute probed by name.
 
 ``run()`` returns the process exit code (0 stopped on request, 1 could not sync or lost the
 Lease; a restarted pod campaigns again with fresh caches).
@@ -25,9 +31,10 @@ from __future__ import annotations
 import logging
 import signal
 import threading
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
 
 from prometheus_client import CollectorRegistry, Gauge
 
@@ -37,15 +44,16 @@ from kustodian.kube.leader import LeaderElector
 from kustodian.kube.resources import Resource
 from kustodian.runtime.health import Checks, HealthServer
 from kustodian.runtime.metrics import CacheCollector, RestClientMetrics, register_process_collectors
-from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
+from kustodian.runtime.runnables import Loop, Runnable, Syncs
+from kustodian.runtime.workqueue import ControllerMetrics, Result, WorkQueue
 from kustodian.settings import LeaderElectionGroup
 
-__all__ = ["CacheFactory", "LeaderElection", "Manager", "Reconciler", "leader_election"]
+__all__ = ["AfterSync", "CacheFactory", "HasCaches", "HasPrimary", "LeaderElection", "Manager", "Reconciler",
+           "Resyncs", "leader_election"]
 
 log = logging.getLogger(__name__)
 
 Enqueue = Callable[[str], None]
-Loop = Callable[[threading.Event, Enqueue], None]
 
 
 class CacheFactory(Protocol):
@@ -60,9 +68,7 @@ class CacheFactory(Protocol):
 class Reconciler(Protocol):
     """The one reconcile contract: level-based ``reconcile(key)``; ``wire`` turns events into keys.
 
-    Optional hooks, looked up by name: ``resync(enqueue)`` (default: every object of
-    ``primary``, a WatchCache), ``after_sync()`` (once the caches are in, before any worker),
-    ``loops`` (background loops ``(stop, enqueue)`` started with the workers).
+    Optional behaviour is one of the protocols below, implemented by the reconciler.
     """
 
     name: str
@@ -70,6 +76,35 @@ class Reconciler(Protocol):
     def wire(self, enqueue: Enqueue) -> None: ...
 
     def reconcile(self, key: str) -> Result | None: ...
+
+
+@runtime_checkable
+class Resyncs(Protocol):
+    """Enqueues what a periodic resync should look at again (else: every object of ``primary``)."""
+
+    def resync(self, enqueue: Enqueue) -> None: ...
+
+
+@runtime_checkable
+class HasPrimary(Protocol):
+    """A reconciler keyed by the objects of one cache: the resync enqueues each of them."""
+
+    primary: WatchCache
+
+
+@runtime_checkable
+class AfterSync(Protocol):
+    """Work done once every cache has synced, before the first worker takes a key."""
+
+    def after_sync(self) -> None: ...
+
+
+@runtime_checkable
+class HasCaches(Protocol):
+    """Caches a reconciler built itself (not through ``manager.cache``): started, synced, stopped here."""
+
+    @property
+    def caches(self) -> Sequence[WatchCache]: ...
 
 
 @dataclass(frozen=True)
@@ -94,12 +129,42 @@ class LeaderElection:
         return self.lease_duration - self.renew_deadline
 
 
-@dataclass
-class _Entry:
-    reconciler: Reconciler
-    controller: Controller
-    resync: float
-    caches: list[WatchCache] = field(default_factory=list)
+class Controller:
+    """A reconciler as a runnable: its work queue, its workers and its periodic resync."""
+
+    needs_leader = True
+
+    def __init__(self, reconciler: Reconciler, queue: WorkQueue, resync: float) -> None:
+        self.name = reconciler.name
+        self.reconciler = reconciler
+        self.queue = queue
+        self.resync = resync
+        self._resync_loop = Loop(f"{reconciler.name}-resync", self._resync_every)
+
+    def __repr__(self) -> str:
+        return f"Controller({self.name!r})"
+
+    def start(self) -> None:
+        if isinstance(self.reconciler, AfterSync):
+            self.reconciler.after_sync()
+        self.queue.start()
+        if self.resync > 0:
+            self._resync_loop.start()
+
+    def stop(self) -> None:
+        self.queue.stop()
+        self._resync_loop.stop()
+
+    def _resync_every(self, stop: threading.Event) -> None:
+        while not stop.wait(self.resync):
+            self.resync_now()
+
+    def resync_now(self) -> None:
+        if isinstance(self.reconciler, Resyncs):
+            self.reconciler.resync(self.queue.enqueue)
+        elif isinstance(self.reconciler, HasPrimary):
+            for obj in self.reconciler.primary.list():
+                self.queue.enqueue(object_key(obj))
 
 
 def leader_election(settings: LeaderElectionGroup, namespace: str) -> LeaderElection | None:
@@ -128,13 +193,13 @@ class Manager:
         self.resync_period = resync_period
         self.readiness = Checks()
         self.liveness = Checks()
-        self.controller_metrics = ControllerMetrics(self.registry)
+        self._controller_metrics: ControllerMetrics | None = None
         self.elector: LeaderElector | None = None
         self.health: HealthServer | None = None
         self._caches: dict[tuple[str, str | None, str | None, str | None], WatchCache] = {}
-        self._entries: list[_Entry] = []
-        self._loops: list[tuple[str, Callable[[threading.Event], None]]] = []
-        self._threads: list[threading.Thread] = []
+        self._cache_metrics = False
+        self._runnables: list[Runnable] = []
+        self._started: list[Runnable] = []  # leader runnables started, in order
         self._acting = threading.Event()  # set while controllers run (for tests and readiness)
         self._failed = ""  # why a runnable gave up (run() then returns 1)
         self._done: threading.Event | None = None
@@ -144,12 +209,18 @@ class Manager:
         register_process_collectors(self.registry)
         if client is not None:
             RestClientMetrics(self.registry).attach(client)
-        self.registry.register(CacheCollector(self._caches_by_name))
         if leader_election is not None:
             Gauge("kustodian_leader_election_is_leader",
                   "1 while this replica holds the Lease and its controllers run",
                   ["lease"], registry=self.registry).labels(leader_election.lease).set_function(
                 lambda: 1.0 if self._acting.is_set() else 0.0)
+
+    @property
+    def controller_metrics(self) -> ControllerMetrics:
+        """The work queues' metrics, registered with the first reconciler (a webhook has none)."""
+        if self._controller_metrics is None:
+            self._controller_metrics = ControllerMetrics(self.registry)
+        return self._controller_metrics
 
     # -- assembly -------------------------------------------------------------------------------
 
@@ -162,10 +233,16 @@ class Manager:
         if cache is None:
             cache = WatchCache(self.client, resource, namespace=namespace, indexers=indexers,
                                field_selector=field_selector, label_selector=label_selector)
-            self._caches[key] = cache
+            self._own_cache(key, cache)
         elif indexers:
             cache.add_indexers(indexers)
         return cache
+
+    def _own_cache(self, key: tuple[str, str | None, str | None, str | None], cache: WatchCache) -> None:
+        self._caches[key] = cache
+        if not self._cache_metrics:  # a process whose caches are not the Manager's reports its own
+            self._cache_metrics = True
+            self.registry.register(CacheCollector(self._caches_by_name))
 
     def _caches_by_name(self) -> dict[str, WatchCache]:
         """The caches by kind, told apart by namespace and selectors when a kind has several."""
@@ -184,21 +261,40 @@ class Manager:
 
     @property
     def reconcilers(self) -> list[Reconciler]:
-        return [e.reconciler for e in self._entries]
+        return [r.reconciler for r in self._runnables if isinstance(r, Controller)]
+
+    @property
+    def runnables(self) -> list[Runnable]:
+        return list(self._runnables)
+
+    def describe(self) -> list[tuple[str, bool]]:
+        """``(name, needs_leader)`` of every runnable, in the order they start."""
+        first = [r for r in self._runnables if not r.needs_leader]
+        return [(r.name, r.needs_leader) for r in first + [r for r in self._runnables if r.needs_leader]]
 
     def add(self, reconciler: Reconciler, *, workers: int | None = None,
-            resync: float | None = None) -> Controller:
+            resync: float | None = None) -> WorkQueue:
         """Run ``reconciler`` under this manager: a work queue, its workers, its periodic resync."""
-        ctl = Controller(reconciler.name, reconciler.reconcile, metrics=self.controller_metrics,
-                         workers=self.workers if workers is None else workers)
+        queue = WorkQueue(reconciler.name, reconciler.reconcile, metrics=self.controller_metrics,
+                          workers=self.workers if workers is None else workers)
         # a reconciler that built caches of its own (not through ``cache``) still has them
         # started, synced and stopped here
-        known = {id(c) for c in self._caches.values()}
-        for own in getattr(reconciler, "caches", ()):
-            if id(own) not in known:
-                self._caches[(own.kind_key, f"#{id(own)}", None, None)] = own
-        self._entries.append(_Entry(reconciler, ctl, self.resync_period if resync is None else resync))
-        return ctl
+        if isinstance(reconciler, HasCaches):
+            known = {id(c) for c in self._caches.values()}
+            for own in reconciler.caches:
+                if id(own) not in known:
+                    self._own_cache((own.kind_key, f"#{id(own)}", None, None), own)
+        self.add_runnable(Controller(reconciler, queue, self.resync_period if resync is None else resync))
+        return queue
+
+    def add_runnable(self, runnable: Runnable) -> Runnable:
+        """Run ``runnable`` in this process: at once, or under the Lease once the caches synced."""
+        if any(r.name == runnable.name for r in self._runnables):
+            raise ValueError(f"{self.name}: two runnables named {runnable.name!r}")
+        if isinstance(runnable, Loop) and runnable.critical:
+            runnable.on_exit = self.fail
+        self._runnables.append(runnable)
+        return runnable
 
     def fail(self, reason: str) -> None:
         """A runnable cannot go on (its caches never synced): stop the process, exit code 1."""
@@ -209,7 +305,7 @@ class Manager:
 
     def add_loop(self, name: str, loop: Callable[[threading.Event], None]) -> None:
         """A plain loop started with the controllers (under the Lease); it returns when the event is set."""
-        self._loops.append((name, loop))
+        self.add_runnable(Loop(name, loop))
 
     # -- lifecycle ------------------------------------------------------------------------------
 
@@ -231,43 +327,47 @@ class Manager:
         if self.leader_election is not None and not self._acting.is_set():
             return None  # a standby replica is ready: it serves probes and waits for the Lease
         pending = sorted(c.kind_key for c in self._caches.values() if not c.synced.is_set())
+        pending += sorted(r.name for r in self._started if isinstance(r, Syncs) and not r.wait_synced(0))
         return f"not synced: {', '.join(pending)}" if pending else None
 
     def start(self) -> bool:
-        """Start caches, wait until all synced, then controllers and loops. False: could not sync."""
-        for entry in self._entries:
-            entry.reconciler.wire(entry.controller.enqueue)  # before the caches: the first list enqueues
+        """The leader's part: caches, wait until all synced, then the leader runnables in order.
+
+        False: could not sync.
+        """
+        leading = [r for r in self._runnables if r.needs_leader]
+        for controller in leading:
+            if isinstance(controller, Controller):  # before the caches: the first list enqueues
+                controller.reconciler.wire(controller.queue.enqueue)
         for cache in self._caches.values():
             cache.start()
-        if not self._wait_synced():
+        syncing = [r for r in leading if isinstance(r, Syncs)]
+        for syncer in syncing:
+            syncer.start()
+            self._started.append(syncer)
+        if not self._wait_synced(syncing):
             return False
         with self._lock:
             if self._stop.is_set():  # stopped (lease lost, SIGTERM) while waiting for the caches
                 return True
-            for entry in self._entries:
-                after_sync = getattr(entry.reconciler, "after_sync", None)
-                if after_sync is not None:
-                    after_sync()
-                entry.controller.start()
-                for loop in getattr(entry.reconciler, "loops", ()):
-                    self._thread(f"{entry.reconciler.name}-loop", loop, self._stop, entry.controller.enqueue)
-                if entry.resync > 0:
-                    self._thread(f"{entry.reconciler.name}-resync", self._resync_loop, entry)
-            for name, loop in self._loops:
-                self._thread(name, loop, self._stop)
+            for runnable in leading:
+                if not isinstance(runnable, Syncs):
+                    runnable.start()
+                    self._started.append(runnable)
             self._acting.set()
-        log.info("%s running: %s", self.name, ", ".join(e.reconciler.name for e in self._entries) or "-")
+        log.info("%s running: %s", self.name, ", ".join(r.name for r in self._runnables) or "-")
         return True
 
-    def _wait_synced(self) -> bool:
-        import time
-
+    def _wait_synced(self, syncing: Sequence[Syncs]) -> bool:
         deadline = time.monotonic() + self.sync_timeout
-        for cache in self._caches.values():
-            remaining = max(0.0, deadline - time.monotonic())
-            if not cache.wait_synced(remaining):
+        waited: list[tuple[str, Callable[[float], bool]]] = [(c.kind_key, c.wait_synced)
+                                                             for c in self._caches.values()]
+        waited += [(r.name, r.wait_synced) for r in syncing]
+        for _, wait in waited:
+            if not wait(max(0.0, deadline - time.monotonic())):
                 pending = sorted(c.kind_key + (f" ({c.last_error})" if c.last_error else "")
                                  for c in self._caches.values() if not c.synced.is_set())
+                pending += sorted(r.name for r in syncing if not r.wait_synced(0))
                 log.error("%s: caches did not sync within %ss, refusing to act on a partial view: %s",
                           self.name, self.sync_timeout, "; ".join(pending))
                 return False
@@ -275,36 +375,23 @@ class Manager:
                 return True
         return True
 
-    def _resync_loop(self, entry: _Entry) -> None:
-        while not self._stop.wait(entry.resync):
-            resync = getattr(entry.reconciler, "resync", None)
-            if resync is not None:
-                resync(entry.controller.enqueue)
-                continue
-            primary: WatchCache | None = getattr(entry.reconciler, "primary", None)
-            if primary is not None:
-                for obj in primary.list():
-                    entry.controller.enqueue(object_key(obj))
-
-    def _thread(self, name: str, target: Callable[..., Any], *args: Any) -> None:
-        thread = threading.Thread(target=target, args=args, name=name, daemon=True)
-        thread.start()
-        self._threads.append(thread)
-
     def stop_acting(self, timeout: float = 5.0) -> None:
-        """Stop loops and workers at once, then the caches (the lease was lost or we are stopping)."""
+        """Stop the leader runnables at once (last started first), then the caches."""
         with self._lock:
             self._stop.set()
             self._acting.clear()
-        for entry in self._entries:
-            entry.controller.stop(timeout)
-        for thread in self._threads:
-            thread.join(timeout)
+            started, self._started = self._started, []
+        for runnable in reversed(started):
+            try:
+                runnable.stop()
+            except Exception:  # one runnable failing to stop must not keep the others running
+                log.exception("%s: stopping %s failed", self.name, runnable.name)
         for cache in self._caches.values():
             cache.stop(timeout=1)
 
     def run(self, stop: threading.Event | None = None) -> int:
-        """Serve health, act (while leading, when elected), block until stopped. The exit code.
+        """Serve health, start what needs no leader, act (while leading, when elected), block until
+        stopped. The exit code.
 
         SIGTERM/SIGINT stop it; an embedding caller (a test) passes ``stop`` instead and no
         signal handler is installed.
@@ -318,7 +405,12 @@ class Manager:
             self.health = HealthServer(self.health_address, self.registry, self.readiness,
                                        metrics_path=self.metrics_path, liveness=self.liveness).start()
         fence, timeout = (self.client.fence, self.client.timeout) if self.client is not None else (None, 0.0)
+        always: list[Runnable] = []
         try:
+            for runnable in self._runnables:
+                if not runnable.needs_leader and not done.is_set():
+                    runnable.start()
+                    always.append(runnable)
             if self.leader_election is None:
                 if not self.start():
                     return 1
@@ -327,6 +419,11 @@ class Manager:
             return self._run_elected(done)
         finally:
             self.stop_acting()
+            for runnable in reversed(always):
+                try:
+                    runnable.stop()
+                except Exception:
+                    log.exception("%s: stopping %s failed", self.name, runnable.name)
             if self.client is not None:  # an embedding caller (a test) shares the client
                 self.client.fence = fence
                 self.client.set_timeout(timeout)
@@ -358,7 +455,8 @@ class Manager:
             done.wait()
             elector.stop()
 
-        threading.Thread(target=stop_when_done, name=f"{self.name}-stop", daemon=True).start()
+        waiter = Loop(f"{self.name}-stop", lambda _: stop_when_done(), join_timeout=0)
+        waiter.start()
         log.info("%s: campaigning for lease %s/%s as %s", self.name, le.namespace, le.lease, le.identity)
         elector.run(lead, self.stop_acting)
         if failed.is_set():

@@ -77,7 +77,7 @@ class ControllerMetrics:
                                        ["controller"], registry=registry)
 
 
-class Controller:
+class WorkQueue:
     """A deduplicating, delaying, backing-off work queue drained by ``workers`` threads."""
 
     def __init__(self, name: str, reconcile: Reconcile, workers: int = 2, *,
@@ -245,7 +245,7 @@ class Controller:
             finally:
                 self._done(key)
 
-    def start(self) -> Controller:
+    def start(self) -> WorkQueue:
         with self._cond:
             self._stopping = False
         for i in range(self._workers):

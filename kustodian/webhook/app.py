@@ -15,7 +15,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import anyio.to_thread
 import orjson
@@ -26,6 +25,7 @@ from starlette.requests import ClientDisconnect
 
 from kustodian.kube.kinds import FollowedKinds
 from kustodian.logs import about
+from kustodian.runtime.health import Checks
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import OFF_LOOP, Registry, SlowPath
 from kustodian.webhook.review import AdmissionRequest, AdmissionReview, Answer, review_response
@@ -39,54 +39,12 @@ HEAVY_AT_ONCE = 2
 LOG_VALUE_CHARS = 512
 
 
-@dataclass
-class Readiness:
-    """Named checks; ``/readyz`` is ready only when all pass (certs loaded, caches synced).
-
-    ``notes`` add detail lines to the ``/readyz`` body whatever the verdict (stale kinds,
-    kinds a rule names that the cluster does not serve).
-    """
-
-    checks: dict[str, Callable[[], bool]] = field(default_factory=dict)
-    notes: dict[str, Callable[[], str]] = field(default_factory=dict)
-
-    def add(self, name: str, check: Callable[[], bool]) -> None:
-        self.checks[name] = check
-
-    def note(self, name: str, detail: Callable[[], str]) -> None:
-        self.notes[name] = detail
-
-    def details(self) -> list[str]:
-        lines = []
-        for name, detail in self.notes.items():
-            try:
-                text = detail()
-            except Exception:
-                log.exception("readiness note %s failed", name)
-                text = "unknown (see logs)"
-            if text:
-                lines.append(f"{name}: {text}")
-        return lines
-
-    def failing(self) -> list[str]:
-        bad = []
-        for name, check in self.checks.items():
-            try:
-                ok = check()
-            except Exception:
-                log.exception("readiness check %s failed", name)
-                ok = False
-            if not ok:
-                bad.append(name)
-        return bad
-
-
 def _off_loop(run: Callable[[AdmissionRequest], Answer], req: AdmissionRequest) -> Answer:
     OFF_LOOP.set(True)  # this thread's copy of the context only
     return run(req)
 
 
-def add_freshness(readiness: Readiness, kinds: FollowedKinds) -> None:
+def add_freshness(readiness: Checks, kinds: FollowedKinds) -> None:
     """Not ready while any cache is catching up; list stale and unserved kinds in ``/readyz``.
 
     A ghost (a CRD gone under cached objects) is listed but does not make the replica
@@ -146,9 +104,9 @@ def clip(text: str, limit: int = LOG_VALUE_CHARS) -> str:
     return text if len(text) <= limit else f"{text[:limit]}...({len(text) - limit} more)"
 
 
-def create_app(registry: Registry, *, readiness: Readiness | None = None,
+def create_app(registry: Registry, *, readiness: Checks | None = None,
                metrics: WebhookMetrics | None = None, max_body_bytes: int = 7 * 1024 * 1024) -> FastAPI:
-    readiness = readiness or Readiness()
+    readiness = readiness or Checks()
     metrics = metrics or WebhookMetrics()
     app = FastAPI(title="kustodian webhook", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.registry = registry

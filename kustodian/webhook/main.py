@@ -1,4 +1,11 @@
-"""Assemble and run the webhook: caches for what the features need, handlers, TLS server."""
+"""Assemble and run the webhook: caches for what the features need, handlers, TLS server.
+
+:func:`build_webhook` assembles the app and its components (followed kinds, the deletion
+guard's warmer, the provider-metrics loop) without starting anything; :func:`install` puts
+them on the process's one Manager with the cert manager and the HTTPS server, as runnables
+that need no leader: every replica serves.  The Manager serves ``/healthz``, ``/readyz`` and
+the metrics on their own port, handles the signals and stops everything in reverse order.
+"""
 
 from __future__ import annotations
 
@@ -7,10 +14,12 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
+import uvicorn
 import yaml
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient
@@ -23,18 +32,25 @@ from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
 from kustodian.policy.modes import Mode
 from kustodian.policy.store import Indexer
-from kustodian.runtime.health import Checks, HealthServer
+from kustodian.runtime.health import Checks
+from kustodian.runtime.manager import Manager
+from kustodian.runtime.runnables import Loop, Runnable, Service, sync_report
 from kustodian.settings import WebhookSettings
-from kustodian.webhook.app import Readiness, add_freshness, create_app
+from kustodian.webhook.app import add_freshness, create_app
 from kustodian.webhook.features.deletion_guard import DeletionGuard, cache_projections, needed_kinds
 from kustodian.webhook.features.provider_metrics import ProviderDependents
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.outcomes import Outcomes
 from kustodian.webhook.registry import Registry
-from kustodian.webhook.server import RequestLimits, TLSFiles, build_server
+from kustodian.webhook.server import CertReloader, RequestLimits, TLSFiles, build_server
 from kustodian.webhook.trust import ExistingObjectsRecorder
 
+if TYPE_CHECKING:
+    from kustodian.certs.manager import CertManager
+
 log = logging.getLogger(__name__)
+
+COMPONENT = "kustodian-webhook"
 
 
 def load_deletion_rules(path: str | None) -> RuleSet:
@@ -64,36 +80,50 @@ class Webhook:
     caches: dict[str, WatchCache]
     view: CacheView
     recorder: EventRecorder | None
-    readiness: Readiness
+    readiness: Checks
     extra: dict[str, object] = field(default_factory=dict)
     kinds: FollowedKinds | None = None
     guard: DeletionGuard | None = None  # its warmer runs while the caches do
-    provider_metrics: ProviderDependents | None = None  # its thread runs while the caches do
+    provider_metrics: ProviderDependents | None = None  # its loop runs while the caches do
+    components: list[Runnable] = field(default_factory=list)  # what runs while the app serves
 
     def start_caches(self) -> None:
-        if self.kinds is not None:
-            self.kinds.start()
-        for cache in list(self.caches.values()):
-            cache.start()
-        if self.guard is not None:
-            self.guard.start()
-        if self.provider_metrics is not None:
-            self.provider_metrics.start()
+        """Start the components in order (a test embedding the app; a process has its Manager do it)."""
+        for component in self.components:
+            component.start()
 
     def stop(self) -> None:
-        if self.provider_metrics is not None:
-            self.provider_metrics.stop()
-        if self.guard is not None:
-            self.guard.stop()
-        if self.kinds is not None:
-            self.kinds.stop()
-        for cache in list(self.caches.values()):
-            cache.stop(timeout=1)
+        for component in reversed(self.components):
+            component.stop()
         if self.recorder is not None:
             self.recorder.close()
 
 
-def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
+def _components(hook: Webhook) -> list[Runnable]:
+    """The caches (followed kinds first), the guard's warmer, the provider-metrics loop."""
+
+    def start_caches() -> None:
+        if hook.kinds is not None:
+            hook.kinds.start()
+        for cache in list(hook.caches.values()):
+            cache.start()
+
+    def stop_caches() -> None:
+        if hook.kinds is not None:
+            hook.kinds.stop()
+        for cache in list(hook.caches.values()):
+            cache.stop(timeout=1)
+
+    out: list[Runnable] = [Service("followed-kinds", start_caches, stop_caches, needs_leader=False)]
+    if hook.guard is not None:
+        out.append(Service("deletion-guard-warmer", hook.guard.start, hook.guard.stop, needs_leader=False))
+    if hook.provider_metrics is not None:
+        out.append(hook.provider_metrics.loop)
+    return out
+
+
+def build_webhook(settings: WebhookSettings, client: KubeClient, *,
+                  metrics_registry: CollectorRegistry | None = None) -> Webhook:
     registry = Registry()
     needs: dict[str, dict[str, Indexer]] = {}
     rules: RuleSet | None = None
@@ -140,10 +170,11 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
 
         capacity.register(registry)
 
-    readiness = Readiness()
+    readiness = Checks()
     readiness.add("caches-synced", view.synced)
     add_freshness(readiness, kinds)
-    metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds)
+    metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds,
+                             registry=metrics_registry)
     metrics.registry.register(outcomes)
     provider_metrics = None
     if guard is not None:
@@ -155,58 +186,129 @@ def build_webhook(settings: WebhookSettings, client: KubeClient) -> Webhook:
         metrics.registry.register(provider_metrics)
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
-    return Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard,
+    hook = Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard,
                    provider_metrics=provider_metrics)
+    hook.components = _components(hook)
+    return hook
 
 
-def run(settings: WebhookSettings) -> None:
-    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint,
-                                    settings.kube.context))
-    hook = build_webhook(settings, client)
-    # first: a taken port stops the start
-    health = _serve_metrics(hook, settings.metrics.listen_address, settings.metrics.path)
-    manager = None
-    tls_settings, server_settings = settings.tls, settings.webhook
+class CertMaintenance:
+    """The built-in cert manager as a runnable: the pair exists when ``start`` returns (the server,
+    started after it, cannot start without it), then it is renewed in a loop."""
+
+    name = "cert-manager"
+    needs_leader = False  # every replica serves, so every replica needs its pair
+
+    def __init__(self, certs: CertManager) -> None:
+        self.certs = certs
+        self._loop = Loop(self.name, lambda stop: certs.run(), needs_leader=False, on_stop=certs.stop)
+
+    def start(self) -> None:
+        self.certs.ensure()
+        self._loop.start()
+
+    def stop(self) -> None:
+        self._loop.stop()
+
+
+class HttpsServer(Loop):
+    """The admission server (uvicorn, with its certificate reloader) as a runnable.
+
+    Built in ``start``, once the cert manager has written the pair; it stops gracefully when
+    the Manager stops, and a server that dies on its own (a port taken) stops the process.
+    """
+
+    def __init__(self, hook: Webhook, settings: WebhookSettings) -> None:
+        web = settings.webhook
+        super().__init__("https-server", self._serve, needs_leader=False, on_stop=self._shutdown,
+                         join_timeout=web.graceful_timeout.total_seconds() + 5, critical=True)
+        self.hook = hook
+        self.settings = settings
+        self.server: uvicorn.Server | None = None
+        self.reloader: CertReloader | None = None
+
+    def start(self) -> None:
+        settings, hook = self.settings, self.hook
+        tls_settings, server_settings = settings.tls, settings.webhook
+        cert_watch = None
+        if hook.recorder is not None:
+            from kustodian.webhook.certwatch import CertificateWatch
+
+            cert_watch = CertificateWatch(
+                hook.app.state.metrics, hook.recorder,
+                {"apiVersion": "v1", "kind": "Service", "name": tls_settings.service_name,
+                 "namespace": settings.kube.namespace})
+        tls = TLSFiles(tls_settings.cert_file, tls_settings.key_file) if tls_settings.cert_file and \
+            tls_settings.key_file else None
+        self.server, self.reloader = build_server(
+            hook.app, host=server_settings.host, port=server_settings.port, tls=tls,
+            graceful_timeout=round(server_settings.graceful_timeout.total_seconds()),
+            reload_interval=server_settings.cert_reload_interval.total_seconds(),
+            limits=request_limits(settings), expected_names=expected_server_names(settings),
+            on_cert_loaded=cert_watch.observe if cert_watch else None)
+        log.info("serving admission reviews on %s:%d (%s)", server_settings.host, server_settings.port,
+                 "TLS" if tls else "plain HTTP")
+        super().start()
+
+    def _serve(self, stop: threading.Event) -> None:
+        assert self.server is not None
+        self.server.run()
+
+    def _shutdown(self) -> None:
+        if self.server is not None:
+            self.server.should_exit = True
+
+    def stop(self) -> None:
+        super().stop()
+        if self.reloader is not None:
+            self.reloader.stop()
+
+
+def install(manager: Manager, settings: WebhookSettings) -> Webhook:
+    """The webhook on ``manager``: cert manager, caches and their helpers, sync report, HTTPS server.
+
+    None needs the leader (every replica serves; ``/readyz`` says when its caches are in).
+    """
+    client = manager.client
+    assert client is not None, "the webhook's caches follow the API server"
+    hook = build_webhook(settings, client, metrics_registry=manager.registry)
+    tls_settings = settings.tls
     if tls_settings.mode == "builtin":
         from kustodian.certs.manager import CertManager
 
         name = tls_settings.webhook_configuration_name
-        manager = CertManager(client, namespace=settings.kube.namespace, secret_name=tls_settings.secret_name,
-                              service=tls_settings.service_name, out_dir=Path(tls_settings.dir),
-                              validating=[name], mutating=[name])
-        manager.ensure()  # the server cannot start without its pair
-        threading.Thread(target=manager.run, name="cert-manager", daemon=True).start()
-    hook.start_caches()
-    cert_watch = None
-    if hook.recorder is not None:
-        from kustodian.webhook.certwatch import CertificateWatch
+        manager.add_runnable(CertMaintenance(CertManager(
+            client, namespace=settings.kube.namespace, secret_name=tls_settings.secret_name,
+            service=tls_settings.service_name, out_dir=Path(tls_settings.dir),
+            validating=[name], mutating=[name])))
+    for component in hook.components:
+        manager.add_runnable(component)
+    manager.add_runnable(sync_report("cache-sync-report", hook.caches.values,
+                                     settings.webhook.sync_timeout.total_seconds()))
+    manager.add_runnable(HttpsServer(hook, settings))
+    manager.readiness.add("webhook", lambda: ", ".join(hook.readiness.failing()) or None)
+    return hook
 
-        cert_watch = CertificateWatch(
-            hook.app.state.metrics, hook.recorder,
-            {"apiVersion": "v1", "kind": "Service", "name": tls_settings.service_name,
-             "namespace": settings.kube.namespace})
-    tls = TLSFiles(tls_settings.cert_file, tls_settings.key_file) if tls_settings.cert_file and \
-        tls_settings.key_file else None
-    server, reloader = build_server(hook.app, host=server_settings.host, port=server_settings.port, tls=tls,
-                                    graceful_timeout=round(server_settings.graceful_timeout.total_seconds()),
-                                    reload_interval=server_settings.cert_reload_interval.total_seconds(),
-                                    limits=request_limits(settings),
-                                    expected_names=expected_server_names(settings),
-                                    on_cert_loaded=cert_watch.observe if cert_watch else None)
-    sync_timeout = server_settings.sync_timeout.total_seconds()
-    threading.Thread(target=_report_sync, args=(hook, sync_timeout), daemon=True).start()
-    log.info("serving admission reviews on %s:%d (%s)", server_settings.host, server_settings.port,
-             "TLS" if tls else "plain HTTP")
+
+def build_manager(settings: WebhookSettings, client: KubeClient) -> tuple[Manager, Webhook]:
+    """The webhook process's one Manager, everything installed, nothing started."""
+    manager = Manager(client, name=COMPONENT, health_address=settings.metrics.listen_address,
+                      metrics_path=settings.metrics.path)
+    return manager, install(manager, settings)
+
+
+def run(settings: WebhookSettings) -> int:
+    """Serve until SIGTERM/SIGINT; the exit code (1: the HTTPS server stopped on its own)."""
+    client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint,
+                                    settings.kube.context))
+    manager, hook = build_manager(settings, client)
+    if settings.metrics.listen_address:
+        log.info("serving metrics, /healthz and /readyz on %s (plain HTTP)", settings.metrics.listen_address)
     try:
-        server.run()
+        return manager.run()
     finally:
-        if health is not None:
-            health.stop()
-        if manager is not None:
-            manager.stop()
-        if reloader is not None:
-            reloader.stop()
-        hook.stop()
+        if hook.recorder is not None:
+            hook.recorder.close()
         client.close()
 
 
@@ -226,26 +328,3 @@ def expected_server_names(settings: WebhookSettings) -> list[str]:
     if tls.mode == "builtin":
         return [f"{tls.service_name}.{settings.kube.namespace}.svc"]
     return [tls.server_name] if tls.server_name else []
-
-
-def _serve_metrics(hook: Webhook, address: str, path: str = "/metrics") -> HealthServer | None:
-    """The runtime's plain-HTTP server for metrics and probes, apart from the TLS admission port."""
-    if not address:
-        return None
-    checks = Checks()
-    checks.add("webhook", lambda: ", ".join(hook.readiness.failing()) or None)
-    metrics: WebhookMetrics = hook.app.state.metrics
-    # a taken port is a ConfigError naming the address (HealthServer), not a crash to debug
-    server = HealthServer(address, metrics.registry, checks, metrics_path=path).start()
-    log.info("serving metrics, /healthz and /readyz on %s (plain HTTP)", address)
-    return server
-
-
-def _report_sync(hook: Webhook, timeout: float) -> None:
-    from kustodian.kube.cache import wait_all_synced
-
-    if wait_all_synced(hook.caches.values(), timeout):
-        log.info("all %d caches synced; ready", len(hook.caches))
-    else:
-        pending = [k for k, c in hook.caches.items() if not c.synced.is_set()]
-        log.warning("caches not synced after %ss (not ready): %s", timeout, ", ".join(pending))

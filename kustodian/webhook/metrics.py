@@ -62,8 +62,9 @@ class RuleKindsCollector(Collector):
 
 class WebhookMetrics:
     def __init__(self, caches: Callable[[], Mapping[str, Any]] = dict,
-                 cert_file: Callable[[], str | None] | None = None, kinds: Any = None) -> None:
-        self.registry = with_process_metrics(CollectorRegistry())
+                 cert_file: Callable[[], str | None] | None = None, kinds: Any = None,
+                 registry: CollectorRegistry | None = None) -> None:
+        self.registry = with_process_metrics(registry if registry is not None else CollectorRegistry())
         self.requests = Counter(
             "kustodian_admission_requests", "Admission reviews answered",
             ["webhook", "operation", "kind", "decision"], registry=self.registry,

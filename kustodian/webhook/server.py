@@ -46,6 +46,8 @@ from cryptography import x509
 from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from kustodian.runtime.runnables import Loop
+
 log = logging.getLogger(__name__)
 
 MiB = 1024 * 1024
@@ -303,8 +305,7 @@ class CertReloader:
         self.in_force: ServingPair | None = None
         self._stamp = self._mtimes()
         self._refused_stamp = (0, 0)
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._loop = Loop("cert-reloader", self._watch, needs_leader=False, join_timeout=1)
         try:  # uvicorn loaded the initial pair from these files
             self.in_force = describe_pair(self._read()[0])
         except (OSError, ValueError) as exc:
@@ -379,20 +380,19 @@ class CertReloader:
         log.warning("new serving certificate in %s refused, the previous one stays in force: %s",
                     self.files.cert, why)
 
-    def start(self) -> None:
-        def loop() -> None:
-            while not self._stop.wait(self.interval):
-                try:
-                    if not self.check() and self._on_loaded is not None:
-                        self._on_loaded(self.in_force)  # expiry is also watched between changes
-                except Exception:  # the reloader must outlive one bad file
-                    log.exception("certificate reload failed; the previous pair stays in force")
+    def _watch(self, stop: threading.Event) -> None:
+        while not stop.wait(self.interval):
+            try:
+                if not self.check() and self._on_loaded is not None:
+                    self._on_loaded(self.in_force)  # expiry is also watched between changes
+            except Exception:  # the reloader must outlive one bad file
+                log.exception("certificate reload failed; the previous pair stays in force")
 
-        self._thread = threading.Thread(target=loop, name="cert-reloader", daemon=True)
-        self._thread.start()
+    def start(self) -> None:
+        self._loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
+        self._loop.stop()
 
 
 def build_server(app: FastAPI, *, host: str, port: int, tls: TLSFiles | None,

@@ -13,7 +13,7 @@ from prometheus_client import CollectorRegistry
 
 from kustodian.errors import Terminal
 from kustodian.kube.errors import Conflict, Forbidden, Invalid, Unavailable
-from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
+from kustodian.runtime.workqueue import ControllerMetrics, Result, WorkQueue
 
 
 def wait(cond: Callable[[], bool], timeout: float = 5) -> None:
@@ -40,7 +40,7 @@ def test_keys_queued_many_times_run_once_and_never_concurrently() -> None:
             running.discard(key)
             runs[key] += 1
 
-    ctl = Controller("t", reconcile, workers=4).start()
+    ctl = WorkQueue("t", reconcile, workers=4).start()
     try:
         for _ in range(50):
             ctl.enqueue("a")
@@ -65,7 +65,7 @@ def test_requeue_after_and_enqueue_after_delay_the_key() -> None:
         times.append(time.monotonic() - start)
         return Result(requeue_after=0.1) if len(times) == 1 else Result()
 
-    ctl = Controller("t", reconcile).start()
+    ctl = WorkQueue("t", reconcile).start()
     try:
         ctl.enqueue_after("k", 0.05)
         wait(lambda: len(times) == 2)
@@ -83,7 +83,7 @@ def test_temporary_errors_retry_with_growing_backoff_and_metrics_count_them() ->
             raise Conflict(409, "Conflict", "stale")
 
     registry = CollectorRegistry()
-    ctl = Controller("t", reconcile, base_backoff=0.02, metrics=ControllerMetrics(registry)).start()
+    ctl = WorkQueue("t", reconcile, base_backoff=0.02, metrics=ControllerMetrics(registry)).start()
     try:
         ctl.enqueue("k")
         wait(lambda: len(attempts) == 4)
@@ -111,7 +111,7 @@ def test_any_error_is_retried_with_backoff_until_it_succeeds(error: Exception) -
             raise error
 
     registry = CollectorRegistry()
-    ctl = Controller("t", reconcile, base_backoff=0.02, metrics=ControllerMetrics(registry)).start()
+    ctl = WorkQueue("t", reconcile, base_backoff=0.02, metrics=ControllerMetrics(registry)).start()
     try:
         ctl.enqueue("k")
         wait(lambda: len(calls) == 3)
@@ -137,7 +137,7 @@ def test_a_terminal_error_is_logged_once_counted_and_dropped_until_enqueued_agai
             raise error
 
     registry = CollectorRegistry()
-    ctl = Controller("t", reconcile, base_backoff=0.01, metrics=ControllerMetrics(registry)).start()
+    ctl = WorkQueue("t", reconcile, base_backoff=0.01, metrics=ControllerMetrics(registry)).start()
     try:
         ctl.enqueue("k")
         wait(lambda: registry.get_sample_value("kustodian_controller_reconcile_total",
@@ -163,7 +163,7 @@ def test_a_persistent_forbidden_or_invalid_is_given_up_after_a_few_attempts(
         raise error
 
     registry = CollectorRegistry()
-    ctl = Controller("t", reconcile, base_backoff=0.005, give_up_after=4,
+    ctl = WorkQueue("t", reconcile, base_backoff=0.005, give_up_after=4,
                      metrics=ControllerMetrics(registry)).start()
     try:
         ctl.enqueue("k")
@@ -179,7 +179,7 @@ def test_a_persistent_forbidden_or_invalid_is_given_up_after_a_few_attempts(
 def test_delayed_adds_keep_one_timer_per_key_the_earliest() -> None:
     runs: list[float] = []
     start = time.monotonic()
-    ctl = Controller("t", lambda key: runs.append(time.monotonic() - start), workers=2).start()
+    ctl = WorkQueue("t", lambda key: runs.append(time.monotonic() - start), workers=2).start()
     try:
         for _ in range(100):
             ctl.enqueue_after("k", 5)
@@ -196,7 +196,7 @@ def test_delayed_adds_keep_one_timer_per_key_the_earliest() -> None:
 
 def test_enqueue_now_runs_a_delayed_key_at_once_and_the_timer_does_not_run_it_twice() -> None:
     runs: list[str] = []
-    ctl = Controller("t", runs.append).start()
+    ctl = WorkQueue("t", runs.append).start()
     try:
         ctl.enqueue_after("k", 0.1)
         ctl.enqueue("k")
@@ -215,7 +215,7 @@ def test_temporary_backoff_is_capped_and_reset_by_a_success() -> None:
         if len(attempts) < 6:
             raise Unavailable("503 try later", 503)
 
-    ctl = Controller("t", reconcile, base_backoff=0.01, max_backoff=0.02).start()
+    ctl = WorkQueue("t", reconcile, base_backoff=0.01, max_backoff=0.02).start()
     try:
         ctl.enqueue("k")
         wait(lambda: len(attempts) == 6)
@@ -227,7 +227,7 @@ def test_temporary_backoff_is_capped_and_reset_by_a_success() -> None:
 
 def test_stop_ends_every_worker_and_leaves_queued_keys_alone() -> None:
     runs: list[str] = []
-    ctl = Controller("t", runs.append, workers=3).start()
+    ctl = WorkQueue("t", runs.append, workers=3).start()
     ctl.stop()
     assert not any(t.is_alive() for t in threading.enumerate() if t.name.startswith("t-"))
     ctl.enqueue("k")
@@ -242,7 +242,7 @@ def test_queue_depth_and_wait_are_measured_per_controller() -> None:
     def reconcile(key: str) -> None:
         gate.wait(5)
 
-    ctl = Controller("depth", reconcile, workers=1, metrics=ControllerMetrics(registry))
+    ctl = WorkQueue("depth", reconcile, workers=1, metrics=ControllerMetrics(registry))
 
     def sample(name: str) -> float | None:
         return registry.get_sample_value(name, {"controller": "depth"})

@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from kustodian.certs.issue import issue_ca, issue_serving, write_bundle
-from kustodian.webhook.app import Readiness, create_app
+from kustodian.runtime.health import Checks
+from kustodian.webhook.app import create_app
 from kustodian.webhook.certwatch import CertificateWatch
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry
@@ -112,7 +113,7 @@ def test_an_unusable_pair_in_force_makes_readyz_fail(tmp_path: Path, problem: st
         live = bundle(tmp_path / "live", now=datetime.now(UTC) - timedelta(days=30), validity=timedelta(days=1))
     else:
         live = bundle(tmp_path / "live", service="someone-else")
-    srv = serve(create_app(Registry(), readiness=Readiness()), live, expected_names=[NAME])
+    srv = serve(create_app(Registry(), readiness=Checks()), live, expected_names=[NAME])
     try:
         ctx = ssl.create_default_context(cafile=str(live / "ca.crt"))
         ctx.check_hostname = False
@@ -127,7 +128,7 @@ def test_an_unusable_pair_in_force_makes_readyz_fail(tmp_path: Path, problem: st
 
 def test_a_good_pair_in_force_is_ready(tmp_path: Path) -> None:
     live = bundle(tmp_path / "live")
-    srv = serve(create_app(Registry(), readiness=Readiness()), live, expected_names=[NAME])
+    srv = serve(create_app(Registry(), readiness=Checks()), live, expected_names=[NAME])
     try:
         with srv.client() as client:
             assert client.get("/readyz").status_code == 200

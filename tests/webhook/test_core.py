@@ -15,7 +15,8 @@ import httpx
 import pytest
 
 from kustodian.certs import issue_ca, issue_serving, write_bundle
-from kustodian.webhook.app import Readiness, create_app
+from kustodian.runtime.health import Checks
+from kustodian.webhook.app import create_app
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied, patched
 from tests.webhook.conftest import RunningServer, serve
@@ -144,7 +145,7 @@ def test_metrics_expose_request_counts_and_latency_histograms(running: tuple[Run
 
 def test_readyz_follows_the_checks_and_healthz_does_not(tls_dir: Path) -> None:
     state = {"synced": False}
-    readiness = Readiness()
+    readiness = Checks()
     readiness.add("caches-synced", lambda: state["synced"])
     srv = serve(create_app(Registry(), readiness=readiness), tls_dir)
     try:

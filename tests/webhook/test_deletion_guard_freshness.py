@@ -19,8 +19,9 @@ from kustodian.kube.kinds import FollowedKinds
 from kustodian.kube.resources import BUILTIN, CRDS, Resource
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import rook_rules
+from kustodian.runtime.health import Checks
 from kustodian.testing.crds import crd
-from kustodian.webhook.app import Readiness, add_freshness, create_app, parse_review
+from kustodian.webhook.app import add_freshness, create_app, parse_review
 from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kinds
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry, SlowPath, off_loop
@@ -261,7 +262,7 @@ def test_a_crd_removed_after_its_objects_were_deleted_is_simply_unserved() -> No
 
 def test_readyz_lists_stale_and_unserved_kinds_and_metrics_show_freshness(tls_dir: Path) -> None:
     kinds, _, crds = followed()
-    readiness = Readiness()
+    readiness = Checks()
     add_freshness(readiness, kinds)
     srv = serve(create_app(Registry(), readiness=readiness,
                            metrics=WebhookMetrics(lambda: kinds.caches, kinds=kinds)), tls_dir)

@@ -152,6 +152,8 @@ class _Written:
 class CapacityReservations:
     """The capacity controller: caches, event wiring and ``reconcile(key)`` for the runtime."""
 
+    name = "capacity"
+
     def __init__(self, client: KubeClient, resources: Mapping[str, Resource], *,
                  options: PlanOptions | None = None,
                  reservation_ttl: timedelta = timedelta(hours=1),

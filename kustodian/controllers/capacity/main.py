@@ -4,25 +4,25 @@
 LogicalVolumeGroup CRD) through API discovery first: without them the caches
 would retry their watches forever and the sidecar would only time out waiting for a
 sync, so a missing CRD is refused at start with a message that says what to install.
-``reconciler`` adapts the controller to the Manager's reconcile contract (which runs it
-under the Lease, starting workers only once every cache is synced: planning on a partial
-ACR list would promise drives that are already reserved); its resync re-plans and
+``install`` adds the controller, a reconciler in its own right, to the Manager (which runs
+it under the Lease, starting workers only once every cache is synced: planning on a partial
+ACR list would promise drives that are already reserved), with a timer that re-plans and
 collects garbage every ``capacity_gc_interval``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
 
 from kustodian.clock import Clock, utc_now
 from kustodian.controllers.capacity.controller import GC_KEY, PLAN_KEY, CapacityReservations
 from kustodian.errors import ConfigError
-from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient
 from kustodian.kube.discovery import resolve
 from kustodian.kube.events import EventRecorder
 from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY, LVG_KIND_KEY
-from kustodian.runtime.workqueue import Result
+from kustodian.runtime.manager import Manager
+from kustodian.runtime.runnables import Loop
 from kustodian.settings import CapacityGroup
 
 NAME = "capacity"
@@ -48,25 +48,23 @@ def build(settings: CapacityGroup, client: KubeClient, recorder: EventRecorder |
         recorder=recorder, clock=clock, node_id_key=settings.node_id_key)
 
 
-class CapacityReconciler:
-    """The capacity controller under the Manager's contract."""
+def install(manager: Manager, settings: CapacityGroup, *, recorder: EventRecorder | None = None,
+            clock: Clock = utc_now) -> CapacityReservations:
+    """The capacity controller on ``manager``: its reconciler and its timer, both under the Lease.
 
-    name = NAME
+    The timer re-plans the batch and collects garbage every ``gc_interval``: the gc key
+    requeues itself, but a terminal error would drop it, and the timer keeps it alive.
+    """
+    client = manager.client
+    assert client is not None, "the capacity controller reads and writes through the API server"
+    capacity = build(settings, client, recorder, clock=clock)
+    queue = manager.add(capacity, resync=0)  # the timer below is its resync
+    every = settings.gc_interval.total_seconds()
 
-    def __init__(self, capacity: CapacityReservations) -> None:
-        self.capacity = capacity
+    def tick(stop: threading.Event) -> None:
+        while not stop.wait(every):
+            queue.enqueue(PLAN_KEY)
+            queue.enqueue(GC_KEY)
 
-    @property
-    def caches(self) -> list[WatchCache]:
-        return self.capacity.caches
-
-    def wire(self, enqueue: Callable[[str], None]) -> None:
-        self.capacity.wire(enqueue)
-
-    def reconcile(self, key: str) -> Result | None:
-        return self.capacity.reconcile(key)
-
-    def resync(self, enqueue: Callable[[str], None]) -> None:
-        # the gc key requeues itself, but a terminal error would drop it: the resync keeps it alive
-        enqueue(PLAN_KEY)
-        enqueue(GC_KEY)
+    manager.add_runnable(Loop(f"{NAME}-timer", tick))
+    return capacity

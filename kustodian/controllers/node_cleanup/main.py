@@ -22,8 +22,8 @@ from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
 from kustodian.runtime.manager import Manager, leader_election
-from kustodian.runtime.workqueue import Controller
-from kustodian.settings import NodeCleanupSettings
+from kustodian.runtime.workqueue import WorkQueue
+from kustodian.settings import NodeCleanupGroup, NodeCleanupSettings
 
 log = logging.getLogger(__name__)
 
@@ -50,14 +50,14 @@ def timer_store(client: KubeClient) -> Literal["annotation", "memory"]:
 
 
 class NodeCleanupApp:
-    """The cleanup reconciler on its own Manager (caches, queue, workers, resync, PV deleter).
+    """The cleanup reconciler on its own Manager (caches, queues, workers, resync).
 
     Tests drive exactly what production runs: ``start`` (blocks until the caches synced) and
     ``stop``; ``run`` adds the health/metrics endpoint, signals and leader election.
     """
 
     def __init__(self, settings: NodeCleanupSettings, cleanup: NodeCleanup, manager: Manager,
-                 controller: Controller, recorder: EventRecorder) -> None:
+                 controller: WorkQueue, recorder: EventRecorder) -> None:
         self.settings = settings
         self.cleanup = cleanup
         self.manager = manager
@@ -80,6 +80,24 @@ class NodeCleanupApp:
         self.recorder.close()
 
 
+def install(manager: Manager, cleaning: NodeCleanupGroup, *, recorder: EventRecorder,
+            clock: Clock = utc_now) -> tuple[NodeCleanup, WorkQueue]:
+    """Node cleanup on ``manager``: the claim reconciler (timer store by RBAC) and the PV reconciler.
+
+    The one wiring of node cleanup, for ``kustodian node-cleanup`` and ``kustodian controllers``.
+    """
+    client = manager.client
+    assert client is not None, "node cleanup reads and deletes through the API server"
+    cleanup = NodeCleanup(client, storage_classes=cleaning.storage_classes, delay=cleaning.delay,
+                          detect_recreated=cleaning.detect_recreated, recorder=recorder,
+                          registry=manager.registry, clock=clock, caches=manager.cache,
+                          timer=timer_store(client))
+    queue = manager.add(cleanup, resync=cleaning.resync.total_seconds())
+    # one worker, as upstream's deleter: PVs are cleaned in response to Node and PV events
+    manager.add(cleanup.stale_volumes, workers=1, resync=0)
+    return cleanup, queue
+
+
 def build(settings: NodeCleanupSettings, client: KubeClient, clock: Clock = utc_now, *,
           registry: CollectorRegistry | None = None) -> NodeCleanupApp:
     """Everything wired, nothing started; metrics go to ``registry`` (a fresh one by default)."""
@@ -89,13 +107,8 @@ def build(settings: NodeCleanupSettings, client: KubeClient, clock: Clock = utc_
                       health_address=settings.metrics.listen_address, metrics_path=settings.metrics.path,
                       workers=cleaning.workers, resync_period=cleaning.resync.total_seconds())
     recorder = EventRecorder(client, EVENT_SOURCE)
-    cleanup = NodeCleanup(client, storage_classes=cleaning.storage_classes, delay=cleaning.delay,
-                          detect_recreated=cleaning.detect_recreated, recorder=recorder,
-                          registry=manager.registry, clock=clock, caches=manager.cache,
-                          timer=timer_store(client))
-    controller = manager.add(cleanup)
-    manager.add(cleanup.stale_volumes, workers=1, resync=0)
-    return NodeCleanupApp(settings, cleanup, manager, controller, recorder)
+    cleanup, queue = install(manager, cleaning, recorder=recorder, clock=clock)
+    return NodeCleanupApp(settings, cleanup, manager, queue, recorder)
 
 
 def run(settings: NodeCleanupSettings, *, stop: threading.Event | None = None) -> int:

@@ -2,7 +2,7 @@
 
 One agent per node (a DaemonSet), two loops that never wait for each other:
 
-* the **monitor** (a thread) scans the configured disks every ``scan_interval``
+* the **monitor** (a runnable loop) scans the configured disks every ``scan_interval``
   (:func:`controllers.orphans.scan.scan_disk` reuses what did not change), asks
   Longhorn who owns what (:mod:`controllers.orphans.tracker`: this node's Longhorn Node,
   the Replicas; an unknown answer is reported, never read as "nothing is owned"),
@@ -11,7 +11,7 @@ One agent per node (a DaemonSet), two loops that never wait for each other:
   ``kustodian-disks-<node>`` + Warning events) and, only when the scans, the ownership
   or this node's Orphans changed, asks :func:`policy.orphans.sync_orphans` which Orphans
   to create and which to prune;
-* the **orphan controller** (:class:`controllers.runtime.Controller` workers)
+* the **orphan controller** (a reconciler on the Manager)
   reconciles each Orphan of this node: it keeps the ``DataCleanable`` condition
   current, auto-deletes after the grace period when enabled, and, once the object
   is being deleted, removes the directory or only drops the finalizer, as
@@ -22,8 +22,9 @@ One agent per node (a DaemonSet), two loops that never wait for each other:
 A reconcile reads the monitor's last scans (published by swapping a dict, never
 under a lock held across I/O), so a long scan never blocks it.
 
-:func:`build` assembles an agent from settings without starting anything (tests
-drive that very object); :func:`run` adds signals and the process lifetime.
+:func:`install` puts the agent on a Manager (the Orphan cache, Longhorn's caches, the
+reconciler, the monitor) without starting anything, for :func:`run` and for the tests, which
+drive that very Manager; the Manager waits for every cache before the first reconcile or scan.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ from kustodian.clock import utc_now
 from kustodian.controllers.orphans.disks import CONDITION_READY, OWNERSHIP_KEY, DiskRegistry
 from kustodian.controllers.orphans.scan import remove_replica_dir, scan_disk
 from kustodian.controllers.orphans.tracker import Longhorn, NoTracker, ReplicaTracker
-from kustodian.kube.cache import WatchCache, object_key
+from kustodian.kube.cache import object_key
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.config import load_config
 from kustodian.kube.errors import AlreadyExists, KubeError, NotFound
@@ -79,8 +80,9 @@ from kustodian.policy.orphans import (
     sync_orphans,
 )
 from kustodian.policy.timestamps import format_rfc3339
-from kustodian.runtime.manager import Manager
-from kustodian.runtime.workqueue import Controller, ControllerMetrics, Result
+from kustodian.runtime.manager import CacheFactory, Manager
+from kustodian.runtime.runnables import Loop
+from kustodian.runtime.workqueue import Result, WorkQueue
 from kustodian.settings import DiskSpec, NodeAgentSettings
 
 log = logging.getLogger(__name__)
@@ -98,14 +100,15 @@ def _scan_fingerprint(scan: DiskScan) -> tuple[Any, ...]:
 
 
 class NodeAgent:
-    """The monitor thread plus the Orphan controller of one node."""
+    """The Orphan reconciler of one node, and its disk monitor (:meth:`monitor`, a runnable)."""
+
+    name = "orphans"
 
     def __init__(self, client: KubeClient, *, node: str, namespace: str, disks: Sequence[DiskSpec],
                  tracker: ReplicaTracker, recorder: EventRecorder, scan_interval: float,
-                 auto_delete: bool | None, grace: timedelta | None, workers: int = 2,
+                 auto_delete: bool | None, grace: timedelta | None, caches: CacheFactory,
                  clock: Callable[[], datetime] = utc_now, retry_interval: float = 10.0,
-                 metrics: ControllerMetrics | None = None, brake_share: float = 0.5,
-                 brake_min_orphans: int = 3) -> None:
+                 brake_share: float = 0.5, brake_min_orphans: int = 3) -> None:
         self.client = client
         self.node = node
         self.namespace = namespace
@@ -124,64 +127,61 @@ class NodeAgent:
         self.clock = clock
         self.retry_interval = retry_interval
         self.registry = DiskRegistry(client, namespace=namespace, node=node)
-        self.orphans = WatchCache(client, ORPHANS, namespace=namespace, indexers=INDEXERS[ORPHAN_KIND_KEY])
-        self.orphans.add_handler(self._on_orphan)
-        self.controller = Controller("orphans", self.reconcile, workers=workers, metrics=metrics)
+        self.orphans = caches(ORPHANS, namespace=namespace, indexers=INDEXERS[ORPHAN_KIND_KEY])
+        self.queue: WorkQueue | None = None  # the Manager's, once installed
+        self._enqueue: Callable[[str], None] = lambda key: None
         self._scans: Mapping[str, DiskScan] = {}  # the monitor's last scans by disk path, swapped whole
         self._disk_conditions: dict[str, DiskCondition] = {}
         self._since: dict[str, str] = {}
         self._monitor_lock = threading.Lock()  # one scan at a time (the thread, or a test calling scan_once)
         self._last_sync: tuple[Any, ...] | None = None
         self._orphan_generation = 0
-        self._stop = threading.Event()
         self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
         self.scans_done = 0  # read by tests and diagnostics
         self.syncs_done = 0
 
-    # -- lifecycle --------------------------------------------------------------------------
+    @property
+    def controller(self) -> WorkQueue:
+        """The work queue the Manager drains for this reconciler."""
+        if self.queue is None:
+            raise RuntimeError("the node agent is not installed on a Manager")
+        return self.queue
 
-    def start(self, sync_timeout: float = 120.0, *, monitor: bool = True) -> NodeAgent:
-        """Load the disk record, start and sync the caches, then the workers and the monitor."""
-        self.registry.load()
+    # -- under the Manager ------------------------------------------------------------------
+
+    def wire(self, enqueue: Callable[[str], None]) -> None:
+        """Orphan events and Longhorn Node changes enqueue; deletes requested from now on are not
+        deferred ones."""
+        self._enqueue = enqueue
         self.agent_since = self.clock()
         self.tracker.add_listener(self._on_longhorn_node)
-        self.tracker.start()
-        self.orphans.start()
-        if not (self.orphans.wait_synced(sync_timeout) and self.tracker.wait_synced(sync_timeout)):
-            raise TimeoutError("caches did not sync; refusing to act on a partial view")
-        self.controller.start()
-        if monitor:
-            self._thread = threading.Thread(target=self._monitor, name="orphan-monitor", daemon=True)
-            self._thread.start()
+        self.orphans.add_handler(self._on_orphan)
+
+    def after_sync(self) -> None:
+        """Load the disk record before the first reconcile or scan."""
+        self.registry.load()
         policy = self.auto_deletion()
         log.info("node agent running on %s: %d disk(s), scan every %.0fs, auto-delete %s after %s (%s)",
                  self.node, len(self.disks), self.scan_interval, "on" if policy.enabled else "off",
                  policy.grace, policy.source)
-        return self
 
-    def stop(self) -> None:
-        self._stop.set()
-        self._wake.set()
-        if self._thread is not None:
-            self._thread.join(10)
-        self.controller.stop()
-        self.orphans.stop(timeout=1)
-        self.tracker.stop()
+    def monitor(self) -> Loop:
+        """The disk monitor: a scan every ``scan_interval``, or at once when woken."""
+        return Loop("disk-monitor", self._monitor, on_stop=self._wake.set, join_timeout=10)
 
     def wake(self) -> None:
         """Scan now instead of at the end of the interval."""
         self._wake.set()
 
-    def resync(self) -> None:
+    def reconcile_all(self) -> None:
         """Reconcile every Orphan of this node (after a scan, or when a timer may have passed)."""
         for obj in self.orphans.by_index(ORPHAN_BY_NODE, self.node):
-            self.controller.enqueue(object_key(obj))
+            self._enqueue(object_key(obj))
 
     def _on_longhorn_node(self) -> None:
         """Longhorn's Node changed (Ready, eviction, disks): scan again and re-decide every Orphan."""
         self.wake()
-        self.resync()
+        self.reconcile_all()
 
     def auto_deletion(self) -> AutoDeletion:
         """Auto-deletion as configured here, else as Longhorn's Settings say, else off."""
@@ -195,12 +195,12 @@ class NodeAgent:
         if etype != "MODIFIED" or is_deleting(new) != is_deleting(old):
             self._orphan_generation += 1  # the monitor's sync must look again
         if etype != "DELETED":
-            self.controller.enqueue(object_key(obj))
+            self._enqueue(object_key(obj))
 
     # -- monitor ----------------------------------------------------------------------------
 
-    def _monitor(self) -> None:
-        while not self._stop.is_set():
+    def _monitor(self, stop: threading.Event) -> None:
+        while not stop.is_set():
             try:
                 self.scan_once()
             except Exception:  # the monitor must outlive any one bad scan
@@ -245,7 +245,7 @@ class NodeAgent:
             if ok:
                 self._last_sync = fingerprint
             self.syncs_done += 1
-        self.resync()  # DataCleanable follows the new scan
+        self.reconcile_all()  # DataCleanable follows the new scan
         return True
 
     def _create(self, orphan: OrphanedReplicaDir) -> bool:
@@ -469,19 +469,38 @@ def make_tracker(settings: NodeAgentSettings, client: KubeClient) -> ReplicaTrac
                     recheck_interval=max(agent.scan_interval.total_seconds(), 1.0))
 
 
-def build(settings: NodeAgentSettings, client: KubeClient, *, recorder: EventRecorder | None = None,
-          tracker: ReplicaTracker | None = None, clock: Callable[[], datetime] = utc_now,
-          metrics: ControllerMetrics | None = None) -> NodeAgent:
-    """The agent for ``settings``, nothing started."""
+def install(manager: Manager, settings: NodeAgentSettings, *, recorder: EventRecorder | None = None,
+            tracker: ReplicaTracker | None = None, clock: Callable[[], datetime] = utc_now,
+            monitor: bool = True) -> NodeAgent:
+    """The node agent on ``manager``: Longhorn's caches, the Orphan reconciler, the disk monitor.
+
+    ``monitor=False`` leaves the monitor out, for tests that scan when they choose.
+    """
+    client = manager.client
+    assert client is not None, "the node agent reports through the API server"
     agent, namespace = settings.node_agent, settings.kube.namespace
-    return NodeAgent(
+    node_agent = NodeAgent(
         client, node=agent.node_name, namespace=namespace, disks=agent.disk_specs,
         tracker=tracker if tracker is not None else make_tracker(settings, client),
         recorder=recorder if recorder is not None else EventRecorder(
             client, COMPONENT, default_namespace=namespace),
         scan_interval=agent.scan_interval.total_seconds(), auto_delete=agent.auto_delete,
-        grace=agent.grace_period, workers=settings.controllers.workers, clock=clock, metrics=metrics,
+        grace=agent.grace_period, caches=manager.cache, clock=clock,
         brake_share=agent.brake_share, brake_min_orphans=agent.brake_min_orphans)
+    manager.add_runnable(node_agent.tracker)
+    node_agent.queue = manager.add(node_agent, workers=settings.controllers.workers, resync=0)
+    if monitor:
+        manager.add_runnable(node_agent.monitor())
+    return node_agent
+
+
+def build_manager(settings: NodeAgentSettings, client: KubeClient, *,
+                  recorder: EventRecorder | None = None) -> tuple[Manager, NodeAgent]:
+    """The node agent process's one Manager, the agent installed, nothing started."""
+    manager = Manager(client, name=COMPONENT, health_address=settings.metrics.listen_address,
+                      metrics_path=settings.metrics.path,
+                      sync_timeout=settings.controllers.sync_timeout.total_seconds())
+    return manager, install(manager, settings, recorder=recorder)
 
 
 def run(settings: NodeAgentSettings) -> int:
@@ -491,29 +510,12 @@ def run(settings: NodeAgentSettings) -> int:
                                     settings.kube.context),
                         user_agent=COMPONENT)
     recorder = EventRecorder(client, COMPONENT, default_namespace=settings.kube.namespace)
-    manager = Manager(client, name=COMPONENT, health_address=settings.metrics.listen_address,
-                      metrics_path=settings.metrics.path)
-    agent = build(settings, client, recorder=recorder, metrics=manager.controller_metrics)
+    manager, agent = build_manager(settings, client, recorder=recorder)
     if not agent.disks:
         log.warning("no disk is configured (--node-agent-disks / KUSTODIAN_NODE_AGENT__DISKS): "
                     "nothing will be scanned")
-    running = threading.Event()
-    manager.readiness.add("node-agent", lambda: None if running.is_set() else "caches not synced yet")
-    sync_timeout = settings.controllers.sync_timeout.total_seconds()
-
-    def run_agent(stop: threading.Event) -> None:
-        try:
-            agent.start(sync_timeout)
-        except TimeoutError as exc:
-            manager.fail(str(exc))
-            return
-        running.set()
-        stop.wait()
-
-    manager.add_loop("node-agent", run_agent)
     try:
         return manager.run()
     finally:
-        agent.stop()
         recorder.close()
         client.close()

@@ -43,7 +43,14 @@ LONGHORN_SETTINGS = Resource("longhorn.io", "v1beta2", "settings", "Setting", Tr
 
 
 class ReplicaTracker(Protocol):
-    """Who owns the data on this node (see the module docstring)."""
+    """Who owns the data on this node (see the module docstring).
+
+    A runnable of the node agent's Manager, which starts it with the caches and waits for it
+    (``wait_synced``) before the first reconcile or scan.
+    """
+
+    name: str
+    needs_leader: bool
 
     def start(self) -> None:
         """Begin tracking (may return before the first answer is known)."""
@@ -65,6 +72,9 @@ class ReplicaTracker(Protocol):
 
 class NoTracker:
     """``--tracker=none``: nothing is known, so nothing is ever reported as orphaned."""
+
+    name = "replica-tracker"
+    needs_leader = True
 
     def start(self) -> None:
         return None
@@ -189,6 +199,9 @@ class LonghornReplicas(LonghornWatch):
 
 class Longhorn:
     """Ownership from Longhorn: this node's Longhorn Node, the Replicas, the Settings."""
+
+    name = "replica-tracker"
+    needs_leader = True  # started with the caches, after which the Manager waits for it
 
     def __init__(self, client: KubeClient, namespace: str, node: str, *, recheck_interval: float = 30.0,
                  clock: Callable[[], float] = time.monotonic) -> None:

@@ -52,8 +52,13 @@ from kustodian.policy.reclaim.inputs import ReclaimPropagationInput, decide_recl
 from kustodian.policy.reclaim.keyrotation import KEYROTATION_KEYS
 from kustodian.policy.reclaim.propagation import INDEXERS
 from kustodian.policy.reclaim.tracker import LastGoodConfig
-from kustodian.policy.reclaim.upstream import CSI_ADDONS_CONFIG, CsiAddonsConfig, CsiAddonsConfigTracker
-from kustodian.runtime.manager import CacheFactory
+from kustodian.policy.reclaim.upstream import (
+    CSI_ADDONS_CONFIG,
+    CsiAddonsConfig,
+    CsiAddonsConfigTracker,
+)
+from kustodian.runtime.manager import CacheFactory, Manager
+from kustodian.settings import ReclaimGroup
 
 log = logging.getLogger(__name__)
 
@@ -224,3 +229,16 @@ class ReclaimPropagation:
 
 def _key(obj: Mapping[str, Any]) -> str:
     return f"{field(obj, 'metadata', 'namespace')}/{field(obj, 'metadata', 'name')}"
+
+
+def install(manager: Manager, settings: ReclaimGroup, *, namespace: str,
+            recorder: EventRecorder | None = None) -> ReclaimPropagation:
+    """Reclaim-space propagation on ``manager``, its caches shared with the other controllers."""
+    client = manager.client
+    assert client is not None, "reclaim propagation writes through the API server"
+    reclaim = ReclaimPropagation(client, config_namespace=namespace, config_name=settings.config_name,
+                                 recorder=recorder, caches=manager.cache,
+                                 csi_addons_config=settings.csi_addons_config_ref,
+                                 keyrotation=settings.keyrotation)
+    manager.add(reclaim)
+    return reclaim

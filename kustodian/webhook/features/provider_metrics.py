@@ -32,6 +32,7 @@ from kustodian.policy.deletion import DeleteDecision, RuleSet
 from kustodian.policy.deletion.decision import ObjectRef
 from kustodian.policy.deletion.report import SeriesCap, cap_series
 from kustodian.policy.objects import RawObject, name, namespace
+from kustodian.runtime.runnables import Loop
 
 __all__ = ["FOLDED", "ProviderDependents"]
 
@@ -61,8 +62,8 @@ class ProviderDependents(Collector):
         self._counts: dict[ObjectRef, int] = {}
         self._cap = SeriesCap((), 0, 0)
         self._lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        # the periodic refresh, a runnable of the webhook's Manager
+        self.loop = Loop("provider-metrics", self._refresh_every, needs_leader=False)
         self.passes = 0
         self.complete = False  # the last pass found every provider kind fresh
         self.last_pass_seconds = 0.0
@@ -76,7 +77,7 @@ class ProviderDependents(Collector):
         with self._lock:
             previous = dict(self._counts)
         for kind in sorted(rules.provider_kinds()):
-            if self._stop.is_set() or not view.has_kind(kind):
+            if self.loop.stopping.is_set() or not view.has_kind(kind):
                 continue
             if self.guard.stale_kinds((*sorted(rules.kinds_read(kind)), kind)):
                 complete = False
@@ -118,24 +119,18 @@ class ProviderDependents(Collector):
         seconds.add_metric([], self.last_pass_seconds)
         yield from (dependents, folded, total, seconds)
 
+    def _refresh_every(self, stop: threading.Event) -> None:
+        while True:
+            try:
+                self.refresh()
+            except Exception:  # a cache swapped under us: the next pass retries
+                log.warning("computing the per-provider dependents metric failed", exc_info=True)
+            # until a pass finds every kind fresh (start-up, a re-list), retry within a second
+            if stop.wait(self.interval if self.complete else min(self.interval, 1.0)):
+                return
+
     def start(self) -> None:
-        if self._thread is not None:
-            return
-
-        def loop() -> None:
-            while True:
-                try:
-                    self.refresh()
-                except Exception:  # a cache swapped under us: the next pass retries
-                    log.warning("computing the per-provider dependents metric failed", exc_info=True)
-                # until a pass finds every kind fresh (start-up, a re-list), retry within a second
-                if self._stop.wait(self.interval if self.complete else min(self.interval, 1.0)):
-                    return
-
-        self._thread = threading.Thread(target=loop, name="provider-metrics", daemon=True)
-        self._thread.start()
+        self.loop.start()
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        self.loop.stop()

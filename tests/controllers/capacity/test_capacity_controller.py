@@ -25,7 +25,7 @@ from kustodian.kube.errors import NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import EVENTS, PODS
 from kustodian.policy.capacity.model import GIB
-from kustodian.runtime.workqueue import Controller
+from kustodian.runtime.workqueue import WorkQueue
 from kustodian.settings import CapacityGroup
 from tests.conftest import KubeApi
 from tests.support import wait_for
@@ -130,20 +130,20 @@ class Cluster:
         return [e for e in items if e["involvedObject"].get("name") == f"{self.ns}-{pod}"]
 
 
-Factory = Callable[..., tuple[Cluster, CapacityReservations, Controller | None]]
+Factory = Callable[..., tuple[Cluster, CapacityReservations, WorkQueue | None]]
 
 
 @pytest.fixture
 def capacity(kube_api: KubeApi, namespace: str, crds: None) -> Iterator[Factory]:
     """Build (and by default run) a controller; everything is stopped and deleted afterwards."""
-    started: list[tuple[CapacityReservations, Controller | None, EventRecorder]] = []
+    started: list[tuple[CapacityReservations, WorkQueue | None, EventRecorder]] = []
 
     def make(*, run: bool = True, clock: Callable[[], datetime] | None = None,
-             **settings: Any) -> tuple[Cluster, CapacityReservations, Controller | None]:
+             **settings: Any) -> tuple[Cluster, CapacityReservations, WorkQueue | None]:
         recorder = EventRecorder(kube_api.client, "kustodian-test", min_interval=0, default_namespace=namespace)
         conf = CapacityGroup(gc_interval=timedelta(hours=1), **settings)
         ctl = build(conf, kube_api.client, recorder, **({"clock": clock} if clock else {}))
-        runtime = Controller("capacity", ctl.reconcile, workers=2, base_backoff=0.05) if run else None
+        runtime = WorkQueue("capacity", ctl.reconcile, workers=2, base_backoff=0.05) if run else None
         started.append((ctl, runtime, recorder))
         ctl.wire(runtime.enqueue if runtime is not None else lambda key: None)
         for cache in ctl.caches:

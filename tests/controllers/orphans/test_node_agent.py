@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 
-from kustodian.controllers.orphans.agent import ORPHANS, NodeAgent, build
+from kustodian.controllers.orphans.agent import ORPHANS, NodeAgent, install
 from kustodian.controllers.orphans.disks import OWNERSHIP_KEY, STATUS_KEY, UUIDS_KEY, config_map_name
 from kustodian.controllers.orphans.tracker import (
     LONGHORN_NODES,
@@ -39,6 +39,7 @@ from kustodian.kube.errors import NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import CONFIG_MAPS, EVENTS, NAMESPACES, Resource
 from kustodian.policy.orphans import ANNOTATION_KEEP_DATA, ORPHAN_FINALIZER, orphan_name
+from kustodian.runtime.manager import Manager
 from kustodian.settings import NodeAgentSettings
 from tests.conftest import KubeApi
 from tests.longhorn import Disk, node_spec, node_status, replica_object
@@ -103,7 +104,7 @@ class World:
         self.mkreplica_bin = mkreplica
         self.disk = make_disk(tmp_path / "disk")
         self.disks = [Disk("disk1", str(self.disk), UUID)]
-        self.agents: list[NodeAgent] = []
+        self.agents: dict[int, tuple[NodeAgent, Manager]] = {}
         self.recorder = EventRecorder(self.client, "kustodian-test", min_interval=0, default_namespace=namespace)
         self.clock = Clock()
 
@@ -169,10 +170,22 @@ class World:
                                    node_agent={"node_name": self.node, "scan_interval": 0.1,
                                                "disks": disks or [f"{d.name}={d.path}@{d.uuid}" for d in self.disks],
                                                **group})
-        agent = build(config, self.client, recorder=self.recorder, clock=self.clock)
-        agent.retry_interval = 0.2
-        self.agents.append(agent)
-        return agent.start(15, monitor=monitor)
+        return self.start(config, monitor=monitor, retry_interval=0.2)
+
+    def start(self, config: NodeAgentSettings, *, monitor: bool = False, retry_interval: float | None = None,
+              tracker: Any = None) -> NodeAgent:
+        """The agent on a Manager of its own, as ``kustodian node-agent`` runs it, caches synced."""
+        manager = Manager(self.client, name="node-agent-test", sync_timeout=15)
+        agent = install(manager, config, recorder=self.recorder, clock=self.clock, tracker=tracker, monitor=monitor)
+        if retry_interval is not None:
+            agent.retry_interval = retry_interval
+        self.agents[id(agent)] = (agent, manager)
+        assert manager.start(), "the node agent's caches did not sync"
+        return agent
+
+    def stop(self, agent: NodeAgent) -> None:
+        """The agent's process stops: its Manager stops the monitor, the workers, the caches."""
+        self.agents[id(agent)][1].stop_acting()
 
     def settle(self, agent: NodeAgent) -> None:
         """One scan on the current watch state, then every reconcile it caused."""
@@ -214,8 +227,8 @@ class World:
 def world(crds: None, kube_api: KubeApi, namespace: str, tmp_path: Path, mkreplica: Path) -> Iterator[World]:
     w = World(kube_api, namespace, tmp_path, mkreplica)
     yield w
-    for agent in w.agents:
-        agent.stop()
+    for _, manager in w.agents.values():
+        manager.stop_acting()
     w.recorder.close()
     for obj in w.orphans():  # release what a failed test left, so the namespace can go
         if obj["metadata"].get("finalizers"):
@@ -316,7 +329,7 @@ def test_disk_whose_uuid_changed_is_skipped_and_nothing_is_removed(world: World)
     assert world.orphan("pvc-4444-dddddddd", UUID) is None
 
     # a restarted agent still knows the recorded UUID
-    agent.stop()
+    world.stop(agent)
     restarted = world.agent(disks=[f"disk1={world.disk}"])
     restarted.scan_once()
     assert restarted.scan_disks(record=False)[0].expected_uuid == UUID
@@ -414,9 +427,7 @@ def test_longhorn_api_not_answering_reports_nothing(world: World) -> None:
                                node_agent={"node_name": world.node, "longhorn_namespace": world.ns,
                                            "disks": [f"disk1={world.disk}@{UUID}"], "auto_delete": True,
                                            "grace_period": 0})
-    agent = build(config, world.client, recorder=world.recorder, tracker=tracker, clock=world.clock)
-    world.agents.append(agent)
-    agent.start(15, monitor=False)
+    agent = world.start(config, tracker=tracker)
     world.settle(agent)
     assert world.orphans() == []
     [cond] = world.config_map(OWNERSHIP_KEY)
@@ -495,7 +506,7 @@ def test_node_or_disk_not_usable_makes_orphans_not_cleanable_with_longhorns_reas
     assert world.data_names() == [ORPHAN_DIR]
     # auto-deletion does not touch it, even with the grace period long over
     world.clock.offset = timedelta(hours=1)
-    agent.resync()
+    agent.reconcile_all()
     assert agent.controller.wait_idle(10)
     assert world.orphan() is not None and (orphaned / "volume.meta").exists()
 
@@ -531,7 +542,7 @@ def test_node_down_then_back_runs_no_stale_delete(world: World) -> None:
     assert stale is not None and world.condition(stale)["status"] == "True"
 
     # the node goes down: its agent with it, and Longhorn marks its Node not Ready
-    agent.stop()
+    world.stop(agent)
     world.update_longhorn_node(ready=False)
     # someone deletes the Orphan, trusting the stale DataCleanable=True: stuck Terminating
     world.delete_orphan(stale["metadata"]["name"], wait=False)
@@ -794,18 +805,18 @@ def test_orphan_auto_deletion(world: World) -> None:
     agent = world.agent(monitor=True)
     wait_for(lambda: cleanable(world), "a cleanable Orphan")
     world.clock.offset = timedelta(seconds=120)  # past Longhorn's grace period
-    agent.resync()
+    agent.reconcile_all()
     assert agent.controller.wait_idle(10)
     assert world.orphan() is not None and orphaned.exists()  # Longhorn's setting: off
 
     world.setting("orphan-resource-auto-deletion", "replica-data")
     wait_for(lambda: agent.auto_deletion().enabled, "the setting in the watch cache")
     world.clock.offset = timedelta(seconds=30)  # inside Longhorn's 60 s grace: not yet
-    agent.resync()
+    agent.reconcile_all()
     assert agent.controller.wait_idle(10)
     assert world.orphan() is not None and orphaned.exists()
     world.clock.offset = timedelta(seconds=120)
-    agent.resync()
+    agent.reconcile_all()
     wait_for(lambda: world.orphan() is None, "the Orphan auto-deleted")
     assert list((world.disk / "replicas").iterdir()) == []
     [event] = world.events("AutoDelete")
@@ -820,6 +831,6 @@ def test_chart_setting_overrides_longhorns_auto_deletion(world: World) -> None:
     agent = world.agent(orphan_auto_delete=False)
     world.settle(agent)
     world.clock.offset = timedelta(hours=1)
-    agent.resync()
+    agent.reconcile_all()
     assert agent.controller.wait_idle(10)
     assert world.orphan() is not None and orphaned.exists()
