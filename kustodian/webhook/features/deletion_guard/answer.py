@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from kustodian.policy.deletion import DeleteDecision, RuleSet
+from kustodian.policy.deletion.modes import refusal_mode
 from kustodian.policy.modes import Mode
-from kustodian.policy.modes.deletion import refusal_mode
 from kustodian.webhook.outcomes import Outcomes, judged
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied
 
