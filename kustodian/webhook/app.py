@@ -5,7 +5,7 @@ the envelope, and answer with pre-encoded bytes: no response models, no thread
 pool for ordinary reviews, no API call.  A big body (over ``OFFLOAD_BYTES``, or of unknown
 length) is decoded and decided in a worker thread, at most ``HEAVY_AT_ONCE`` together.
 A small review is parsed and checked once, on the event loop; a handler with no answer ready
-(a deletion decision not memoised yet) answers ``Pending``, and only that remaining work runs
+(a deletion decision not memoised yet) answers ``PendingAnswer``, and only that remaining work runs
 in a worker thread.
 Two error channels (kopf, controller-runtime): a body that is
 not an AdmissionReview v1 is an HTTP 400 with the reason; a policy decision is an
@@ -30,7 +30,7 @@ from starlette.requests import ClientDisconnect
 from kustodian.kube.kinds import FollowedKinds
 from kustodian.logs import about
 from kustodian.webhook.metrics import WebhookMetrics
-from kustodian.webhook.registry import Pending, Registry
+from kustodian.webhook.registry import PendingAnswer, Registry
 from kustodian.webhook.review import AdmissionRequest, AdmissionReview, Answer, review_response
 
 log = logging.getLogger(__name__)
@@ -160,7 +160,7 @@ def create_app(registry: Registry, *, readiness: Readiness | None = None,
     heavy = asyncio.Semaphore(HEAVY_AT_ONCE)
 
     def serve(webhook: str,
-              run: Callable[[AdmissionRequest], Answer | Pending]) -> Callable[[Request], object]:
+              run: Callable[[AdmissionRequest], Answer | PendingAnswer]) -> Callable[[Request], object]:
         requests = metrics.requests
         latency = metrics.latency
 
@@ -176,8 +176,8 @@ def create_app(registry: Registry, *, readiness: Readiness | None = None,
                                 "user": clip(req.user_info.username), "decision": "denied"})
             return Response(payload, media_type=JSON)
 
-        def decide(body: bytes, started: float) -> Response | tuple[AdmissionRequest, Pending]:
-            """The answer, or the request with the work its answer still needs (``Pending``),
+        def decide(body: bytes, started: float) -> Response | tuple[AdmissionRequest, PendingAnswer]:
+            """The answer, or the request with the work its answer still needs (``PendingAnswer``),
             which the caller runs where it may: never parsed or checked a second time."""
             try:
                 req = parse_review(body)
@@ -185,7 +185,7 @@ def create_app(registry: Registry, *, readiness: Readiness | None = None,
                 log.info("%s: rejected a malformed review: %s", webhook, clip(str(exc)))
                 return _bad_request(metrics, webhook, clip(str(exc)))
             answer = run(req)
-            if isinstance(answer, Pending):
+            if isinstance(answer, PendingAnswer):
                 return req, answer
             return respond(req, answer, started)
 

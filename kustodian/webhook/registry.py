@@ -11,7 +11,7 @@ Failure policy on an unexpected exception (the answer always echoes the uid):
 * mutating: allowed without a patch and with a warning (a broken default must not
   block PVC creation; the chart's mutator is ``failurePolicy: Ignore`` too).
 
-A validating handler may answer ``Pending`` (no answer ready: compute it off the event
+A validating handler may answer ``PendingAnswer`` (no answer ready: compute it off the event
 loop); the app then runs the rest of the review in a worker thread without parsing or
 checking it again.
 """
@@ -33,11 +33,11 @@ Handler = Callable[[AdmissionRequest], Answer]
 
 
 @dataclass(frozen=True)
-class Pending:
+class PendingAnswer:
     """A validating handler's answer that must be computed off the event loop.
 
     A handler first answers from what it holds ready (a memoised decision: a dict read, on the
-    event loop); when it has nothing ready it returns ``Pending`` and the app runs ``compute``
+    event loop); when it has nothing ready it returns ``PendingAnswer`` and the app runs ``compute``
     in a worker thread, once, so a decision over 50,000 dependents never stalls ``/healthz`` or
     the reviews queued behind it, and a review is parsed and checked only once either way.
     """
@@ -45,7 +45,7 @@ class Pending:
     compute: Callable[[], Answer]
 
 
-Validator = Callable[[AdmissionRequest], Answer | Pending]
+Validator = Callable[[AdmissionRequest], Answer | PendingAnswer]
 
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
@@ -75,8 +75,8 @@ class Registry:
                 raise ValueError(f"unknown admission operation {op!r}")
         return ops
 
-    def run_validation(self, req: AdmissionRequest) -> Answer | Pending:
-        """The answer of every handler for ``req``, checked once against forgery; ``Pending`` when
+    def run_validation(self, req: AdmissionRequest) -> Answer | PendingAnswer:
+        """The answer of every handler for ``req``, checked once against forgery; ``PendingAnswer`` when
         a handler has no answer ready (the rest of the handlers then run in ``compute``)."""
         handlers = self.validators.get((req.kind_key, req.operation))
         if not handlers:
@@ -90,20 +90,20 @@ class Registry:
         return self._validate(req, handlers, 0, ())
 
     def _validate(self, req: AdmissionRequest, handlers: Sequence[Validator], first: int,
-                  warnings: tuple[str, ...]) -> Answer | Pending:
+                  warnings: tuple[str, ...]) -> Answer | PendingAnswer:
         for i in range(first, len(handlers)):
             try:
                 answer = handlers[i](req)
             except Exception:
                 return _failed(handlers[i], req)
-            if isinstance(answer, Pending):
-                return Pending(functools.partial(self._resume, req, handlers, i, answer, warnings))
+            if isinstance(answer, PendingAnswer):
+                return PendingAnswer(functools.partial(self._resume, req, handlers, i, answer, warnings))
             if not answer.allowed:
                 return answer
             warnings = (*warnings, *answer.warnings)
         return allowed(warnings=warnings)
 
-    def _resume(self, req: AdmissionRequest, handlers: Sequence[Validator], i: int, pending: Pending,
+    def _resume(self, req: AdmissionRequest, handlers: Sequence[Validator], i: int, pending: PendingAnswer,
                 warnings: tuple[str, ...]) -> Answer:
         """Handler ``i``'s pending answer, then the handlers after it (off the event loop)."""
         try:
@@ -113,12 +113,12 @@ class Registry:
         if not answer.allowed:
             return answer
         rest = self._validate(req, handlers, i + 1, (*warnings, *answer.warnings))
-        return rest.compute() if isinstance(rest, Pending) else rest
+        return rest.compute() if isinstance(rest, PendingAnswer) else rest
 
     def validate_now(self, req: AdmissionRequest) -> Answer:
         """``run_validation`` for callers without an event loop (CLI, tests): pending work runs here."""
         answer = self.run_validation(req)
-        return answer.compute() if isinstance(answer, Pending) else answer
+        return answer.compute() if isinstance(answer, PendingAnswer) else answer
 
     def run_mutation(self, req: AdmissionRequest) -> Answer:
         handlers = self.mutators.get((req.kind_key, req.operation))
@@ -172,4 +172,4 @@ def _untrusted(req: AdmissionRequest) -> str | None:
     return problem
 
 
-__all__ = ["Handler", "Pending", "Registry", "Validator", "denied"]
+__all__ = ["Handler", "PendingAnswer", "Registry", "Validator", "denied"]

@@ -23,7 +23,7 @@ from kustodian.testing.crds import crd
 from kustodian.webhook.app import Readiness, add_freshness, create_app, parse_review
 from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kinds
 from kustodian.webhook.metrics import WebhookMetrics
-from kustodian.webhook.registry import Pending, Registry
+from kustodian.webhook.registry import PendingAnswer, Registry
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed
 from tests.policy.deletion.builders import NS, blockpool, nfs, rbd_pv, storage_class
 from tests.support import wait_for
@@ -147,7 +147,7 @@ def test_memoised_decision_is_reused_until_a_bucket_it_read_changes() -> None:
     scs = caches["StorageClass.storage.k8s.io"]
     scs._apply("ADDED", scs._prepare(storage_class("fast", "rook-ceph.rbd.csi.ceph.com", clusterID=NS,
                                                    pool="replicapool")))
-    assert isinstance(guard.on_delete(req), Pending)
+    assert isinstance(guard.on_delete(req), PendingAnswer)
     assert "pv-new" in decide(guard, req).message and guard.memo_misses == 2
 
 
@@ -169,11 +169,11 @@ def test_slow_work_runs_in_a_worker_thread_not_on_the_event_loop(tls_dir: Path) 
     registry = Registry()
     seen: list[str] = []
 
-    def slow(req: AdmissionRequest) -> Pending:
+    def slow(req: AdmissionRequest) -> PendingAnswer:
         def compute() -> Answer:
             seen.append(threading.current_thread().name)
             return allowed()
-        return Pending(compute)
+        return PendingAnswer(compute)
 
     registry.validate("ConfigMap", ["DELETE"], slow)
     srv = serve(create_app(registry), tls_dir)
@@ -351,7 +351,7 @@ def test_warm_decisions_answer_the_first_delete_after_a_change_on_the_event_loop
     pvs = caches["PersistentVolume"]
     pvs._apply("ADDED", pvs._prepare(rbd_pv("pv-new")))
     # not warmed yet: the request would go to a worker thread
-    assert isinstance(guard.on_delete(req), Pending)
+    assert isinstance(guard.on_delete(req), PendingAnswer)
     guard.start(interval=0.01)
     try:
         wait_for(lambda: guard.warmed >= 2, "the warmer to recompute the changed decision")

@@ -3,7 +3,7 @@
 A review goes through three parts, each in its own module:
 
 1. the memo (``memo``), asked on the event loop: a current decision answers there and then;
-   with none the handler answers ``Pending`` and the app runs ``compute`` in a worker thread,
+   with none the handler answers ``PendingAnswer`` and the app runs ``compute`` in a worker thread,
    once (the review is not parsed or checked again);
 2. the decision, pure over a frozen input (``gather`` fills it from the caches, with the
    reads it made; ``policy.deletion.dependents.decide_provider_delete`` decides);
@@ -51,7 +51,7 @@ from kustodian.webhook.features.deletion_guard.kinds import NAMESPACE
 from kustodian.webhook.features.deletion_guard.memo import DecisionMemo, MemoKey, memo_key
 from kustodian.webhook.features.deletion_guard.warmer import Warmer
 from kustodian.webhook.outcomes import Outcomes
-from kustodian.webhook.registry import Pending, Registry
+from kustodian.webhook.registry import PendingAnswer, Registry
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed
 
 __all__ = ["DeletionGuard"]
@@ -166,8 +166,8 @@ class DeletionGuard(Collector):
             registry.validate(kind, ["DELETE"], self.on_delete)
         registry.validate(NAMESPACE, ["DELETE"], self.on_namespace_delete)
 
-    def on_delete(self, req: AdmissionRequest) -> Answer | Pending:
-        """The answer from the memo (on the event loop), or ``Pending`` on its computation."""
+    def on_delete(self, req: AdmissionRequest) -> Answer | PendingAnswer:
+        """The answer from the memo (on the event loop), or ``PendingAnswer`` on its computation."""
         # Only the kinds this decision reads must be current (a cache never synced is not
         # fresh either): a newly served, still listing kind blocks its own providers, not all.
         reads = self._reads.get(req.kind_key, ())
@@ -185,7 +185,7 @@ class DeletionGuard(Collector):
         key = memo_key(req.kind_key, provider, self._terminating(req.namespace))
         decision = self.memo.cached(key) if key[4] else None
         if decision is None:
-            return Pending(functools.partial(self._computed, req, provider, key))
+            return PendingAnswer(functools.partial(self._computed, req, provider, key))
         return self._answered(req, provider, decision)
 
     def _computed(self, req: AdmissionRequest, provider: RawObject, key: MemoKey) -> Answer:
@@ -195,12 +195,12 @@ class DeletionGuard(Collector):
         return self._act(req, answer_provider_delete(req, provider, decision, rules=self.rules,
                                                      mode=self.mode, outcomes=self.outcomes))
 
-    def on_namespace_delete(self, req: AdmissionRequest) -> Answer | Pending:
+    def on_namespace_delete(self, req: AdmissionRequest) -> Answer | PendingAnswer:
         stale = self.stale_kinds(self._namespace_reads)
         if stale:
             return self._act(req, stale_answer(f'Namespace "{req.name}"', stale))
         # walks every provider in the namespace: never on the event loop
-        return Pending(functools.partial(self._namespace_decided, req))
+        return PendingAnswer(functools.partial(self._namespace_decided, req))
 
     def _namespace_decided(self, req: AdmissionRequest) -> Answer:
         decision = decide_namespace_delete(req.name, self.view, self.rules)
