@@ -38,7 +38,9 @@ from prometheus_client.registry import Collector
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.view import CacheView
 from kustodian.logs import about
-from kustodian.policy.deletion import DeleteDecision, RuleSet, decide_namespace_delete
+from kustodian.policy.deletion import DeleteDecision, RuleSet
+from kustodian.policy.deletion.decision import gather_namespace
+from kustodian.policy.deletion.dependents import decide_namespace_teardown
 from kustodian.policy.modes import Mode
 from kustodian.policy.objects import RawObject
 from kustodian.webhook.features.deletion_guard.answer import (
@@ -203,7 +205,7 @@ class DeletionGuard(Collector):
         return PendingAnswer(functools.partial(self._namespace_decided, req))
 
     def _namespace_decided(self, req: AdmissionRequest) -> Answer:
-        decision = decide_namespace_delete(req.name, self.view, self.rules)
+        decision = decide_namespace_teardown(gather_namespace(req.name, self.view, self.rules))
         if decision.allowed:
             return allowed()
         ns_obj: Mapping[str, Any] = req.subject or {"apiVersion": "v1", "kind": NAMESPACE,
