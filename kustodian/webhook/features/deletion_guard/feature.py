@@ -185,7 +185,7 @@ class DeletionGuard(Collector):
             # object: it does not exist, and the API server will answer 404 itself.
             return allowed()
         key = memo_key(req.kind_key, provider, self._terminating(req.namespace))
-        decision = self.memo.cached(key) if key[4] else None
+        decision = self.memo.cached(key) if key.resource_version else None
         if decision is None:
             return PendingAnswer(functools.partial(self._computed, req, provider, key))
         return self._answered(req, provider, decision)

@@ -31,6 +31,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.view import CacheView
@@ -47,15 +48,23 @@ log = logging.getLogger(__name__)
 MEMO_SIZE = 4096
 FREEZE_AT = 1_000  # dependents from which a computed decision is taken out of the cyclic GC
 
-#: (kind key, namespace, name, uid, resourceVersion, terminating namespace or "")
-MemoKey = tuple[str, str, str, str, str, str]
+class MemoKey(NamedTuple):
+    """The question a DELETE of one provider version asks (a tuple: hashed in C on every review)."""
+
+    kind_key: str
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str  # "": never memoised (no version to tell a later object from this one)
+    deleting_namespace: str  # the provider's namespace when it is terminating, else ""
 
 
 def memo_key(kind_key: str, provider: RawObject, deleting_namespace: str | None) -> MemoKey:
     """The question a DELETE of ``provider`` asks; without a resourceVersion it is never memoised."""
     meta = provider.get("metadata") or {}
-    return (kind_key, str(meta.get("namespace") or ""), str(meta.get("name") or ""),
-            str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""), deleting_namespace or "")
+    return MemoKey(kind_key, str(meta.get("namespace") or ""), str(meta.get("name") or ""),
+                   str(meta.get("uid") or ""), str(meta.get("resourceVersion") or ""),
+                   deleting_namespace or "")
 
 
 @dataclass(frozen=True)
@@ -122,7 +131,7 @@ class DecisionMemo:
         """Gather and decide ``key`` (about ``provider``) unless a current entry appeared meanwhile;
         memoised when the provider has a resourceVersion.  Off the event loop: this walks every
         dependent.  Single flight: reviews of one object that arrive together compute once."""
-        if not key[4]:
+        if not key.resource_version:
             return self._decide(key, provider)
         with self._flights_lock:
             flight = self._flights.setdefault(key, threading.Lock())
@@ -137,7 +146,7 @@ class DecisionMemo:
                     self._flights.pop(key, None)
 
     def _decide(self, key: MemoKey, provider: RawObject) -> DeleteDecision:
-        kind_key, deleting_namespace = key[0], key[5] or None
+        kind_key, deleting_namespace = key.kind_key, key.deleting_namespace or None
         self.computed += 1
         if not self.rules.for_provider(kind_key):
             return DeleteDecision(allowed=True)
@@ -148,7 +157,7 @@ class DecisionMemo:
             # what a kept decision holds lives as long as its memo: out of every later collection
             # (as the caches do after a list), or each full collection walks 50,000 refs (~7 ms)
             gc.freeze()
-        if key[4]:
+        if key.resource_version:
             kept_live = gathered.live.exact and bool(caches)  # a view without watch caches hears no events
             found, live = gathered.dependents, gathered.live if kept_live else None
             self.install(key, MemoEntry(found.hop_reads, decision, found.leaf_reads, live, gathered.epochs,
@@ -223,7 +232,8 @@ class DecisionMemo:
                 try:
                     self.entries[key] = self._applied(entry, kind, touched, new, old)
                 except Exception:  # never keep a half-applied entry
-                    log.exception("applying a %s change to the decision for %s failed", kind, key[:3])
+                    log.exception("applying a %s change to the decision for %s %s/%s failed", kind,
+                                  key.kind_key, key.namespace, key.name)
                     self._unsubscribe(key, self.entries.pop(key))
 
     def _applied(self, entry: MemoEntry, kind: str, touched: set[tuple[str, str]],

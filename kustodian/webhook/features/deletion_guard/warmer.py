@@ -39,7 +39,7 @@ class Warmer:
         for key, provider in self.questions():
             if self._stop.is_set():
                 break
-            if not key[4] or self.memo.cached(key, count=False) is not None:
+            if not key.resource_version or self.memo.cached(key, count=False) is not None:
                 continue
             self.memo.compute(key, provider, count=False)
             done += 1
