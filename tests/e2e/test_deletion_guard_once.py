@@ -9,6 +9,7 @@ given up (``SlowPath``) and done again in a worker thread.
 
 from __future__ import annotations
 
+import base64
 import threading
 import uuid
 from collections import Counter
@@ -31,6 +32,7 @@ from kustodian.webhook.features.deletion_guard.gather import gather_dependents
 from kustodian.webhook.review import AdmissionRequest
 from tests.conftest import KubeApi, serve_api
 from tests.e2e.test_deletion_guard_freshness import POOLS, in_process_webhook
+from tests.e2e.test_deletion_guard_live import rbd_pv
 from tests.support import wait_for
 from tests.webhook.conftest import serve
 
@@ -43,14 +45,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 @pytest.fixture
 def private_api(kube_tools: Path | None) -> Iterator[KubeApi]:
     yield from serve_api(kube_tools)
-
-
-def rbd_pv(name: str, ns: str, pool: str) -> dict[str, object]:
-    return {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": name},
-            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
-                     "persistentVolumeReclaimPolicy": "Retain",
-                     "csi": {"driver": "rook-ceph.rbd.csi.ceph.com", "volumeHandle": f"0001-{name}",
-                             "volumeAttributes": {"clusterID": ns, "pool": pool}}}}
 
 
 class Calls:
@@ -146,6 +140,4 @@ def test_a_delete_that_misses_the_memo_is_checked_and_decided_once(
 
 
 def _ca_bundle(ca: Path) -> str:
-    import base64
-
     return base64.b64encode(ca.read_bytes()).decode()
