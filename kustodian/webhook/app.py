@@ -4,6 +4,9 @@ The admission endpoints read the raw body and decode it with orjson, validate on
 the envelope, and answer with pre-encoded bytes: no response models, no thread
 pool for ordinary reviews, no API call.  A big body (over ``OFFLOAD_BYTES``, or of unknown
 length) is decoded and decided in a worker thread, at most ``HEAVY_AT_ONCE`` together.
+A small review is parsed and checked once, on the event loop; a handler with no answer ready
+(a deletion decision not memoised yet) answers ``PendingAnswer``, and only that remaining work runs
+in a worker thread.
 Two error channels (kopf, controller-runtime): a body that is
 not an AdmissionReview v1 is an HTTP 400 with the reason; a policy decision is an
 HTTP 200 whose ``response`` echoes the request ``uid``.
@@ -27,7 +30,7 @@ from kustodian.kube.kinds import FollowedKinds
 from kustodian.logs import about
 from kustodian.runtime.health import Checks
 from kustodian.webhook.metrics import WebhookMetrics
-from kustodian.webhook.registry import OFF_LOOP, Registry, SlowPath
+from kustodian.webhook.registry import PendingAnswer, Registry
 from kustodian.webhook.review import AdmissionRequest, AdmissionReview, Answer, review_response
 
 log = logging.getLogger(__name__)
@@ -37,11 +40,6 @@ JSON = "application/json"
 OFFLOAD_BYTES = 256 * 1024
 HEAVY_AT_ONCE = 2
 LOG_VALUE_CHARS = 512
-
-
-def _off_loop(run: Callable[[AdmissionRequest], Answer], req: AdmissionRequest) -> Answer:
-    OFF_LOOP.set(True)  # this thread's copy of the context only
-    return run(req)
 
 
 def add_freshness(readiness: Checks, kinds: FollowedKinds) -> None:
@@ -119,7 +117,8 @@ def create_app(registry: Registry, *, readiness: Checks | None = None,
     # (each up to the body limit, several times that once decoded) are in memory together
     heavy = asyncio.Semaphore(HEAVY_AT_ONCE)
 
-    def serve(webhook: str, run: Callable[[AdmissionRequest], Answer]) -> Callable[[Request], object]:
+    def serve(webhook: str,
+              run: Callable[[AdmissionRequest], Answer | PendingAnswer]) -> Callable[[Request], object]:
         requests = metrics.requests
         latency = metrics.latency
 
@@ -135,24 +134,25 @@ def create_app(registry: Registry, *, readiness: Checks | None = None,
                                 "user": clip(req.user_info.username), "decision": "denied"})
             return Response(payload, media_type=JSON)
 
-        def decide(body: bytes, started: float, on_loop: bool) -> Response | AdmissionRequest:
-            """The answer; on the event loop, a decision too slow for it returns the request, which
-            the caller then decides in a worker thread (``SlowPath``)."""
+        def decide(body: bytes, started: float) -> Response | tuple[AdmissionRequest, PendingAnswer]:
+            """The answer, or the request with the work its answer still needs (``PendingAnswer``),
+            which the caller runs where it may: never parsed or checked a second time."""
             try:
                 req = parse_review(body)
             except ValueError as exc:
                 log.info("%s: rejected a malformed review: %s", webhook, clip(str(exc)))
                 return _bad_request(metrics, webhook, clip(str(exc)))
-            try:
-                answer = run(req) if on_loop else _off_loop(run, req)
-            except SlowPath:
-                return req
+            answer = run(req)
+            if isinstance(answer, PendingAnswer):
+                return req, answer
             return respond(req, answer, started)
 
         def decide_off_loop(body: bytes, started: float) -> Response:
-            got = decide(body, started, on_loop=False)
-            assert isinstance(got, Response)  # off the loop a decision never asks to move
-            return got
+            got = decide(body, started)
+            if isinstance(got, Response):
+                return got
+            req, pending = got  # already in a worker thread: compute here
+            return respond(req, pending.compute(), started)
 
         async def endpoint(request: Request) -> Response:
             started = time.perf_counter()
@@ -162,11 +162,11 @@ def create_app(registry: Registry, *, readiness: Checks | None = None,
                 body = await _read(request, body_limit, metrics)
                 if isinstance(body, Response):
                     return body
-                got = decide(body, started, on_loop=True)
+                got = decide(body, started)
                 if isinstance(got, Response):
                     return got
-                answer = await asyncio.to_thread(_off_loop, run, got)
-                return respond(got, answer, started)
+                req, pending = got
+                return respond(req, await asyncio.to_thread(pending.compute), started)
             async with heavy:
                 body = await _read(request, body_limit, metrics)
                 if isinstance(body, Response):

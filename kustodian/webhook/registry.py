@@ -10,13 +10,17 @@ Failure policy on an unexpected exception (the answer always echoes the uid):
   through because our code broke);
 * mutating: allowed without a patch and with a warning (a broken default must not
   block PVC creation; the chart's mutator is ``failurePolicy: Ignore`` too).
+
+A validating handler may answer ``PendingAnswer`` (no answer ready: compute it off the event
+loop); the app then runs the rest of the review in a worker thread without parsing or
+checking it again.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
-from collections.abc import Callable, Iterable
-from contextvars import ContextVar
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from kustodian.logs import about
@@ -27,45 +31,53 @@ log = logging.getLogger(__name__)
 
 Handler = Callable[[AdmissionRequest], Answer]
 
-# Set while handlers run in a worker thread (``webhook.app``), where slow work is allowed.
-OFF_LOOP: ContextVar[bool] = ContextVar("kustodian_off_loop", default=False)
 
+@dataclass(frozen=True)
+class PendingAnswer:
+    """A validating handler's answer that must be computed off the event loop.
 
-class SlowPath(Exception):
-    """Raised by a handler that would do work proportional to the cluster on the event loop.
-
-    The app re-runs the whole request in a worker thread (``OFF_LOOP`` set), so a decision
-    over 50,000 dependents never stalls ``/healthz`` or the reviews queued behind it.
+    A handler first answers from what it holds ready (a memoised decision: a dict read, on the
+    event loop); when it has nothing ready it returns ``PendingAnswer`` and the app runs ``compute``
+    in a worker thread, once, so a decision over 50,000 dependents never stalls ``/healthz`` or
+    the reviews queued behind it, and a review is parsed and checked only once either way.
     """
 
+    compute: Callable[[], Answer]
 
-def off_loop() -> bool:
-    return OFF_LOOP.get()
+
+Validator = Callable[[AdmissionRequest], Answer | PendingAnswer]
+
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
 
 @dataclass
 class Registry:
-    validators: dict[tuple[str, str], list[Handler]] = field(default_factory=dict)
+    validators: dict[tuple[str, str], list[Validator]] = field(default_factory=dict)
     mutators: dict[tuple[str, str], list[Handler]] = field(default_factory=dict)
     # every registered kind, for the /readyz cache checks and the chart rules
     kinds: set[str] = field(default_factory=set)
 
-    def validate(self, kind: str, operations: Iterable[str], handler: Handler) -> None:
-        self._add(self.validators, kind, operations, handler)
-
-    def mutate(self, kind: str, operations: Iterable[str], handler: Handler) -> None:
-        self._add(self.mutators, kind, operations, handler)
-
-    def _add(self, table: dict[tuple[str, str], list[Handler]], kind: str, operations: Iterable[str],
-             handler: Handler) -> None:
-        for op in operations:
-            if op not in OPERATIONS:
-                raise ValueError(f"unknown admission operation {op!r}")
-            table.setdefault((kind, op), []).append(handler)
+    def validate(self, kind: str, operations: Iterable[str], handler: Validator) -> None:
+        for op in self._operations(operations):
+            self.validators.setdefault((kind, op), []).append(handler)
         self.kinds.add(kind)
 
-    def run_validation(self, req: AdmissionRequest) -> Answer:
+    def mutate(self, kind: str, operations: Iterable[str], handler: Handler) -> None:
+        for op in self._operations(operations):
+            self.mutators.setdefault((kind, op), []).append(handler)
+        self.kinds.add(kind)
+
+    @staticmethod
+    def _operations(operations: Iterable[str]) -> list[str]:
+        ops = list(operations)
+        for op in ops:
+            if op not in OPERATIONS:
+                raise ValueError(f"unknown admission operation {op!r}")
+        return ops
+
+    def run_validation(self, req: AdmissionRequest) -> Answer | PendingAnswer:
+        """The answer of every handler for ``req``, checked once against forgery; ``PendingAnswer`` when
+        a handler has no answer ready (the rest of the handlers then run in ``compute``)."""
         handlers = self.validators.get((req.kind_key, req.operation))
         if not handlers:
             return allowed()
@@ -75,32 +87,38 @@ class Registry:
                         req.kind_key[:100], req.uid[:64], problem)
             return denied(f"kustodian: inconsistent admission review: {problem}", code=400,
                           reason="BadRequest")
-        warnings: list[str] = []
-        for handler in handlers:
+        return self._validate(req, handlers, 0, ())
+
+    def _validate(self, req: AdmissionRequest, handlers: Sequence[Validator], first: int,
+                  warnings: tuple[str, ...]) -> Answer | PendingAnswer:
+        for i in range(first, len(handlers)):
             try:
-                answer = handler(req)
-            except SlowPath:
-                raise
+                answer = handlers[i](req)
             except Exception:
-                log.exception("validating handler %s failed for %s %s %s/%s (uid %s)",
-                              getattr(handler, "__qualname__", handler), req.operation, req.kind_key,
-                              req.namespace, req.name, req.uid,
-                              extra={**about(req.kind_key, req.namespace, req.name), "uid": req.uid})
-                return Answer(allowed=False, code=500, reason="InternalError", decision="error",
-                              message=f"kustodian could not evaluate this {req.operation} "
-                                      f"(internal error, uid {req.uid}); refusing to be safe")
+                return _failed(handlers[i], req)
+            if isinstance(answer, PendingAnswer):
+                return PendingAnswer(functools.partial(self._resume, req, handlers, i, answer, warnings))
             if not answer.allowed:
                 return answer
-            warnings.extend(answer.warnings)
-        return allowed(warnings=tuple(warnings))
+            warnings = (*warnings, *answer.warnings)
+        return allowed(warnings=warnings)
+
+    def _resume(self, req: AdmissionRequest, handlers: Sequence[Validator], i: int, pending: PendingAnswer,
+                warnings: tuple[str, ...]) -> Answer:
+        """Handler ``i``'s pending answer, then the handlers after it (off the event loop)."""
+        try:
+            answer = pending.compute()
+        except Exception:
+            return _failed(handlers[i], req)
+        if not answer.allowed:
+            return answer
+        rest = self._validate(req, handlers, i + 1, (*warnings, *answer.warnings))
+        return rest.compute() if isinstance(rest, PendingAnswer) else rest
 
     def validate_now(self, req: AdmissionRequest) -> Answer:
-        """``run_validation`` for callers without an event loop (CLI, tests): slow work runs here."""
-        token = OFF_LOOP.set(True)
-        try:
-            return self.run_validation(req)
-        finally:
-            OFF_LOOP.reset(token)
+        """``run_validation`` for callers without an event loop (CLI, tests): pending work runs here."""
+        answer = self.run_validation(req)
+        return answer.compute() if isinstance(answer, PendingAnswer) else answer
 
     def run_mutation(self, req: AdmissionRequest) -> Answer:
         handlers = self.mutators.get((req.kind_key, req.operation))
@@ -132,6 +150,17 @@ class Registry:
         return patched(ops, warnings=tuple(warnings))
 
 
+def _failed(handler: Validator, req: AdmissionRequest) -> Answer:
+    """Fail closed on a bug: a guarded request is never let through because our code broke."""
+    log.exception("validating handler %s failed for %s %s %s/%s (uid %s)",
+                  getattr(handler, "__qualname__", handler), req.operation, req.kind_key,
+                  req.namespace, req.name, req.uid,
+                  extra={**about(req.kind_key, req.namespace, req.name), "uid": req.uid})
+    return Answer(allowed=False, code=500, reason="InternalError", decision="error",
+                  message=f"kustodian could not evaluate this {req.operation} "
+                          f"(internal error, uid {req.uid}); refusing to be safe")
+
+
 def _untrusted(req: AdmissionRequest) -> str | None:
     subject = req.old_object if req.operation == "DELETE" else req.object
     problem = identity_problem(req.operation, req.name, req.namespace, subject, req.kind_key)
@@ -143,4 +172,4 @@ def _untrusted(req: AdmissionRequest) -> str | None:
     return problem
 
 
-__all__ = ["Handler", "Registry", "denied"]
+__all__ = ["Handler", "PendingAnswer", "Registry", "Validator", "denied"]

@@ -1,4 +1,4 @@
-"""policy.modes.deletion: a refusal's mode from the rules whose dependents block (table-driven)."""
+"""policy.deletion.modes: a refusal's mode from the rules whose dependents block (table-driven)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from kustodian.policy.deletion import DeleteDecision, RuleError, load_rules
 from kustodian.policy.deletion.decision import ObjectRef
+from kustodian.policy.deletion.modes import refusal_mode
 from kustodian.policy.modes import Mode
-from kustodian.policy.modes.deletion import refusal_mode
 
 SC = "StorageClass.storage.k8s.io"
 

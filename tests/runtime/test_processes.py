@@ -32,9 +32,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "kustodian"
 # what may start a thread, wait for caches or take a signal outside runtime/ and kube/
 LIFECYCLE = re.compile(r"\bThread\(|\.wait_synced\(|\bwait_all_synced\(|\bsignal\.signal\(|\bsignal\(")
 ALLOWED = {
-    # the guard's warmer thread, started and stopped through the guard's own start()/stop() by the
-    # webhook's Manager (a runnable); the guard is being split in three (issue 31, item 2)
-    "webhook/features/deletion_guard.py": {"Thread("},
     # forwards to the caches it starts once Longhorn's CRDs are served; the Manager is what
     # waits for it (the tracker is a runnable that Syncs)
     "controllers/orphans/tracker.py": {".wait_synced("},

@@ -24,7 +24,7 @@ from kustodian.testing.crds import crd
 from kustodian.webhook.app import add_freshness, create_app, parse_review
 from kustodian.webhook.features.deletion_guard import DeletionGuard, needed_kinds
 from kustodian.webhook.metrics import WebhookMetrics
-from kustodian.webhook.registry import Registry, SlowPath, off_loop
+from kustodian.webhook.registry import PendingAnswer, Registry
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed
 from tests.policy.deletion.builders import NS, blockpool, nfs, rbd_pv, storage_class
 from tests.support import wait_for
@@ -84,6 +84,13 @@ def decide(guard: DeletionGuard, req: AdmissionRequest) -> Answer:
     return reg.validate_now(req)
 
 
+def ready(guard: DeletionGuard, req: AdmissionRequest) -> Answer:
+    """The guard's answer on the event loop: from the memo, with nothing left for a worker thread."""
+    answer = guard.on_delete(req)
+    assert isinstance(answer, Answer), "no answer ready: the request would go to a worker thread"
+    return answer
+
+
 POOL_OBJ = with_meta(blockpool())
 
 
@@ -127,22 +134,21 @@ def test_memoised_decision_is_reused_until_a_bucket_it_read_changes() -> None:
     first = decide(guard, req)
     assert not first.allowed and "pv-0" in first.message
     assert guard.memo_misses == 1
-    # the memo answers on the event loop without raising SlowPath: a dict read
-    again = guard.on_delete(req)
-    assert again.message == first.message and guard.memo_hits == 1 and not off_loop()
+    # the memo answers on the event loop, nothing left for a worker thread: a dict read
+    again = ready(guard, req)
+    assert again.message == first.message and guard.memo_hits == 1
     # a PV of another pool does not invalidate this pool's memo
     caches["PersistentVolume"]._apply("ADDED", caches["PersistentVolume"]._prepare(rbd_pv("other", "bigpool")))
-    assert guard.on_delete(req).message == first.message and guard.memo_hits == 2
+    assert ready(guard, req).message == first.message and guard.memo_hits == 2
     # a new dependent of this pool is applied to the memo by the watch event (a leaf): still a
     # dict read, and nothing was computed again (tests/webhook/test_deletion_guard_live.py)
     caches["PersistentVolume"]._apply("ADDED", caches["PersistentVolume"]._prepare(rbd_pv("pv-new")))
-    assert "pv-new" in guard.on_delete(req).message and guard.memo_misses == 1
-    # a change to a hop it read (a StorageClass naming this pool) does: the slow path
+    assert "pv-new" in ready(guard, req).message and guard.memo_misses == 1
+    # a change to a hop it read (a StorageClass naming this pool) does: computed in a worker thread
     scs = caches["StorageClass.storage.k8s.io"]
     scs._apply("ADDED", scs._prepare(storage_class("fast", "rook-ceph.rbd.csi.ceph.com", clusterID=NS,
                                                    pool="replicapool")))
-    with pytest.raises(SlowPath):
-        guard.on_delete(req)
+    assert isinstance(guard.on_delete(req), PendingAnswer)
     assert "pv-new" in decide(guard, req).message and guard.memo_misses == 2
 
 
@@ -164,11 +170,11 @@ def test_slow_work_runs_in_a_worker_thread_not_on_the_event_loop(tls_dir: Path) 
     registry = Registry()
     seen: list[str] = []
 
-    def slow(req: AdmissionRequest) -> Answer:
-        if not off_loop():
-            raise SlowPath
-        seen.append(threading.current_thread().name)
-        return allowed()
+    def slow(req: AdmissionRequest) -> PendingAnswer:
+        def compute() -> Answer:
+            seen.append(threading.current_thread().name)
+            return allowed()
+        return PendingAnswer(compute)
 
     registry.validate("ConfigMap", ["DELETE"], slow)
     srv = serve(create_app(registry), tls_dir)
@@ -337,20 +343,20 @@ def test_warm_decisions_answer_the_first_delete_after_a_change_on_the_event_loop
     guard, caches = world({POOL: [POOL_OBJ], "PersistentVolume": [rbd_pv(f"pv-{i}") for i in range(50)]})
     req = review("CephBlockPool", POOL_OBJ)
     assert guard.warm() == 1 and guard.warm() == 0  # nothing changed: nothing recomputed
-    first = guard.on_delete(req)  # on the loop, no SlowPath
-    assert not first.allowed and "pv-0" in first.message and not off_loop()
+    first = ready(guard, req)  # on the loop, nothing left for a worker thread
+    assert not first.allowed and "pv-0" in first.message
     # a hop changes (a StorageClass naming the pool): the memo must be computed whole again
     scs = caches["StorageClass.storage.k8s.io"]
     scs._apply("ADDED", scs._prepare(storage_class("fast", "rook-ceph.rbd.csi.ceph.com", clusterID=NS,
                                                    pool="replicapool")))
     pvs = caches["PersistentVolume"]
     pvs._apply("ADDED", pvs._prepare(rbd_pv("pv-new")))
-    with pytest.raises(SlowPath):  # not warmed yet: the request would go to a worker thread
-        guard.on_delete(req)
+    # not warmed yet: the request would go to a worker thread
+    assert isinstance(guard.on_delete(req), PendingAnswer)
     guard.start(interval=0.01)
     try:
         wait_for(lambda: guard.warmed >= 2, "the warmer to recompute the changed decision")
-        warmed = guard.on_delete(req)  # on the loop again
+        warmed = ready(guard, req)  # on the loop again
     finally:
         guard.stop()
     fresh_guard, _ = world({POOL: [POOL_OBJ], "PersistentVolume": [

@@ -18,9 +18,9 @@ import pytest
 
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import decide_delete
-from kustodian.webhook.features.deletion_guard import DeletionGuard
+from kustodian.webhook.features.deletion_guard import DeletionGuard, memo_key
 from tests.policy.deletion.builders import NS, blockpool, cluster, csi_pv, nfs, rbd_pv, storage_class
-from tests.webhook.test_deletion_guard_freshness import POOL, review, with_meta, world
+from tests.webhook.test_deletion_guard_freshness import POOL, ready, review, with_meta, world
 
 PV = "PersistentVolume"
 NFS = "CephNFS.ceph.rook.io"
@@ -30,7 +30,7 @@ POOLS = ("replicapool", "otherpool", "nopool")
 
 
 def _memo_answer(guard: DeletionGuard, kind: str, provider: dict[str, Any]) -> Any:
-    return guard._memoised(guard._key(kind, provider, None), count=False)
+    return guard.memo.cached(memo_key(kind, provider, None), count=False)
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -128,14 +128,14 @@ def test_the_first_delete_after_a_dependent_changes_is_answered_on_the_event_loo
     guard, caches = world({POOL: [pool], PV: [rbd_pv(f"pv-{i}") for i in range(50)]})
     req = review("CephBlockPool", pool)
     assert guard.warm() == 1  # computed once, ahead of any request
-    assert not guard.on_delete(req).allowed
+    assert not ready(guard, req).allowed
     pvs = caches[PV]
     for i in range(50):
         pvs._apply("DELETED", pvs._prepare(rbd_pv(f"pv-{i}")))
-        answer = guard.on_delete(req)  # never SlowPath: the memo is current
+        answer = ready(guard, req)  # never left to a worker thread: the memo is current
         assert answer.allowed is (i == 49)
     pvs._apply("ADDED", pvs._prepare(rbd_pv("pv-late")))
-    late = guard.on_delete(req)
+    late = ready(guard, req)
     assert not late.allowed and "pv-late" in late.message
     assert guard.memo_misses == 1 and guard.applied == 51
 
@@ -146,13 +146,13 @@ def test_a_memo_whose_leaf_changed_while_it_was_computed_is_never_updated_live()
     pool = with_meta(blockpool())
     guard, caches = world({POOL: [pool], PV: [rbd_pv("pv-0")]})
     guard.warm()
-    key = guard._key(POOL, pool, None)
-    memo = guard._memo[key]
+    key = memo_key(POOL, pool, None)
+    memo = guard.memo.entries[key]
     assert memo.live is not None
     pvs = caches[PV]
     pvs._apply("ADDED", pvs._prepare(rbd_pv("pv-1")))  # heard, applied
-    guard._install(key, memo)  # as if computed before pv-1 and installed after it
-    assert guard._memo[key].live is None
+    guard.memo.install(key, memo)  # as if computed before pv-1 and installed after it
+    assert guard.memo.entries[key].live is None
     pvs._apply("ADDED", pvs._prepare(rbd_pv("pv-2")))
     assert _memo_answer(guard, POOL, pool) is None  # stale by version: computed whole next time
 
@@ -163,15 +163,15 @@ def test_a_kind_read_as_a_hop_too_is_not_marked_unchanged_by_a_leaf_event() -> N
     pool = with_meta(blockpool())
     guard, caches = world({POOL: [pool], PV: [rbd_pv("pv-0")]})
     guard.warm()
-    key = guard._key(POOL, pool, None)
-    memo = guard._memo[key]
-    assert memo.kinds is not None and guard._memoised(key, count=False) is not None
+    key = memo_key(POOL, pool, None)
+    memo = guard.memo.entries[key]
+    assert memo.kinds is not None and guard.memo.cached(key, count=False) is not None
     # a PV bucket the memo read as a hop, since changed (its version no longer matches)
-    guard._memo[key] = replace(memo, reads=(*memo.reads, (PV, "kustodian.io/namespace", "", ("gone", 0))))
+    guard.memo.entries[key] = replace(memo, reads=(*memo.reads, (PV, "kustodian.io/namespace", "", ("gone", 0))))
     pvs = caches[PV]
     pvs._apply("ADDED", pvs._prepare(rbd_pv("pv-1")))  # a leaf event of the same kind, applied
     assert guard.applied == 1
-    assert guard._memoised(key, count=False) is None  # still out of date: computed whole next time
+    assert guard.memo.cached(key, count=False) is None  # still out of date: computed whole next time
 
 
 class _EventDuringRead(CacheView):
@@ -200,7 +200,7 @@ def test_an_event_during_a_computation_never_leaves_a_memo_that_looks_current() 
     guard = DeletionGuard(rook_rules(), view, None)
     guard.warm()
     assert view.fired
-    answer = guard._memoised(guard._key(POOL, pool, None), count=False)
+    answer = guard.memo.cached(memo_key(POOL, pool, None), count=False)
     fresh = decide_delete(POOL, pool, CacheView(caches), guard.rules)
     assert "pv-during" in fresh.message
     assert answer is None or _same(answer, fresh)  # out of date, or right: never stale and current

@@ -12,7 +12,7 @@ that does not exist.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -25,7 +25,7 @@ from kustodian.logs import TextFormatter
 from kustodian.policy.store import ListView
 from kustodian.webhook.app import parse_review
 from kustodian.webhook.features.deletion_guard import DeletionGuard
-from kustodian.webhook.registry import OFF_LOOP, Registry
+from kustodian.webhook.registry import Registry
 from kustodian.webhook.trust import MAX_DEPTH, ExistingObjectsRecorder
 from tests.policy.deletion.builders import NS, blockpool, cluster, rbd_pv, view
 
@@ -36,15 +36,6 @@ LONELY["metadata"]["uid"] = "uid-lonely"
 WORLD: list[dict[str, Any]] = [cluster(), GUARDED, LONELY, rbd_pv("pv-1", pool="replicapool")]
 for i, o in enumerate(WORLD):
     o["metadata"].setdefault("uid", f"uid-{i}")
-
-
-@pytest.fixture(autouse=True)
-def off_the_event_loop() -> Iterator[None]:
-    """These tests call the registry directly, as the worker thread does: a decision that is
-    too slow for the event loop (``SlowPath``) is simply made here."""
-    token = OFF_LOOP.set(True)
-    yield
-    OFF_LOOP.reset(token)
 
 
 class SyncedView:
@@ -186,7 +177,7 @@ def test_forged_reviews_never_allow_a_guarded_delete_nor_write_an_event_about_no
     except ValueError:
         return  # a 400: the API server's failurePolicy Fail refuses the DELETE
     before = len(CAPTURED.events)
-    answer = REGISTRY.run_validation(req)
+    answer = REGISTRY.validate_now(req)
     target_kind = doc["request"]["kind"]["kind"]
     if guarded_target(target_kind, req.namespace, req.name):
         STATS["guarded"] += 1
@@ -218,7 +209,7 @@ def test_the_guarded_pool_named_by_the_request_is_refused_whatever_the_body_says
            "request": {"uid": "u", "kind": {"group": "ceph.rook.io", "version": "v1", "kind": "CephBlockPool"},
                        "resource": {"group": "ceph.rook.io", "version": "v1", "resource": "cephblockpools"},
                        "name": "replicapool", "namespace": NS, "operation": "DELETE", "oldObject": old}}
-    answer = registry.run_validation(parse_review(orjson.dumps(doc)))
+    answer = registry.validate_now(parse_review(orjson.dumps(doc)))
     assert not answer.allowed and answer.code == 400 and "inconsistent admission review" in answer.message
     assert captured.events == []
 
@@ -242,7 +233,7 @@ def test_an_event_is_written_about_the_cached_object_not_the_body() -> None:
                "request": {"uid": "u", "kind": {"group": "ceph.rook.io", "version": "v1", "kind": "CephBlockPool"},
                            "resource": {"group": "ceph.rook.io", "version": "v1", "resource": "cephblockpools"},
                            "name": "replicapool", "namespace": NS, "operation": "DELETE", "oldObject": old}}
-        assert not registry.run_validation(parse_review(orjson.dumps(doc))).allowed
+        assert not registry.validate_now(parse_review(orjson.dumps(doc))).allowed
         assert len(captured.events) == events
     assert captured.events[0][0] is not real and captured.events[0][0]["metadata"]["uid"] == "uid-guarded"
 

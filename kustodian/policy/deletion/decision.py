@@ -1,9 +1,10 @@
 """Deciding a DELETE: of one provider object, or of a whole namespace.
 
-The webhook gathers (the object from the request, a ``ClusterView`` over its
-watch caches), calls one of these functions, and acts on the returned
-``DeleteDecision``.  Both decisions share one walk over the provider's rules, so
-"what blocks this pool" has a single answer for the webhook, the namespace guard
+Each is a gather over a ``ClusterView`` (``LiveDependents``, ``gather_namespace``)
+followed by a pure decision over what was gathered (``dependents``); the webhook
+gathers from its watch caches itself, to keep what it read, and decides the same way.
+Both decisions share one walk over the provider's rules, so "what blocks this pool"
+has a single answer for the webhook, the namespace guard
 and ``kustodian explain-delete``.
 
 Namespace teardown is refused up front when a provider in the namespace has
@@ -14,52 +15,24 @@ Dependents inside the namespace go with it and do not count.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
+from kustodian.policy.deletion.dependents import (
+    NamespacedProvider,
+    ProvidersInNamespace,
+    decide_namespace_teardown,
+)
 from kustodian.policy.deletion.indexing import NAMESPACE_INDEX
 from kustodian.policy.deletion.live import LiveDependents
-from kustodian.policy.deletion.message import Section, fit_message, short_kind
+from kustodian.policy.deletion.message import short_kind
 from kustodian.policy.deletion.rules import RuleSet
-from kustodian.policy.deletion.verdict import (
-    ALLOW_ANNOTATION,
-    DeleteDecision,
-    ObjectRef,
-    group_title,
-    is_overridden,
-)
+from kustodian.policy.deletion.verdict import ALLOW_ANNOTATION, DeleteDecision, ObjectRef, is_overridden
 from kustodian.policy.objects import RawObject
 from kustodian.policy.store import ClusterView
 
 __all__ = [
     "ALLOW_ANNOTATION", "DeleteDecision", "ObjectRef", "decide_delete", "decide_namespace_delete",
-    "dependents_table", "is_overridden",
+    "dependents_table", "gather_namespace", "is_overridden",
 ]
 
-
-
-def _grouped(
-    refs: Iterable[ObjectRef], home_namespace: str, notes: Mapping[str, str] | None = None
-) -> dict[str, tuple[ObjectRef, ...]]:
-    """Refs by kind title (with a rule's note, if any), each group sorted by (label, kind): one
-    sort of plain tuples, no key function, so 50,000 PersistentVolumes sort in C."""
-    groups: dict[str, set[ObjectRef]] = {}
-    for ref in refs:
-        groups.setdefault(group_title(ref.kind, notes), set()).add(ref)
-    out: dict[str, tuple[ObjectRef, ...]] = {}
-    for title, members in sorted(groups.items()):
-        keyed = sorted(
-            (r.name if r.namespace in ("", home_namespace) else f"{r.namespace}/{r.name}", r.kind, r)
-            for r in members
-        )
-        out[title] = tuple(r for _, _, r in keyed)
-    return out
-
-
-def _section(
-    grouped: Mapping[str, tuple[ObjectRef, ...]], home_namespace: str, lead: str = "", tail: str = ""
-) -> Section:
-    groups = tuple((title, tuple(r.label(home_namespace) for r in refs)) for title, refs in grouped.items())
-    return Section(groups, lead, tail)
 
 
 def decide_delete(
@@ -80,34 +53,22 @@ def decide_delete(
     return LiveDependents(kind_key, provider, view, rules, deleting_namespace=deleting_namespace).decision()
 
 
-def decide_namespace_delete(namespace: str, view: ClusterView, rules: RuleSet) -> DeleteDecision:
-    """May ``namespace`` be deleted, given the providers it holds and their outside dependents?"""
-    blocking: list[tuple[ObjectRef, list[ObjectRef]]] = []
-    waived: list[tuple[ObjectRef, list[ObjectRef]]] = []
+def gather_namespace(namespace: str, view: ClusterView, rules: RuleSet) -> ProvidersInNamespace:
+    """The providers held in ``namespace`` that have dependents outside it, with those dependents."""
+    found: list[NamespacedProvider] = []
     for kind in sorted(rules.provider_kinds()):
         if not view.has_kind(kind):
             continue
         for obj in view.by_index(kind, NAMESPACE_INDEX, namespace):
             refs = LiveDependents(kind, obj, view, rules, deleting_namespace=namespace).refs()
             if refs:
-                (waived if is_overridden(obj) else blocking).append((ObjectRef.of(kind, obj), refs))
-    chosen = blocking or waived
-    if not chosen:
-        return DeleteDecision(allowed=True)
-    chosen.sort()
-    sections = [
-        _section(_grouped(refs, namespace), namespace, f"{ref.quoted()} (", ")") for ref, refs in chosen
-    ]
-    grouped = _grouped((r for _, refs in chosen for r in refs), namespace)
-    providers = tuple(ref for ref, _ in chosen)
-    if blocking:
-        header = f'Namespace "{namespace}" cannot be deleted: it holds providers with dependents outside it: '
-        return DeleteDecision(False, fit_message(header, sections), grouped, providers=providers)
-    header = (
-        f'Namespace "{namespace}" is being deleted although providers in it have dependents outside it '
-        f"({ALLOW_ANNOTATION}=true): "
-    )
-    return DeleteDecision(True, fit_message(header, sections), grouped, overridden=True, providers=providers)
+                found.append(NamespacedProvider(ObjectRef.of(kind, obj), is_overridden(obj), tuple(refs)))
+    return ProvidersInNamespace(namespace, tuple(found))
+
+
+def decide_namespace_delete(namespace: str, view: ClusterView, rules: RuleSet) -> DeleteDecision:
+    """May ``namespace`` be deleted, given the providers it holds and their outside dependents?"""
+    return decide_namespace_teardown(gather_namespace(namespace, view, rules))
 
 
 def dependents_table(decision: DeleteDecision) -> list[tuple[str, str, str]]:

@@ -13,31 +13,25 @@ object is therefore a dependent exactly when the indexer of some leaf files it u
 that leaf's keys.  What this does *not* cover is the caller's to notice: a change to any
 hop (or to the provider itself) needs a new ``LiveDependents``; so does a rule whose
 matcher is not a plain lookup (``exact`` is then False and ``apply`` must not be used).
-The webhook records which buckets were read as hops and which as leaves to tell the two
-apart (``hop_view``/``leaf_view``).
+A gatherer that must tell the two apart (the webhook's, to know which changes it may apply)
+passes a ``hop_view`` and a ``leaf_view`` and puts what each read into the frozen
+``DependentsOfProvider`` (``gathered``); the decision itself is ``decide_provider_delete``
+over that input, and reads nothing.
 """
 
 from __future__ import annotations
 
-import heapq
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import overload
+from collections.abc import Iterable
 
 from sortedcontainers import SortedKeyList
 
+from kustodian.policy.deletion.dependents import BucketRead, DependentsOfProvider, decide_provider_delete
 from kustodian.policy.deletion.indexing import IndexSpec, Provider, lookup_leaves
 from kustodian.policy.deletion.matchers import find_dependents, find_leaves, rule_skipped
-from kustodian.policy.deletion.message import Section, fit_message
 from kustodian.policy.deletion.rules import RuleSet
 from kustodian.policy.deletion.schema import Rule
-from kustodian.policy.deletion.verdict import (
-    ALLOW_ANNOTATION,
-    DeleteDecision,
-    ObjectRef,
-    group_title,
-    is_overridden,
-)
+from kustodian.policy.deletion.verdict import DeleteDecision, ObjectRef, is_overridden
 from kustodian.policy.objects import RawObject
 from kustodian.policy.store import ClusterView
 
@@ -50,31 +44,6 @@ def _keys_of(spec: IndexSpec, obj: RawObject) -> tuple[str, ...]:
         return tuple(spec.fn(obj))
     except Exception:
         return ()
-
-
-class _Labels(Sequence[str]):
-    """The labels of sorted refs, made only for the names a message shows."""
-
-    def __init__(self, refs: Sequence[ObjectRef], home: str) -> None:
-        self._refs = refs
-        self._home = home
-
-    def __len__(self) -> int:
-        return len(self._refs)
-
-    @overload
-    def __getitem__(self, i: int) -> str: ...
-
-    @overload
-    def __getitem__(self, i: slice) -> Sequence[str]: ...
-
-    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
-        if isinstance(i, slice):
-            return [r.label(self._home) for r in self._refs[i]]
-        return self._refs[i].label(self._home)
-
-    def __iter__(self) -> Iterator[str]:
-        return (r.label(self._home) for r in self._refs)
 
 
 class LiveDependents:
@@ -175,36 +144,19 @@ class LiveDependents:
                 notes.setdefault(rule.dependent, rule.note)
         return notes
 
-    def _grouped(self) -> dict[str, Sequence[ObjectRef]]:
-        notes = self._notes()
-        by_title: dict[str, list[str]] = {}
-        for kind, refs in self._sorted.items():
-            if refs:
-                by_title.setdefault(group_title(kind, notes), []).append(kind)
-        out: dict[str, Sequence[ObjectRef]] = {}
-        home = self.home
-        for title in sorted(by_title):
-            kinds = by_title[title]
-            if len(kinds) == 1:
-                out[title] = self._sorted[kinds[0]]
-            else:  # kinds that share a short name: by label, then kind
-                runs = (((r.label(home), k, r) for r in self._sorted[k]) for k in sorted(kinds))
-                out[title] = [r for _, _, r in heapq.merge(*runs)]
-        return out
+    def gathered(self, hop_reads: tuple[BucketRead, ...] = (),
+                 leaf_reads: tuple[BucketRead, ...] = ()) -> DependentsOfProvider:
+        """The dependents now, frozen (one copy of each sorted list, in C), with the reads the
+        gatherer made to find them."""
+        return DependentsOfProvider(self.me, is_overridden(self.provider),
+                                    {kind: tuple(refs) for kind, refs in self._sorted.items() if refs},
+                                    self._notes(), hop_reads, leaf_reads)
 
     def decision(self) -> DeleteDecision:
-        """The decision now: rendered from the first names of each sorted group."""
+        """The decision now (``decide_provider_delete`` over ``gathered()``)."""
         if not self._first:
             return DeleteDecision(allowed=True)
-        grouped = self._grouped()
-        section = Section(tuple((title, _Labels(refs, self.home)) for title, refs in grouped.items()))
-        dependents: Mapping[str, tuple[ObjectRef, ...]] = {t: tuple(refs) for t, refs in grouped.items()}
-        if is_overridden(self.provider):
-            header = f"{self.me.quoted()} is being deleted despite its dependents ({ALLOW_ANNOTATION}=true): "
-            return DeleteDecision(True, fit_message(header, [section]), dependents, overridden=True,
-                                  providers=(self.me,))
-        header = f"{self.me.quoted()} cannot be deleted: it has dependents: "
-        return DeleteDecision(False, fit_message(header, [section]), dependents, providers=(self.me,))
+        return decide_provider_delete(self.gathered())
 
     def __len__(self) -> int:
         return len(self._first)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kustodian.policy.deletion import DeleteDecision, RuleSet
+from kustodian.policy.deletion.rules import RuleSet
+from kustodian.policy.deletion.verdict import DeleteDecision
 from kustodian.policy.modes import Mode, strictest
 
 __all__ = ["refusal_mode"]

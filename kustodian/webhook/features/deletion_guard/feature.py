@@ -1,0 +1,225 @@
+"""The deletion guard feature: the admission handlers, their metrics, and the warmer's lifecycle.
+
+A review goes through three parts, each in its own module:
+
+1. the memo (``memo``), asked on the event loop: a current decision answers there and then;
+   with none the handler answers ``PendingAnswer`` and the app runs ``compute`` in a worker thread,
+   once (the review is not parsed or checked again);
+2. the decision, pure over a frozen input (``gather`` fills it from the caches, with the
+   reads it made; ``policy.deletion.dependents.decide_provider_delete`` decides);
+3. the answer, with the Events it implies, as data (``answer``), which this module writes.
+
+Never allow on stale or missing knowledge.  Before deciding, every kind the decision reads
+(``RuleSet.kinds_read``: dependents and every indexed hop) must be *fresh*
+(``kube.kinds.KindState``): its watch established after its last list.  A stale kind, or a
+CRD watch that cannot tell whether a kind is served, is answered 503 naming the kind and for
+how long it has been stale.  No API call is made on the request path: a per-request
+``limit=1`` list would compare the cache's resourceVersion with etcd's *global* revision,
+which a quiet kind never reaches without waiting up to a bookmark interval (~1 min), and it
+would put the API server's latency and availability on every DELETE; the freshness state
+machine in ``kube.cache`` (re-list after any unexpected watch end) gives the same guarantee
+at the cost of a dict read.
+
+Unlike Rook (which accepts the DELETE and then holds the object Terminating behind a
+finalizer) the request is refused at once, so nothing is ever half-deleted, and ``kubectl
+delete`` prints the dependents.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from kustodian.kube.events import EventRecorder
+from kustodian.kube.view import CacheView
+from kustodian.logs import about
+from kustodian.policy.deletion import DeleteDecision, RuleSet
+from kustodian.policy.deletion.decision import gather_namespace
+from kustodian.policy.deletion.dependents import decide_namespace_teardown
+from kustodian.policy.modes import Mode
+from kustodian.policy.objects import RawObject
+from kustodian.webhook.features.deletion_guard.answer import (
+    DeletionAnswer,
+    answer_provider_delete,
+    answer_refusal,
+    stale_answer,
+)
+from kustodian.webhook.features.deletion_guard.kinds import NAMESPACE
+from kustodian.webhook.features.deletion_guard.memo import DecisionMemo, MemoKey, memo_key
+from kustodian.webhook.features.deletion_guard.warmer import Warmer
+from kustodian.webhook.outcomes import Outcomes
+from kustodian.webhook.registry import PendingAnswer, Registry
+from kustodian.webhook.review import AdmissionRequest, Answer, allowed
+
+__all__ = ["DeletionGuard"]
+
+log = logging.getLogger(__name__)
+
+
+class DeletionGuard(Collector):
+    """Deny the DELETE of a storage provider (or of a Namespace holding one) that still has
+    dependents; a Prometheus collector of its memo's counts."""
+
+    # enforcement mode (issue 20) and where refusals are counted; set by the webhook's wiring
+    mode: Mode = Mode.ENFORCE
+    outcomes: Outcomes | None = None
+
+    def __init__(self, rules: RuleSet, view: CacheView, recorder: EventRecorder | None) -> None:
+        self.rules = rules
+        self.view = view
+        self.recorder = recorder
+        self._reads = {kind: tuple(sorted(rules.kinds_read(kind))) for kind in rules.provider_kinds()}
+        every: set[str] = set(rules.provider_kinds())
+        for kinds in self._reads.values():
+            every.update(kinds)
+        self._namespace_reads = tuple(sorted(every))
+        self.memo = DecisionMemo(rules, view)
+        self.warmer = Warmer(self.memo, self._questions)
+
+    # -- counts -----------------------------------------------------------------------------
+
+    @property
+    def memo_hits(self) -> int:
+        return self.memo.hits
+
+    @property
+    def memo_misses(self) -> int:
+        return self.memo.computed
+
+    @property
+    def applied(self) -> int:
+        return self.memo.applied
+
+    @property
+    def warmed(self) -> int:
+        return self.warmer.warmed
+
+    def collect(self) -> Iterable[Metric]:
+        """``kustodian_deletion_guard_memo_total{event}`` (a Prometheus collector): answers read
+        ready (``hit``), decisions computed whole (``computed``), and watch events applied to a
+        kept decision (``applied``).  ``computed`` growing with every change of a dependent
+        would mean the decisions are not being kept live."""
+        family = CounterMetricFamily("kustodian_deletion_guard_memo",
+                                     "Deletion guard decisions: read ready, computed whole, or a watch "
+                                     "event applied to a kept decision", labels=["event"])
+        for event, n in (("hit", self.memo.hits), ("computed", self.memo.computed),
+                         ("applied", self.memo.applied)):
+            family.add_metric([event], float(n))
+        yield family
+
+    # -- the warmer ---------------------------------------------------------------------------
+
+    def start(self, interval: float = 0.1) -> None:
+        """Keep decisions warm from a daemon thread (``warmer``)."""
+        self.warmer.start(interval)
+
+    def stop(self) -> None:
+        self.warmer.stop()
+
+    def warm(self) -> int:
+        """One warming pass now; how many decisions were computed."""
+        return self.warmer.warm()
+
+    def _questions(self) -> Iterator[tuple[MemoKey, RawObject]]:
+        for kind in sorted(self.rules.provider_kinds()):
+            if not self.view.has_kind(kind) or self.stale_kinds((*self._reads.get(kind, ()), kind)):
+                continue
+            for provider in self.view.list(kind):
+                yield self.key(kind, provider), provider
+
+    def decision_now(self, kind_key: str, provider: RawObject) -> DeleteDecision:
+        """What a DELETE of ``provider`` would get now, from the memo when current (not counted as
+        a request's hit); for readers off the request path (provider_metrics)."""
+        return self.memo.compute(self.key(kind_key, provider), provider, count=False)
+
+    # -- reading the caches ---------------------------------------------------------------------
+
+    def stale_kinds(self, kinds: Iterable[str]) -> list[tuple[str, float]]:
+        """``(kind, seconds)`` for each of ``kinds`` whose cache is not current (503 if any)."""
+        out: dict[str, float] = {}
+        for kind in kinds:
+            state = self.view.state(kind)
+            if state.stale_for is not None:
+                out[state.stale_kind] = max(out.get(state.stale_kind, 0.0), state.stale_for)
+        return sorted(out.items())
+
+    def _terminating(self, namespace: str) -> str | None:
+        """``namespace`` when it is being deleted (its delete was admitted), else None."""
+        if not namespace:
+            return None
+        ns = self.view.get(NAMESPACE, "", namespace)
+        meta = (ns or {}).get("metadata") or {}
+        return namespace if meta.get("deletionTimestamp") else None
+
+    def key(self, kind_key: str, provider: RawObject) -> MemoKey:
+        """The memo key of a DELETE of ``provider`` now (its namespace may be terminating)."""
+        home = str((provider.get("metadata") or {}).get("namespace") or "")
+        return memo_key(kind_key, provider, self._terminating(home))
+
+    # -- admission ----------------------------------------------------------------------------
+
+    def register(self, registry: Registry) -> None:
+        for kind in sorted(self.rules.provider_kinds()):
+            registry.validate(kind, ["DELETE"], self.on_delete)
+        registry.validate(NAMESPACE, ["DELETE"], self.on_namespace_delete)
+
+    def on_delete(self, req: AdmissionRequest) -> Answer | PendingAnswer:
+        """The answer from the memo (on the event loop), or ``PendingAnswer`` on its computation."""
+        # Only the kinds this decision reads must be current (a cache never synced is not
+        # fresh either): a newly served, still listing kind blocks its own providers, not all.
+        reads = self._reads.get(req.kind_key, ())
+        if req.subject is None:
+            reads = (*reads, req.kind_key)  # the provider itself comes from the cache
+        stale = self.stale_kinds(reads)
+        if stale:
+            where = f"{req.namespace}/{req.name}" if req.namespace else req.name
+            return self._act(req, stale_answer(f'{req.kind_key.partition(".")[0]} "{where}"', stale))
+        provider = req.subject or self.view.get(req.kind_key, req.namespace, req.name)
+        if provider is None:
+            # oldObject is null (old API servers) and the synced cache does not know the
+            # object: it does not exist, and the API server will answer 404 itself.
+            return allowed()
+        key = memo_key(req.kind_key, provider, self._terminating(req.namespace))
+        decision = self.memo.cached(key) if key.resource_version else None
+        if decision is None:
+            return PendingAnswer(functools.partial(self._computed, req, provider, key))
+        return self._answered(req, provider, decision)
+
+    def _computed(self, req: AdmissionRequest, provider: RawObject, key: MemoKey) -> Answer:
+        return self._answered(req, provider, self.memo.compute(key, provider))
+
+    def _answered(self, req: AdmissionRequest, provider: RawObject, decision: DeleteDecision) -> Answer:
+        return self._act(req, answer_provider_delete(req, provider, decision, rules=self.rules,
+                                                     mode=self.mode, outcomes=self.outcomes))
+
+    def on_namespace_delete(self, req: AdmissionRequest) -> Answer | PendingAnswer:
+        stale = self.stale_kinds(self._namespace_reads)
+        if stale:
+            return self._act(req, stale_answer(f'Namespace "{req.name}"', stale))
+        # walks every provider in the namespace: never on the event loop
+        return PendingAnswer(functools.partial(self._namespace_decided, req))
+
+    def _namespace_decided(self, req: AdmissionRequest) -> Answer:
+        decision = decide_namespace_teardown(gather_namespace(req.name, self.view, self.rules))
+        if decision.allowed:
+            return allowed()
+        ns_obj: Mapping[str, Any] = req.subject or {"apiVersion": "v1", "kind": NAMESPACE,
+                                                    "metadata": {"name": req.name}}
+        return self._act(req, answer_refusal(req, ns_obj, decision, {p.kind for p in decision.providers},
+                                             rules=self.rules, mode=self.mode, outcomes=self.outcomes))
+
+    def _act(self, req: AdmissionRequest, answered: DeletionAnswer) -> Answer:
+        """Write what the answer implies (its Events, a log line for an override); the answer."""
+        who = answered.overridden_by
+        if who is not None:
+            log.warning("%s %s/%s: %s", req.kind_key, req.namespace, req.name, answered.answer.warnings[0],
+                        extra={**about(req.kind_key, req.namespace, req.name), "user": who})
+        if self.recorder is not None:
+            for event in answered.events:
+                self.recorder.record(event.about, event.type, event.reason, event.message)
+        return answered.answer
