@@ -1,5 +1,5 @@
-"""What the capacity planner's two tables share: reading ACs, the holds of RESERVED ACRs,
-and the interface the planner's front end decides through.
+"""What the capacity planner's two tables share: the holds of RESERVED ACRs, and the
+interface the planner's front end decides through (both read ACs with ``reading.parse_ac``).
 
 ``table.Capacity`` (Python) and ``native_table.NativeCapacity`` (over the compiled
 ``_native.Core``) keep the ACs by id, for good; ``Holds`` keeps what each RESERVED ACR
@@ -23,20 +23,16 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from kustodian.policy.capacity.model import (
-    AC_STORAGE_CLASSES,
-    DRIVE_TAINT_LABEL,
-    DRIVE_TAINT_NO_SCHEDULE,
     LVG_MEDIA,
     LVG_UNUSABLE_HEALTH,
     LVG_UNUSABLE_STATUSES,
-    STORAGE_GROUP_LABEL,
     align_to_extent,
 )
+from kustodian.policy.capacity.reading import parse_ac
 from kustodian.policy.objects import RawObject, field, list_field, name, str_field
 
 # Bytes of a charge (``Held.sizes``) that holds a drive whole.
 WHOLE_DRIVE = -1
-AC_CLASSES = frozenset(AC_STORAGE_CLASSES)
 
 # What placement reads of a request, in planning order: (group, storage class, need,
 # LVG?, the plain media an LVG request may convert or ``None``).
@@ -49,48 +45,6 @@ def size_of(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
-
-
-def parse_ac(ac: RawObject) -> tuple[str, tuple[int, str, str, str, str]] | None:
-    """``(name, (size, node, class, group, location))`` of a usable AC, else ``None``.
-
-    Not usable: malformed (the webhook refuses these) and tainted ``NoSchedule``
-    (upstream's node_capacity.go skips them too); the AC of a volume group known to be
-    failed or going away is the caller's to set aside.  A hundred thousand ACs are read
-    per batch, so plain dicts (what the JSON decoder gives) take a direct path; anything
-    else goes through the safe readers.
-    """
-    meta, spec = ac.get("metadata"), ac.get("spec")
-    if type(meta) is dict and type(spec) is dict:
-        labels = meta.get("labels")
-        if type(labels) is dict:
-            group = labels.get(STORAGE_GROUP_LABEL)
-            taint = labels.get(DRIVE_TAINT_LABEL)
-        else:
-            group = taint = None
-        ac_name, node = meta.get("name"), spec.get("NodeId")
-        storage_class, size, location = spec.get("storageClass"), spec.get("Size", 0), spec.get("Location")
-    else:
-        group = field(ac, "metadata", "labels", STORAGE_GROUP_LABEL)
-        taint = field(ac, "metadata", "labels", DRIVE_TAINT_LABEL)
-        ac_name, node = name(ac), str_field(ac, "spec", "NodeId")
-        storage_class, size = str_field(ac, "spec", "storageClass"), field(ac, "spec", "Size")
-        size = 0 if size is None else size
-        location = str_field(ac, "spec", "Location")
-    if (
-        not isinstance(ac_name, str) or not ac_name or not isinstance(node, str) or not node
-        or type(storage_class) is not str or storage_class not in AC_CLASSES
-        or type(size) is not int or size < 0
-        or taint == DRIVE_TAINT_NO_SCHEDULE
-    ):
-        return None
-    return ac_name, (
-        size,
-        node,
-        str(storage_class),
-        group if isinstance(group, str) else "",
-        location if isinstance(location, str) else "",
-    )
 
 
 def unusable_lvgs(lvgs: Iterable[RawObject]) -> frozenset[str]:

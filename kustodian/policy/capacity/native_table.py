@@ -10,7 +10,7 @@ from array import array
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from kustodian.policy.capacity.holds import Held, Holds, Step, distinct, parse_ac
+from kustodian.policy.capacity.holds import Held, Holds, Step, distinct
 from kustodian.policy.capacity.table import Capacity
 from kustodian.policy.objects import RawObject
 
@@ -36,7 +36,7 @@ class NativeCapacity(Holds):
                  bad_lvgs: Collection[str] = frozenset()) -> None:
         self.bad_lvgs = frozenset(bad_lvgs)
         self.core = core = _native.Core(self.bad_lvgs)
-        core.load(acs, parse_ac)
+        core.load(acs)  # with ``reading.parse_ac``, compiled into the core
         # The core's own list, dict and arrays (it grows them in place).
         self.index_of, self.names, self.locations = core.index_of, core.names, core.locations
         self.is_group, self.live = core.is_group, core.live

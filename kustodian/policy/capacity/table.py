@@ -10,20 +10,18 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import filterfalse
 from operator import itemgetter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from kustodian.policy.capacity.holds import AC_CLASSES, WHOLE_DRIVE, Held, Holds, Step, distinct, parse_ac
+from kustodian.policy.capacity.holds import WHOLE_DRIVE, Held, Holds, Step, distinct
 from kustodian.policy.capacity.model import (
     ANY_CLASS,
     ANY_ORDER,
-    DRIVE_TAINT_LABEL,
-    DRIVE_TAINT_NO_SCHEDULE,
     LVG_MEDIA,
     LVM_METADATA_SIZE,
     PE_SIZE,
-    STORAGE_GROUP_LABEL,
     lvg_usable_size,
 )
+from kustodian.policy.capacity.reading import parse_ac
 from kustodian.policy.objects import RawObject
 
 # Charge of an AC in ``Capacity.used``: a plain drive nobody touched, a drive (or group)
@@ -95,38 +93,11 @@ class Capacity(Holds):
         names, sizes, nodes, groups, classes = self.names, self.sizes, self.nodes, self.groups, self.classes
         locations, is_group, live = self.locations, self.is_group, self.live
         usable, used = self.usable, self.used
-        # What a JSON object holds (checked below before use).
-        meta: Any
-        spec: Any
-        ac_name: Any
-        node: Any
-        storage_class: Any
-        size: Any
-        group: Any
-        location: Any
         for ac in acs:
-            # ``parse_ac`` inlined for the plain dicts the JSON decoder gives (anything
-            # else, or anything it would refuse, takes the call).
-            meta, spec = ac.get("metadata"), ac.get("spec")
-            labels = meta.get("labels") if type(meta) is dict else None
-            if type(spec) is dict and type(labels) is dict:
-                ac_name, node = meta.get("name"), spec.get("NodeId")
-                storage_class, size = spec.get("storageClass"), spec.get("Size", 0)
-                group, location = labels.get(STORAGE_GROUP_LABEL, ""), spec.get("Location")
-                if not (
-                    type(ac_name) is str and ac_name and type(node) is str and node
-                    and type(storage_class) is str and storage_class in AC_CLASSES
-                    and type(size) is int and size >= 0 and type(group) is str and type(location) is str
-                    and labels.get(DRIVE_TAINT_LABEL) != DRIVE_TAINT_NO_SCHEDULE
-                ):
-                    ac_name = None
-            else:
-                ac_name = None
-            if ac_name is None:
-                parsed = parse_ac(ac)
-                if parsed is None:
-                    continue
-                ac_name, (size, node, storage_class, group, location) = parsed
+            parsed = parse_ac(ac)
+            if parsed is None:
+                continue
+            ac_name, (size, node, storage_class, group, location) = parsed
             group_kind = storage_class in LVG_MEDIA
             alive = not (group_kind and location in bad)
             if ac_name in index_of:
