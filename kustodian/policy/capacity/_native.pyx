@@ -309,28 +309,23 @@ cdef class Core:
 
     def load(self, acs):
         """The first build: every AC, in one pass (``Capacity.__init__``), read by ``parse_ac``
-        (``reading.py``, included below: the Python table's very code, compiled here)."""
+        (``reading.py``, included at the top).  Returns the ACs whose name was read before,
+        as (name, entry, usable), for ``Holds.keep_one`` to settle which one stays."""
         cdef frozenset bad = self.bad_lvgs
         cdef dict index_of = self.index_of
-        cdef Py_ssize_t i
+        cdef list repeated = []
         for ac in acs:
             parsed = parse_ac(ac)
             if parsed is None:
                 continue
-            ac_name, (size, node, storage_class, group, location) = parsed
+            ac_name, entry = parsed
+            size, node, storage_class, group, location = entry
             alive = not (storage_class in _LVG_CLASSES and location in bad)
-            got = index_of.get(ac_name)
-            if got is not None:
-                # Names are unique in a real cluster; if a snapshot repeats one, keep a
-                # choice that does not depend on input order (a usable one first).
-                i = got
-                current = (not self.live[i], (self.exact_size(i), self.nodes[i], self.classes[i],
-                                              self.groups[i], self.locations[i]))
-                if (not alive, (size, node, storage_class, group, location)) < current:
-                    self.unlink(i)
-                    self._put(ac_name, size, node, storage_class, group, location, alive)
+            if ac_name in index_of:
+                repeated.append((ac_name, entry, alive))
                 continue
             self._put(ac_name, size, node, storage_class, group, location, alive)
+        return repeated
 
     # -- per-node lists and summaries ----------------------------------------------
 

@@ -28,7 +28,7 @@ from kustodian.policy.capacity.model import (
     LVG_UNUSABLE_STATUSES,
     align_to_extent,
 )
-from kustodian.policy.capacity.reading import parse_ac
+from kustodian.policy.capacity.reading import Entry, parse_ac
 from kustodian.policy.objects import RawObject, field, list_field, name, str_field
 
 # Bytes of a charge (``Held.sizes``) that holds a drive whole.
@@ -154,6 +154,15 @@ class Holds:
 
     def apply(self, acr_name: str, held: Held, sign: int) -> None:
         raise NotImplementedError
+
+    def keep_one(self, ac_name: str, entry: Entry, live: bool) -> None:
+        """``ac_name`` read again from the same snapshot, as ``entry`` (``live``: usable):
+        keep whichever of the two sorts first, a usable one first.  Names are unique in a
+        real cluster; if a snapshot repeats one, the choice must not depend on input order."""
+        i = self.index_of[ac_name]
+        if (not live, entry) < (not self.live[i], self.entry(i)):
+            self.unlink(i)
+            self.put(ac_name, entry, live)
 
     def update(self, changed: Mapping[str, RawObject | None],
                bad_lvgs: Collection[str] | None = None) -> None:

@@ -36,12 +36,14 @@ class NativeCapacity(Holds):
                  bad_lvgs: Collection[str] = frozenset()) -> None:
         self.bad_lvgs = frozenset(bad_lvgs)
         self.core = core = _native.Core(self.bad_lvgs)
-        core.load(acs)  # with ``reading.parse_ac``, compiled into the core
+        repeated = core.load(acs)  # with ``reading.parse_ac``, compiled into the core
         # The core's own list, dict and arrays (it grows them in place).
         self.index_of, self.names, self.locations = core.index_of, core.names, core.locations
         self.is_group, self.live = core.is_group, core.live
         self.needs_python = core.needs_python
         self._init_holds(track_lvg_holders)
+        for ac_name, entry, live in repeated:
+            self.keep_one(ac_name, entry, live)
 
     # -- the planner's interface (``holds.Table``) ------------------------------------
 

@@ -101,15 +101,8 @@ class Capacity(Holds):
             group_kind = storage_class in LVG_MEDIA
             alive = not (group_kind and location in bad)
             if ac_name in index_of:
-                # Names are unique in a real cluster; if a snapshot repeats one, keep a
-                # choice that does not depend on input order (a usable one first).
-                entry = (size, node, storage_class, group, location)
-                i = index_of[ac_name]
-                current = (not live[i], (sizes[i], nodes[i], classes[i], groups[i], locations[i]))
-                if (not alive, entry) < current:
-                    self._grow_ledger()
-                    self.unlink(i)
-                    self.put(ac_name, entry, alive)
+                self._grow_ledger()  # (``put`` recomputes a use from the ledger)
+                self.keep_one(ac_name, (size, node, storage_class, group, location), alive)
                 continue
             i = len(names)
             index_of[ac_name] = i
