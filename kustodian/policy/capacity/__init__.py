@@ -5,7 +5,8 @@ Split by what callers need, all pure:
 - ``model``: kinds, storage classes, LVM arithmetic, ``Decision`` and ``PlanOptions``;
 - ``planner``: ``plan`` (one ACR), ``plan_all`` (every REQUESTED ACR, in order) and the
   kept ``CapacityPlanner``, over one of two tables that decide alike: ``table`` (Python)
-  or ``native_table`` (the compiled ``_native``), with what they share in ``holds``;
+  or ``native_table`` (the compiled ``_native``), with what they share in ``holds`` and
+  ``reading`` (how an AC is read: one parse, compiled into ``_native`` too);
 - ``output``: ``apply_decision`` (the ACR to write) and ``plan_table`` (the CLI view);
 - ``validation``: field-path error lists for the admission webhook;
 - ``stale``: which ACRs the garbage collector should delete, which a bound pod shrinks;
