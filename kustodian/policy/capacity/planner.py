@@ -76,8 +76,8 @@ from kustodian.policy.capacity.model import (
     REQUESTED,
     RESERVED,
     WAIT,
-    Decision,
     PlanOptions,
+    ReservationDecision,
     format_size,
     parse_timestamp,
     plus,
@@ -169,8 +169,8 @@ def _survivors(alive: list[str], rooms: Mapping[str, int], need: int) -> list[st
     return [node for node in alive if room_of(node, -1) >= need]
 
 
-def _rejected(acr_name: str, reason: str) -> Decision:
-    return Decision(acr_name=acr_name, status=REJECTED, reason=reason)
+def _rejected(acr_name: str, reason: str) -> ReservationDecision:
+    return ReservationDecision(acr_name=acr_name, status=REJECTED, reason=reason)
 
 
 def _first_few(items: Sequence[str], more: str, limit: int = 5) -> str:
@@ -182,7 +182,7 @@ def _first_few(items: Sequence[str], more: str, limit: int = 5) -> str:
 def _wait_decision(
     cap: Holds, acr: RawObject, reqs: Sequence[_Request], nodes: Sequence[str],
     *, now: datetime, options: PlanOptions,
-) -> Decision | None:
+) -> ReservationDecision | None:
     """WAIT while another LVG reservation of the same class holds one of our nodes."""
     created = parse_timestamp(field(acr, "metadata", "creationTimestamp"))
     if created is None:
@@ -203,7 +203,7 @@ def _wait_decision(
         return None
     holders = [f"{holder} ({_first_few(where, 'more')})" for holder, where in sorted(blockers.items())]
     held = _first_few(holders, "more reservations")
-    return Decision(
+    return ReservationDecision(
         acr_name=acr_name,
         status=WAIT,
         reason=(
@@ -324,7 +324,7 @@ def _rejection(
     return f"no requested node can hold every volume: {detail}"
 
 
-def _invalid(acr: RawObject) -> Decision | None:
+def _invalid(acr: RawObject) -> ReservationDecision | None:
     """The REJECTED decision of an ACR that cannot be planned at all, else ``None``."""
     errors = validate_reservation(acr)
     if errors:
@@ -342,7 +342,7 @@ def _ordered(reqs: Sequence[_Request]) -> list[_Request]:
 def _reserved(
     cap: Holds, acr_name: str, reqs: Sequence[_Request], ordered: Sequence[_Request],
     *, reserved_nodes: tuple[str, ...], chosen: Sequence[int], picked: Sequence[tuple[str, ...]],
-) -> Decision:
+) -> ReservationDecision:
     """The RESERVED decision, recorded as the ACR's hold (``reserve`` charged it).
 
     ``chosen``: the AC id of each request (in ``ordered``) on each reserved node, node by
@@ -351,7 +351,7 @@ def _reserved(
     lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
     sizes = tuple(req.need if req.lvg else WHOLE_DRIVE for req in ordered) * len(reserved_nodes)
     cap.planned(acr_name, Held(PLANNED, chosen, sizes, tuple(product(reserved_nodes, lvg_classes))))
-    return Decision(
+    return ReservationDecision(
         acr_name=acr_name,
         status=RESERVED,
         reserved_nodes=reserved_nodes,
@@ -359,7 +359,7 @@ def _reserved(
     )
 
 
-def _plan_one(cap: Capacity, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
+def _plan_one(cap: Capacity, acr: RawObject, now: datetime, options: PlanOptions) -> ReservationDecision:
     invalid = _invalid(acr)
     if invalid is not None:
         return invalid
@@ -457,7 +457,8 @@ def _rejection_native(
     return f"no requested node can hold every volume: {detail}"
 
 
-def _plan_one_native(cap: NativeCapacity, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
+def _plan_one_native(cap: NativeCapacity, acr: RawObject, now: datetime,
+                     options: PlanOptions) -> ReservationDecision:
     invalid = _invalid(acr)
     if invalid is not None:
         return invalid
@@ -510,7 +511,7 @@ def _new_table(acs: Iterable[RawObject], options: PlanOptions, lvgs: Iterable[Ra
     return Capacity(acs, options.sequential_lvg, bad)
 
 
-def _plan_one_with(cap: Holds, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
+def _plan_one_with(cap: Holds, acr: RawObject, now: datetime, options: PlanOptions) -> ReservationDecision:
     if isinstance(cap, NativeCapacity):
         return _plan_one_native(cap, acr, now, options)
     assert isinstance(cap, Capacity)
@@ -525,7 +526,7 @@ def plan(
     options: PlanOptions | None = None,
     *,
     lvgs: Iterable[RawObject] = (),
-) -> Decision:
+) -> ReservationDecision:
     """Plan one ACR against the ACs and the other ACRs (only RESERVED ones count).
 
     The ACR is planned whatever its current status; its own earlier reservations (an ACR
@@ -599,7 +600,7 @@ class CapacityPlanner:
         self._cap.hold(acr)
         self._settle()
 
-    def plan_one(self, acr: RawObject, now: datetime) -> Decision:
+    def plan_one(self, acr: RawObject, now: datetime) -> ReservationDecision:
         """Plan ``acr`` whatever its status, ignoring what it holds itself."""
         return _plan_one_with(self._cap, acr, now, self.options)
 
@@ -650,7 +651,7 @@ class CapacityPlanner:
             cap.release(gone)
         return todo
 
-    def plan_requested(self, acrs: Iterable[RawObject], now: datetime) -> list[Decision]:
+    def plan_requested(self, acrs: Iterable[RawObject], now: datetime) -> list[ReservationDecision]:
         """Plan every REQUESTED ACR (not being deleted), oldest first, then by name."""
         with gc_paused():
             todo = self.sync(acrs)
@@ -666,7 +667,7 @@ def plan_all(
     options: PlanOptions | None = None,
     *,
     lvgs: Iterable[RawObject] = (),
-) -> list[Decision]:
+) -> list[ReservationDecision]:
     """Plan every REQUESTED ACR (not being deleted), oldest first, then by name.
 
     RESERVED ACRs are charged first (also those being deleted: their drives are promised
