@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from kustodian.errors import ConfigError, KustodianError
-from kustodian.policy.deletion import RuleSet
+from kustodian.errors import ConfigError
+from kustodian.policy.deletion import RuleError, RuleSet
 
 __all__ = ["check_rules_file", "load_rules", "yaml_problem"]
 
@@ -43,7 +43,7 @@ def load_rules(path: str | None, flag: str = "--rules") -> RuleSet:
     check_rules_file(path, flag)
     try:
         return load_deletion_rules(path)
-    except KustodianError:
+    except RuleError:
         raise  # rule errors name the file and the rule: rules.yaml[2].kind
-    except ValueError as exc:  # "<path>: expected a list of rules"
+    except ConfigError as exc:  # "<path>: expected a list of rules"
         raise ConfigError(f"{flag} {exc}") from None
