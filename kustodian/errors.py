@@ -30,7 +30,7 @@ that raised them) are left out, and the test says so::
      ├── Blocked                        errors                  a command's answer is "no" (exit 1)
      ├── Terminal                       errors                  a reconcile that must not be retried
      └── KubeError                      kube.errors             everything the Kubernetes adapter
-          │                                                     raises (the CLI: exit 4)
+          │                                                     raises (the CLI: exit 4, NotFound 3)
           ├── ApiError                  kube.errors             the server answered with a failure
           │    ├── NotFound             kube.errors             404
           │    ├── Conflict             kube.errors             409
@@ -53,7 +53,6 @@ validator may raise one and older callers that caught ``ValueError`` keep workin
 This module is a leaf: it imports nothing of Kustodian, so every layer, the pure policy
 included, may raise these.
 """
-
 
 from __future__ import annotations
 
