@@ -117,6 +117,12 @@ class ConfigError(KustodianError, ValueError):
             p if isinstance(p, FieldProblem) else FieldProblem("", str(p)) for p in problems)
         super().__init__(self.render())
 
+    @staticmethod
+    def at(path: str, message: str) -> ConfigError:
+        """One problem at ``path``: ``ConfigError.at("--from /x", "no such directory")`` reads
+        ``--from /x: no such directory`` (always a plain ConfigError, whatever the class asked)."""
+        return ConfigError("", [FieldProblem(path, message)])
+
     def render(self) -> str:
         """The message (``str(exc)``); a subclass may keep its own historic one-line form."""
         if not self.problems:

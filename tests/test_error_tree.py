@@ -14,7 +14,7 @@ import re
 
 import kustodian
 import kustodian.errors
-from kustodian.errors import EXIT_CONFIG, ConfigError, KustodianError
+from kustodian.errors import EXIT_CONFIG, ConfigError, FieldProblem, KustodianError
 
 # Private control-flow exceptions: raised and caught inside one function, never seen by a
 # caller, so they stay out of the drawing.  Listed here so that a new one is a decision.
@@ -125,3 +125,19 @@ def test_every_input_error_is_a_config_error() -> None:
             assert issubclass(cls, ConfigError), name
         if issubclass(cls, ValueError):
             assert issubclass(cls, ConfigError), f"{name} is a ValueError outside ConfigError"
+
+
+def test_a_config_error_reads_one_line_per_problem_or_inline() -> None:
+    from kustodian.policy.deletion import RuleError
+
+    one = ConfigError.at("--from /x", "no such directory")
+    assert str(one) == "--from /x: no such directory" and list(one.lines()) == [str(one)]
+    assert one.problems == (FieldProblem("--from /x", "no such directory"),)
+    two = ConfigError("invalid settings", [FieldProblem("--a", "bad"), FieldProblem("", "worse")])
+    assert list(two.lines()) == ["invalid settings: --a: bad", "invalid settings: worse"]
+    rules = RuleError([FieldProblem("r[0].kind", "required"), FieldProblem("r[1]", "must be a mapping")])
+    assert str(rules) == "invalid deletion rules: r[0].kind: required; r[1]: must be a mapping"
+    assert list(rules.lines()) == [str(rules)]  # the one-line form it always had
+    for text in ('ips[1] "10.0.0.300": not an IP address', "no path here", "a: b: c"):
+        assert str(FieldProblem.parse(text)) == text
+    assert FieldProblem.parse("a: b: c") == FieldProblem("a", "b: c")

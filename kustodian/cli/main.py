@@ -66,7 +66,7 @@ def _preflight(settings: Settings) -> None:
         if tls.mode != "builtin":
             for flag, path in (("--tls-cert-file", tls.cert_file), ("--tls-key-file", tls.key_file)):
                 if path and not Path(path).is_file():
-                    raise ConfigError(f"{flag} {path}: no such file")
+                    raise ConfigError.at(f"{flag} {path}", "no such file")
         check_rules_file(settings.deletion_guard.rules_file, "--deletion-guard-rules-file")
 
 
@@ -96,7 +96,7 @@ def _cmd_certs_issue(args: argparse.Namespace) -> int:
 
     for flag, days in (("--days", args.days), ("--ca-days", args.ca_days)):
         if days <= 0:
-            raise ConfigError(f"{flag} {days}: must be a positive number of days")
+            raise ConfigError.at(f"{flag} {days}", "must be a positive number of days")
     now = datetime.now(UTC)
     # a CertificateError (a bad --service, --ip, ...) is a ConfigError: one line, exit 2
     ca = issue_ca(now=now, validity=timedelta(days=args.ca_days))
@@ -107,7 +107,7 @@ def _cmd_certs_issue(args: argparse.Namespace) -> int:
         write_bundle(out, ca, serving)
     except OSError as exc:
         why = (exc.strerror or str(exc)).lower()
-        raise ConfigError(f"--out {args.out}: cannot write there: {why}") from None
+        raise ConfigError.at(f"--out {args.out}", f"cannot write there: {why}") from None
     print(f"wrote {out / 'ca.crt'}, {out / 'tls.crt'}, {out / 'tls.key'} (mode 0600)")
     return 0
 
@@ -121,9 +121,9 @@ def _cmd_certs_inject(args: argparse.Namespace) -> int:
     try:
         bundle = Path(args.ca_file).read_bytes()
     except OSError as exc:
-        raise ConfigError(f"--ca-file {args.ca_file}: {(exc.strerror or str(exc)).lower()}") from None
+        raise ConfigError.at(f"--ca-file {args.ca_file}", (exc.strerror or str(exc)).lower()) from None
     if b"-----BEGIN CERTIFICATE-----" not in bundle:
-        raise ConfigError(f"--ca-file {args.ca_file}: holds no PEM certificate")
+        raise ConfigError.at(f"--ca-file {args.ca_file}", "holds no PEM certificate")
     if not (args.validating or args.mutating):
         raise ConfigError("name at least one configuration: --validating NAME or --mutating NAME")
     client = connect(settings.kube)

@@ -15,7 +15,7 @@ from typing import Any
 from kustodian.cli.explain import iter_manifests
 from kustodian.cli.output import dump, print_rows, records
 from kustodian.cli.progress import Progress
-from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError
+from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, FieldProblem
 from kustodian.policy.store import kind_key
 from kustodian.settings import ToolSettings, settings_from_args
 
@@ -25,7 +25,7 @@ def _objects(args: argparse.Namespace, kinds: dict[str, Any]) -> dict[str, list[
     found: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     if args.from_dir:
         if not Path(args.from_dir).is_dir():
-            raise ConfigError(f"--from {args.from_dir}: no such directory")
+            raise ConfigError.at(f"--from {args.from_dir}", "no such directory")
         for doc in iter_manifests(Path(args.from_dir)):
             key = kind_key(str(doc.get("apiVersion", "")), str(doc.get("kind", "")))
             if key in found:
@@ -124,7 +124,7 @@ def capacity_plan(args: argparse.Namespace) -> int:
                 meta = obj.get("metadata")
                 label = meta.get("name") if isinstance(meta, dict) else None
                 who = label if isinstance(label, str) and label else f"#{i + 1} (no name)"
-                problems.append(f"{kind} {who}: " + "; ".join(errors))
+                problems.append(FieldProblem(f"{kind} {who}", "; ".join(errors)))
     if problems:
         raise ConfigError("invalid", problems)
     options = PlanOptions(sequential_lvg=args.sequential_lvg)

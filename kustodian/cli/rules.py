@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from kustodian.errors import ConfigError
+from kustodian.errors import ConfigError, FieldProblem
 from kustodian.policy.deletion import RuleError, RuleSet
 
 __all__ = ["check_rules_file", "load_rules", "yaml_problem"]
@@ -28,13 +28,13 @@ def check_rules_file(path: str | None, flag: str) -> None:
     try:
         text = Path(path).read_text()
     except OSError as exc:
-        raise ConfigError(f"{flag} {path}: {(exc.strerror or str(exc)).lower()}") from None
+        raise ConfigError.at(f"{flag} {path}", (exc.strerror or str(exc)).lower()) from None
     except UnicodeDecodeError:
-        raise ConfigError(f"{flag} {path}: not a text file") from None
+        raise ConfigError.at(f"{flag} {path}", "not a text file") from None
     try:
         yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{flag} {path}: {yaml_problem(exc)}") from None
+        raise ConfigError.at(f"{flag} {path}", yaml_problem(exc)) from None
 
 
 def load_rules(path: str | None, flag: str = "--rules") -> RuleSet:
@@ -46,4 +46,4 @@ def load_rules(path: str | None, flag: str = "--rules") -> RuleSet:
     except RuleError:
         raise  # rule errors name the file and the rule: rules.yaml[2].kind
     except ConfigError as exc:  # "<path>: expected a list of rules"
-        raise ConfigError(f"{flag} {exc}") from None
+        raise ConfigError("", [FieldProblem(f"{flag} {p.path}", p.message) for p in exc.problems]) from None
