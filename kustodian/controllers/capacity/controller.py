@@ -51,9 +51,9 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import NODES, PODS, Resource
 from kustodian.policy.capacity import (
     CapacityPlanner,
-    Decision,
     PlanOptions,
     PodState,
+    ReservationDecision,
     apply_decision,
     bound_releases,
     narrow_to_node,
@@ -321,7 +321,7 @@ class CapacityReservations:
             kept.update(changes, now_lvgs)
         return kept
 
-    def _write(self, acr: Obj, decision: Decision, now: datetime) -> bool:
+    def _write(self, acr: Obj, decision: ReservationDecision, now: datetime) -> bool:
         """Write ``decision`` with ``acr``'s resourceVersion; False after a 409 (fresh copy kept)."""
         acr_name = decision.acr_name
         patch = merge_diff(acr, apply_decision(acr, decision, now))

@@ -63,9 +63,9 @@ from kustodian.policy.orphans import (
     DropFinalizer,
     NoAction,
     OrphanedReplicaDir,
+    OrphanReason,
     Ownership,
     PruneOrphan,
-    Reason,
     RemoveDir,
     Wait,
     auto_deletion,
@@ -121,7 +121,7 @@ class NodeAgent:
         self.brake_share = brake_share
         self.brake_min_orphans = brake_min_orphans
         self.agent_since: datetime | None = None  # deletes requested before this are deferred ones
-        self._owners: Ownership = Ownership(False, Reason.TRACKING_UNKNOWN, "not looked at yet")
+        self._owners: Ownership = Ownership(False, OrphanReason.TRACKING_UNKNOWN, "not looked at yet")
         self._owners_reported: Ownership | None = None
         self._held: Mapping[str, str] = {}  # normalized disk path -> mass-orphan brake message
         self.clock = clock
@@ -298,8 +298,8 @@ class NodeAgent:
                     where = f"disk {scan.disk_name} at {scan.disk_path} on node {self.node}"
                     message = f"{where}: {brake.message}"
                     log.warning(message)
-                    self.recorder.record(self.registry.config_map, "Warning", str(Reason.MASS_ORPHAN_BRAKE),
-                                         message)
+                    self.recorder.record(self.registry.config_map, "Warning",
+                                         str(OrphanReason.MASS_ORPHAN_BRAKE), message)
             elif before is not None and owners.known:
                 message = (f"disk {scan.disk_name} at {scan.disk_path} on node {self.node}: "
                            f"{brake.orphans} of {brake.directories} replica directories are orphans now; "
@@ -351,7 +351,7 @@ class NodeAgent:
             held = self._held.get(normalize_disk_path(scan.disk_path) or scan.disk_path)
             if held:
                 conditions.append({"type": CONDITION_AUTO_DELETE_HELD, "status": "True",
-                                   "reason": str(Reason.MASS_ORPHAN_BRAKE), "message": held})
+                                   "reason": str(OrphanReason.MASS_ORPHAN_BRAKE), "message": held})
             status.append({
                 "name": scan.disk_name, "path": scan.disk_path, "diskUUID": scan.expected_uuid,
                 "conditions": conditions,

@@ -87,8 +87,8 @@ from kustodian.policy.capacity.model import (
     REQUESTED,
     RESERVED,
     WAIT,
-    Decision,
     PlanOptions,
+    ReservationDecision,
     format_size,
     parse_timestamp,
     plus,
@@ -164,8 +164,8 @@ def _requests(acr: RawObject) -> list[_Request]:
     return out
 
 
-def _rejected(acr_name: str, reason: str) -> Decision:
-    return Decision(acr_name=acr_name, status=REJECTED, reason=reason)
+def _rejected(acr_name: str, reason: str) -> ReservationDecision:
+    return ReservationDecision(acr_name=acr_name, status=REJECTED, reason=reason)
 
 
 def _first_few(items: Sequence[str], more: str, limit: int = 5) -> str:
@@ -177,7 +177,7 @@ def _first_few(items: Sequence[str], more: str, limit: int = 5) -> str:
 def _wait_decision(
     cap: Table[Any, Any], acr: RawObject, reqs: Sequence[_Request], nodes: Sequence[str],
     *, now: datetime, options: PlanOptions,
-) -> Decision | None:
+) -> ReservationDecision | None:
     """WAIT while another LVG reservation of the same class holds one of our nodes."""
     created = parse_timestamp(field(acr, "metadata", "creationTimestamp"))
     if created is None:
@@ -198,7 +198,7 @@ def _wait_decision(
         return None
     holders = [f"{holder} ({_first_few(where, 'more')})" for holder, where in sorted(blockers.items())]
     held = _first_few(holders, "more reservations")
-    return Decision(
+    return ReservationDecision(
         acr_name=acr_name,
         status=WAIT,
         reason=(
@@ -308,7 +308,7 @@ def _rejection(
     return f"no requested node can hold every volume: {detail}"
 
 
-def _invalid(acr: RawObject) -> Decision | None:
+def _invalid(acr: RawObject) -> ReservationDecision | None:
     """The REJECTED decision of an ACR that cannot be planned at all, else ``None``."""
     errors = validate_reservation(acr)
     if errors:
@@ -326,7 +326,7 @@ def _ordered(reqs: Sequence[_Request]) -> list[_Request]:
 def _reserved(
     cap: Table[Any, Any], acr_name: str, reqs: Sequence[_Request], ordered: Sequence[_Request],
     *, reserved_nodes: tuple[str, ...], chosen: Sequence[int], picked: Sequence[tuple[str, ...]],
-) -> Decision:
+) -> ReservationDecision:
     """The RESERVED decision, recorded as the ACR's hold (``reserve`` charged it).
 
     ``chosen``: the AC id of each request (in ``ordered``) on each reserved node, node by
@@ -335,7 +335,7 @@ def _reserved(
     lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
     sizes = tuple(req.need if req.lvg else WHOLE_DRIVE for req in ordered) * len(reserved_nodes)
     cap.planned(acr_name, Held(PLANNED, chosen, sizes, tuple(product(reserved_nodes, lvg_classes))))
-    return Decision(
+    return ReservationDecision(
         acr_name=acr_name,
         status=RESERVED,
         reserved_nodes=reserved_nodes,
@@ -343,7 +343,7 @@ def _reserved(
     )
 
 
-def _plan_one(table: Table[P, S], acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
+def _plan_one(table: Table[P, S], acr: RawObject, now: datetime, options: PlanOptions) -> ReservationDecision:
     invalid = _invalid(acr)
     if invalid is not None:
         return invalid
@@ -398,7 +398,7 @@ def plan(
     options: PlanOptions | None = None,
     *,
     lvgs: Iterable[RawObject] = (),
-) -> Decision:
+) -> ReservationDecision:
     """Plan one ACR against the ACs and the other ACRs (only RESERVED ones count).
 
     The ACR is planned whatever its current status; its own earlier reservations (an ACR
@@ -471,7 +471,7 @@ class CapacityPlanner:
         self._cap.hold(acr)
         self._settle()
 
-    def plan_one(self, acr: RawObject, now: datetime) -> Decision:
+    def plan_one(self, acr: RawObject, now: datetime) -> ReservationDecision:
         """Plan ``acr`` whatever its status, ignoring what it holds itself."""
         return _plan_one(self._cap, acr, now, self.options)
 
@@ -522,7 +522,7 @@ class CapacityPlanner:
             cap.release(gone)
         return todo
 
-    def plan_requested(self, acrs: Iterable[RawObject], now: datetime) -> list[Decision]:
+    def plan_requested(self, acrs: Iterable[RawObject], now: datetime) -> list[ReservationDecision]:
         """Plan every REQUESTED ACR (not being deleted), oldest first, then by name."""
         with gc_paused():
             todo = self.sync(acrs)
@@ -538,7 +538,7 @@ def plan_all(
     options: PlanOptions | None = None,
     *,
     lvgs: Iterable[RawObject] = (),
-) -> list[Decision]:
+) -> list[ReservationDecision]:
     """Plan every REQUESTED ACR (not being deleted), oldest first, then by name.
 
     RESERVED ACRs are charged first (also those being deleted: their drives are promised

@@ -76,7 +76,7 @@ from kustodian.policy.orphans.ownership import (
     mass_orphan_brake,
     ownership,
 )
-from kustodian.policy.orphans.reasons import Reason
+from kustodian.policy.orphans.reasons import OrphanReason
 from kustodian.policy.orphans.resource import (
     ANNOTATION_KEEP_DATA,
     CONDITION_DATA_CLEANABLE,
@@ -116,11 +116,11 @@ __all__ = [
     "NoAction",
     "OrphanAction",
     "OrphanDecision",
+    "OrphanReason",
     "OrphanSync",
     "OrphanedReplicaDir",
     "Ownership",
     "PruneOrphan",
-    "Reason",
     "RemoveDir",
     "ReplicaDirEntry",
     "ReplicaDirName",

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from kustodian.policy.capacity import CapacityPlanner, Decision, PlanOptions, plan_all
+from kustodian.policy.capacity import CapacityPlanner, PlanOptions, ReservationDecision, plan_all
 from kustodian.policy.capacity.reading import parse_ac
 from kustodian.policy.capacity.synthetic import synthetic_cluster
 from tests.policy.capacity.capacity_builders import NOW, GiB, ac, acr, held, req
@@ -36,11 +36,11 @@ TiB = 1 << 40
 AT_ONCE = PlanOptions(sequential_lvg=False)
 
 
-def _seen(decisions: list[Decision]) -> list[tuple[Any, ...]]:
+def _seen(decisions: list[ReservationDecision]) -> list[tuple[Any, ...]]:
     return [(d.acr_name, d.status, d.reason, d.reserved_nodes, d.reservations, d.retry_after) for d in decisions]
 
 
-def _both(monkeypatch: pytest.MonkeyPatch, decide: Callable[[], list[Decision]]) -> list[tuple[Any, ...]]:
+def _both(monkeypatch: pytest.MonkeyPatch, decide: Callable[[], list[ReservationDecision]]) -> list[tuple[Any, ...]]:
     """``decide()`` with the compiled table, then with the Python one: the decisions if they agree."""
     use_table(monkeypatch, "native")
     native = _seen(decide())
