@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -539,10 +538,10 @@ def test_node_down_then_back_runs_no_stale_delete(world: World) -> None:
     assert terminating is not None and terminating["metadata"].get("deletionTimestamp")
     assert world.condition(terminating)["status"] == "True"  # stale, as in the incident
 
-    # the node comes back (a second later at least: timestamps have second precision):
-    # Longhorn Ready again, a new agent starts
-    time.sleep(1.1)
-    world.update_longhorn_node(ready=True)
+    # the node comes back (a second later at least: timestamps have second precision), so
+    # Longhorn's Ready stamp is one second after the delete request; a new agent starts
+    requested = datetime.fromisoformat(terminating["metadata"]["deletionTimestamp"])
+    world.update_longhorn_node(ready=True, since=requested + timedelta(seconds=1))
     back = world.agent(monitor=True)
     wait_for(lambda: (o := world.orphan()) is not None and o["metadata"]["uid"] != stale["metadata"]["uid"],
              "the stale Orphan released and the directory reported afresh")
