@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -131,7 +130,8 @@ def test_a_node_that_returns_inside_the_delay_keeps_everything(kube_api: KubeApi
         app.cleanup.resync(app.controller.enqueue)
         set_pv_phase(kube_api, world["pv"], "Available")  # would be deletable, were the node gone
         assert app.controller.wait_idle(5)
-        time.sleep(0.5)  # two deleter periods
+        wait_for(lambda: (app.cleanup.pvs.get(None, world["pv"]) or {}).get("status", {}).get("phase") == "Available",
+                 "the cache to see the PV Available: the deleter pass below decides on it")
         assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])
         assert exists(kube_api, PERSISTENT_VOLUMES, world["pv"])
         assert app.cleanup.delete_stale_pvs() == 0
@@ -172,7 +172,8 @@ def test_not_opted_in_means_nothing_is_touched(kube_api: KubeApi, world: dict[st
         wait_for(lambda: app.cleanup.nodes.get(None, world["node"]) is None, "the cache sees the node gone")
         app.controller.enqueue(world["pv"])
         assert app.controller.wait_idle(5)
-        time.sleep(0.5)  # two deleter periods
+        wait_for(lambda: (app.cleanup.pvs.get(None, world["pv"]) or {}).get("status", {}).get("phase") == "Available",
+                 "the cache to see the PV Available: the deleter pass below decides on it")
         assert MISSING not in pv_annotations(kube_api, world["pv"])
         assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])
         assert exists(kube_api, PERSISTENT_VOLUMES, world["pv"])
@@ -238,7 +239,10 @@ def test_a_stale_stamp_from_an_earlier_loss_never_shortens_the_grace(
     app = start(kube_api, world, clock)  # delay 60 s
     try:
         assert app.controller.wait_idle(5)
-        time.sleep(0.3)
+        # the restarted stamp comes back as a PV event: wait for the pass it causes too
+        wait_for(lambda: (app.cleanup.pvs.get(None, world["pv"]) or {}).get("metadata", {})
+                 .get("annotations", {}).get(MISSING) != old, "the cache to see the restarted stamp")
+        assert app.controller.wait_idle(5)
         assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "deleted on a stale stamp"
         restarted = parse_rfc3339(pv_annotations(kube_api, world["pv"])[MISSING])
         assert restarted is not None and restarted >= clock.now  # the timer restarted from now
