@@ -538,10 +538,13 @@ def test_node_down_then_back_runs_no_stale_delete(world: World) -> None:
     assert terminating is not None and terminating["metadata"].get("deletionTimestamp")
     assert world.condition(terminating)["status"] == "True"  # stale, as in the incident
 
-    # the node comes back (a second later at least: timestamps have second precision), so
-    # Longhorn's Ready stamp is one second after the delete request; a new agent starts
+    # the node comes back (a second later at least: timestamps have second precision):
+    # Longhorn Ready again, a new agent starts. The API server stamps deletions by the wall
+    # clock, so Ready must be stamped by it too: after the stale request, not after the
+    # fresh delete below; wait for the clock to pass the request's second (not a fixed 1.1 s)
     requested = datetime.fromisoformat(terminating["metadata"]["deletionTimestamp"])
-    world.update_longhorn_node(ready=True, since=requested + timedelta(seconds=1))
+    wait_for(lambda: datetime.now(UTC) >= requested + timedelta(seconds=1), "the wall clock to pass the request's second")
+    world.update_longhorn_node(ready=True)
     back = world.agent(monitor=True)
     wait_for(lambda: (o := world.orphan()) is not None and o["metadata"]["uid"] != stale["metadata"]["uid"],
              "the stale Orphan released and the directory reported afresh")
