@@ -192,6 +192,29 @@ def test_delayed_adds_keep_one_timer_per_key_the_earliest() -> None:
         ctl.stop()
 
 
+def test_replaced_timers_never_fire_when_their_time_comes() -> None:
+    """The same story on the queue's injected clock, moved by hand past every timer it dropped:
+    the real-time test above cannot wait 5 s to see the replaced timers stay silent."""
+    now = [0.0]
+    runs: list[tuple[str, float]] = []
+    ctl = Controller("t", lambda key: runs.append((key, now[0])), workers=1, clock=lambda: now[0]).start()
+    try:
+        for _ in range(100):
+            ctl.enqueue_after("k", 5)
+        ctl.enqueue_after("k", 0.05)
+        ctl.enqueue_after("k", 3)
+        assert ctl.wait_idle(5) and runs == []  # not due on the queue's clock
+        now[0] = 0.05
+        wait(lambda: ctl.pending() == 0)
+        assert runs == [("k", 0.05)]
+        now[0] = 10.0  # past the 3 s and 5 s timers that were replaced
+        ctl.enqueue("other")  # wakes the worker: it looks at its timers with the new time first
+        wait(lambda: ctl.pending() == 0)
+        assert runs == [("k", 0.05), ("other", 10.0)]
+    finally:
+        ctl.stop()
+
+
 def test_enqueue_now_runs_a_delayed_key_at_once_and_the_timer_does_not_run_it_twice() -> None:
     runs: list[str] = []
     ctl = Controller("t", runs.append).start()
