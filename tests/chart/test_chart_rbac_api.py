@@ -16,7 +16,6 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,7 @@ from kustodian.kube.resources import (
     VALIDATING_WEBHOOKS,
 )
 from tests.conftest import KubeApi
-from tests.support import free_port
+from tests.support import free_port, wait_while_running
 
 from .conftest import ALL_ON, FULLNAME, NAMESPACE, Doc, one, render
 
@@ -223,11 +222,7 @@ def test_the_node_agent_writes_only_its_own_nodes_record(kube_api_rbac: KubeApi,
 
 
 def _until(proc: subprocess.Popen[bytes], log: Path, cond: Any, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert proc.poll() is None, f"exited {proc.returncode}:\n{log.read_text()}"
-        assert time.monotonic() < deadline, f"{what}\n{log.read_text()}"
-        time.sleep(0.1)
+    wait_while_running(proc, log, cond, what, timeout)
 
 
 def _ready(port: int) -> bool:

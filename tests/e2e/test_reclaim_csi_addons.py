@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from kustodian.testing.upstream import build
 from kustodian.testing.webhooks import webhook_configurations
 from tests.conftest import KubeApi, unavailable
 from tests.e2e.conftest import WebhookProcess, start_webhook, stop_webhook
-from tests.support import free_port
+from tests.support import eventually, free_port, wait_for
 
 pytestmark = pytest.mark.api
 
@@ -115,15 +114,18 @@ def start_csi_addons(kube_api: KubeApi, binary: Path, workdir: Path, precedence:
             stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "TZ": "UTC",
                                                        "KUBECONFIG": str(kube_api.kubeconfig)})
     handle = Proc(proc, log)
-    deadline = time.monotonic() + 60
-    while True:
+    answers: list[bool] = []
+
+    def ready_or_exited() -> bool:
+        answers.append(False)
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                return handle
-        if proc.poll() is not None or time.monotonic() > deadline:
-            handle.stop()
-            raise AssertionError(f"csi-addons-manager did not become ready:\n{handle.text()[-4000:]}")
-        time.sleep(0.2)
+            answers[-1] = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200
+        return answers[-1] or proc.poll() is not None
+
+    if not eventually(ready_or_exited, timeout=60, poll=0.2) or not answers[-1]:
+        handle.stop()
+        raise AssertionError(f"csi-addons-manager did not become ready:\n{handle.text()[-4000:]}")
+    return handle
 
 
 @dataclass
@@ -229,17 +231,18 @@ class Cluster:
     def step(self, what: str, change: Callable[[], None]) -> None:
         change()
         predicted = self.predict()
-        deadline = time.monotonic() + SETTLE
-        while True:
-            actual = self.actual()
-            if actual == predicted:
-                break
-            if time.monotonic() > deadline:
-                wrong = {k: (actual.get(k), predicted.get(k)) for k in sorted(set(actual) | set(predicted))
-                         if actual.get(k) != predicted.get(k)}
-                self.misses.append(f"{what}: {len(wrong)} PVC(s) differ (actual, predicted): {wrong}")
-                return
-            time.sleep(0.2)
+        seen: list[dict[str, tuple[dict[str, str | None], str | None]]] = []
+
+        def converged() -> bool:
+            seen.append(self.actual())
+            return seen[-1] == predicted
+
+        if not eventually(converged, timeout=SETTLE, poll=0.2):
+            actual = seen[-1]
+            wrong = {k: (actual.get(k), predicted.get(k)) for k in sorted(set(actual) | set(predicted))
+                     if actual.get(k) != predicted.get(k)}
+            self.misses.append(f"{what}: {len(wrong)} PVC(s) differ (actual, predicted): {wrong}")
+            return
         # the prediction is a fixed point: once reached, the plan predicts the same again
         if self.predict() != predicted:
             self.misses.append(f"{what}: the plan changed its mind after convergence")
@@ -275,10 +278,8 @@ def pvc_precedence_story(kube_api: KubeApi, binary: Path, tmp: Path, csi: Proc) 
     # PVCs created before Kustodian started: csi-addons copies the StorageClass schedule onto them
     for name in before:
         c.bound_pvc(name)
-    deadline = time.monotonic() + SETTLE
-    while any(a[1] != "@daily" for a in c.actual().values()):
-        assert time.monotonic() < deadline, f"csi-addons did not schedule the PVCs:\n{csi.text()[-3000:]}"
-        time.sleep(0.2)
+    wait_for(lambda: all(a[1] == "@daily" for a in c.actual().values()),
+             lambda: f"csi-addons to schedule the PVCs:\n{csi.text()[-3000:]}", SETTLE, poll=0.2)
     k = start_kustodian(kube_api, tmp)
     try:
         everyone = before + after

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -321,7 +320,10 @@ def test_a_stale_stamp_from_an_earlier_loss_never_shortens_the_grace(
     app = start(kube_api, world, clock)  # delay 60 s
     try:
         assert app.controller.wait_idle(5)
-        time.sleep(0.3)
+        # the restarted stamp comes back as a PV event: wait for the pass it causes too
+        wait_for(lambda: (app.cleanup.pvs.get(None, world["pv"]) or {}).get("metadata", {})
+                 .get("annotations", {}).get(MISSING) != old, "the cache to see the restarted stamp")
+        assert app.controller.wait_idle(5)
         assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "deleted on a stale stamp"
         restarted = parse_rfc3339(pv_annotations(kube_api, world["pv"])[MISSING])
         assert restarted is not None and restarted >= clock.now  # the timer restarted from now

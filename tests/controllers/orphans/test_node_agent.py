@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -551,8 +550,11 @@ def test_node_down_then_back_runs_no_stale_delete(world: World) -> None:
     assert world.condition(terminating)["status"] == "True"  # stale, as in the incident
 
     # the node comes back (a second later at least: timestamps have second precision):
-    # Longhorn Ready again, a new agent starts
-    time.sleep(1.1)
+    # Longhorn Ready again, a new agent starts. The API server stamps deletions by the wall
+    # clock, so Ready must be stamped by it too: after the stale request, not after the
+    # fresh delete below; wait for the clock to pass the request's second (not a fixed 1.1 s)
+    requested = datetime.fromisoformat(terminating["metadata"]["deletionTimestamp"])
+    wait_for(lambda: datetime.now(UTC) >= requested + timedelta(seconds=1), "the wall clock to pass the request's second")
     world.update_longhorn_node(ready=True)
     back = world.agent(monitor=True)
     wait_for(lambda: (o := world.orphan()) is not None and o["metadata"]["uid"] != stale["metadata"]["uid"],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -75,13 +74,11 @@ def ann(kube_api: KubeApi, ns: str, name: str) -> dict[str, str]:
 
 def settle(ctl: ReclaimPropagation, queue: Queue, kube_api: KubeApi, ns: str,
            cond: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 10
-    while True:
+    def drained_and_met() -> bool:
         queue.drain(ctl)
-        if cond():
-            return
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+        return cond()
+
+    wait_for(drained_and_met, what, poll=0.05)
 
 
 def test_existing_pvcs_follow_the_storageclass_and_user_owned_ones_do_not(
