@@ -5,8 +5,9 @@ users can switch; both are woken by events through the shared watch caches (a No
 or back, a PV or PVC changed; the claim reconciler also by its resync and its own requeues):
 
 * :class:`NodeCleanup` (the *cleanup controller*) stamps ``kustodian.io/node-missing-since``
-  on the PV the first time the node is seen missing (so a restart neither resets nor skips
-  the delay), warns on the PVC with ``ReferencedNodeDeleted``, requeues itself for the
+  on the PV the first time the node is seen missing (a stamp from before this process's
+  gap-free watch of the Nodes is no proof and restarts the delay: :meth:`NodeCleanup.watched_since`),
+  warns on the PVC with upstream's ``ReferencedNodeDeleted`` text, requeues itself for the
   deadline, and then deletes the PVC with a UID precondition;
 * :class:`StaleVolumeCleanup` (upstream's *deleter*) deletes the stale PV once it is
   Available, or Released with reclaim policy Delete, with UID and resourceVersion
@@ -23,6 +24,7 @@ makes the same delete.  Data on disks is never touched.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -113,6 +115,10 @@ class NodeCleanup:
         self.timer = timer
         self.timers: NodeMissingTimers = TimersInMemory() if timer == "memory" else TimersOnVolume(client)
         self.stale_volumes = StaleVolumeCleanup(self)
+        # see watched_since(): the Node cache's list epoch this process watches from, and when
+        self._watch_lock = threading.Lock()
+        self._watch_epoch = -1
+        self._watched_since: datetime | None = None
 
     @property
     def opted_in(self) -> frozenset[str]:
@@ -125,7 +131,22 @@ class NodeCleanup:
     # -- gather and confirm ---------------------------------------------------------------------
 
     def gather(self, source: NodeCleanupSource, pv_name: str) -> NodeCleanupInput | None:
-        return gather(source, pv_name, self.rules, self.timers.overlay)
+        return gather(source, pv_name, self.rules, self.timers.overlay, self.watched_since)
+
+    def watched_since(self) -> datetime:
+        """Since when this process has watched the Nodes without a gap.
+
+        The first pass after the Node cache's first full list, or after any re-list (a watch
+        that broke, a 410: events may have been missed), starts a new watch period, dated by
+        the clock of that pass (never earlier than the list).  A node-missing stamp older than
+        that was not seen through by this process: the node may have come back and gone again
+        while nobody watched (a restart, however short, or a gap), so the delay restarts.
+        """
+        epoch = self.nodes.epoch
+        with self._watch_lock:
+            if self._watch_epoch != epoch or self._watched_since is None:
+                self._watch_epoch, self._watched_since = epoch, self.clock()
+            return self._watched_since
 
     def confirm(self, pv_name: str, now: datetime) -> tuple[NodeCleanupInput, NodeCleanupDecision] | None:
         """The same decision on ``gather(api)``; ``None`` (PV gone, or a read failed): do not delete."""
