@@ -69,6 +69,7 @@ log = logging.getLogger(__name__)
 _PREFIX = "local_volume_node_cleanup"
 
 _CACHE_LAG_RECHECK = 1.0  # seconds: the watch catches up with a Node event quickly
+_DELETIONS_KEPT = 10_000  # Node deletions remembered (see NodeCleanup.watched_since)
 
 
 class NodeCleanupMetrics:
@@ -119,6 +120,8 @@ class NodeCleanup:
         self._watch_lock = threading.Lock()
         self._watch_epoch = -1
         self._watched_since: datetime | None = None
+        self._deleted_at: dict[str, datetime] = {}  # Node name or hostname -> seen deleted at
+        self.nodes.add_handler(self._node_deleted)
 
     @property
     def opted_in(self) -> frozenset[str]:
@@ -133,20 +136,40 @@ class NodeCleanup:
     def gather(self, source: NodeCleanupSource, pv_name: str) -> NodeCleanupInput | None:
         return gather(source, pv_name, self.rules, self.timers.overlay, self.watched_since)
 
-    def watched_since(self) -> datetime:
-        """Since when this process has watched the Nodes without a gap.
+    def watched_since(self, node_names: Collection[str] = ()) -> datetime:
+        """Since when this process has seen ``node_names`` continuously absent, at the latest.
 
         The first pass after the Node cache's first full list, or after any re-list (a watch
         that broke, a 410: events may have been missed), starts a new watch period, dated by
         the clock of that pass (never earlier than the list).  A node-missing stamp older than
         that was not seen through by this process: the node may have come back and gone again
         while nobody watched (a restart, however short, or a gap), so the delay restarts.
+        So it does when one of the nodes was seen deleted after the stamp: it was back
+        meanwhile, even if no pass saw it back.
         """
         epoch = self.nodes.epoch
         with self._watch_lock:
             if self._watch_epoch != epoch or self._watched_since is None:
                 self._watch_epoch, self._watched_since = epoch, self.clock()
-            return self._watched_since
+                self._deleted_at.clear()  # older than the new period: says nothing more
+            deleted = [self._deleted_at[n] for n in node_names if n in self._deleted_at]
+            return max([self._watched_since, *deleted])
+
+    def _node_deleted(self, etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+        """Remember when a Node was seen deleted (by name and by hostname label)."""
+        if etype != "DELETED" or old is None:
+            return
+        keys = {str_field(old, "metadata", "name")}
+        hostname = field(old, "metadata", "labels", HOSTNAME_LABEL)
+        if isinstance(hostname, str):
+            keys.add(hostname)
+        now = self.clock()
+        with self._watch_lock:
+            if len(self._deleted_at) >= _DELETIONS_KEPT:  # bounded: drop the oldest half
+                for key in sorted(self._deleted_at, key=self._deleted_at.__getitem__)[:_DELETIONS_KEPT // 2]:
+                    del self._deleted_at[key]
+            for key in keys:
+                self._deleted_at[key] = now
 
     def confirm(self, pv_name: str, now: datetime) -> tuple[NodeCleanupInput, NodeCleanupDecision] | None:
         """The same decision on ``gather(api)``; ``None`` (PV gone, or a read failed): do not delete."""

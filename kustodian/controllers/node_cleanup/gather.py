@@ -122,12 +122,14 @@ class NodeCleanupApiSource:
 
 def gather(source: NodeCleanupSource, pv_name: str, rules: NodeCleanupRules,
            overlay: Callable[[Obj], Obj] = lambda pv: pv,
-           watched_since: Callable[[], datetime | None] = lambda: None) -> NodeCleanupInput | None:
+           watched_since: Callable[[Collection[str]], datetime | None] = lambda names: None,
+           ) -> NodeCleanupInput | None:
     """Everything one decision about PV ``pv_name`` reads, from ``source``; ``None``: no such PV.
 
     ``overlay`` lays the timer annotations kept in memory over the PV (see ``timers``);
-    ``watched_since`` says since when this process has watched the Nodes without a gap, asked
-    after the reads, so that a gap that opened during them is counted.
+    ``watched_since`` says since when this process has watched the Nodes the PV may live on
+    without a gap and without seeing one of them deleted, asked after the reads, so that a gap
+    or a deletion during them is counted.
     """
     pv = source.volume(pv_name)
     if pv is None:
@@ -136,5 +138,6 @@ def gather(source: NodeCleanupSource, pv_name: str, rules: NodeCleanupRules,
     claim_ns = str_field(pv, "spec", "claimRef", "namespace")
     claim_name = str_field(pv, "spec", "claimRef", "name")
     claim = source.claim(claim_ns, claim_name) if claim_ns and claim_name else None
-    nodes = source.nodes(affinity_node_names(pv).node_names)
-    return NodeCleanupInput(pv, claim, nodes, rules, watched_since())
+    names = affinity_node_names(pv).node_names
+    nodes = source.nodes(names)
+    return NodeCleanupInput(pv, claim, nodes, rules, watched_since(names))

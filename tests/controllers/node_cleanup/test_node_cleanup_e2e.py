@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -277,6 +278,48 @@ def test_a_node_watch_gap_restarts_the_delay(kube_api: KubeApi, world: dict[str,
         app.cleanup.resync(app.controller.enqueue)
         wait_for(lambda: pv_annotations(kube_api, world["pv"]).get(MISSING) == format_rfc3339(clock.now),
                  "the timer restarted after the gap")
+        clock.now += timedelta(seconds=59)
+        app.cleanup.resync(app.controller.enqueue)
+        assert app.controller.wait_idle(5)
+        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])
+        clock.now += timedelta(seconds=1)
+        app.cleanup.resync(app.controller.enqueue)
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "PVC deleted")
+    finally:
+        app.stop()
+
+
+def test_a_node_back_and_lost_again_between_two_passes_restarts_the_delay(
+        kube_api: KubeApi, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within one process, no pass saw the node back: it returned and was deleted again while
+    the workers were busy (held here at their gather).  The watch saw it deleted after the stamp,
+    so the stamp is no proof and the delay restarts from that pass."""
+    clock = Clock()
+    app = start(kube_api, world, clock)
+    try:
+        kube_api.client.delete(NODES, world["node"])
+        wait_for(lambda: MISSING in pv_annotations(kube_api, world["pv"]), "the missing-since stamp")
+        assert app.controller.wait_idle(5)
+        seen: list[str] = []
+        app.cleanup.nodes.add_handler(
+            lambda etype, new, old: seen.append(etype) if (new or old or {}).get("metadata", {}).get("name")
+            == world["node"] else None)
+        gate = threading.Event()
+        gather = app.cleanup.gather
+
+        def held(source: Any, pv_name: str) -> Any:
+            gate.wait(10)
+            return gather(source, pv_name)
+
+        monkeypatch.setattr(app.cleanup, "gather", held)
+        clock.now += timedelta(seconds=50)
+        kube_api.client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": world["node"], "labels": {"kubernetes.io/hostname": world["node"]}}})
+        kube_api.client.delete(NODES, world["node"])
+        wait_for(lambda: seen[-2:] == ["ADDED", "DELETED"], "the watch saw the node back and gone again")
+        gate.set()
+        wait_for(lambda: pv_annotations(kube_api, world["pv"]).get(MISSING) == format_rfc3339(clock.now),
+                 "the timer restarted at the pass after the second loss")
         clock.now += timedelta(seconds=59)
         app.cleanup.resync(app.controller.enqueue)
         assert app.controller.wait_idle(5)
