@@ -45,6 +45,7 @@ from kustodian.kube.errors import Conflict, KubeError, NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from kustodian.policy.node_cleanup import (
+    EVENT_REASON_NODE_DELETED,
     HOSTNAME_LABEL,
     INDEXERS,
     PV_BY_CLAIM,
@@ -262,6 +263,8 @@ class NodeCleanup:
                      action.namespace, action.name, action.requeue_at.isoformat(),
                      extra={"kind": "PersistentVolume", "object": pv_name})
             return Result(requeue_after=max(0.0, (action.requeue_at - now).total_seconds()))
+        if action.warning is not None and self.recorder is not None and pvc is not None:
+            self.recorder.record(pvc, "Warning", EVENT_REASON_NODE_DELETED, action.warning)
         confirmed = self.confirm(pv_name, now)
         if confirmed is None or not confirms(confirmed[1], action):
             log.info("PV %s: the cache says to delete PVC %s/%s but a fresh read does not; not deleting",

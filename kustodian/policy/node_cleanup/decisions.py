@@ -80,12 +80,17 @@ class WarnNodeGone:
 
 @dataclass(frozen=True)
 class DeleteClaim:
-    """Delete the PVC with ``preconditions.uid == uid``."""
+    """Delete the PVC with ``preconditions.uid == uid``.
+
+    ``warning``: the ``ReferencedNodeDeleted`` message to emit on the PVC first, when the timer
+    starts and ends in this very pass (a zero delay): upstream warns whenever it starts a timer.
+    """
 
     namespace: str
     name: str
     uid: str
     reason: NodeCleanupReason = NodeCleanupReason.DELAY_ELAPSED
+    warning: str | None = None
 
 
 ClaimAction = KeepClaim | WarnNodeGone | DeleteClaim
@@ -239,7 +244,9 @@ def claim_step(pv: RawObject, pvc: RawObject | None, status: PVStatus, *, delay:
             namespace(pvc), name(pvc), uid(pvc), node_deleted_message(delay), wake
         )
         return ClaimCleanupDecision(warn, patch)
-    return ClaimCleanupDecision(DeleteClaim(namespace(pvc), name(pvc), uid(pvc)), patch)
+    started = ANNOTATION_NODE_MISSING_SINCE in patch  # the timer (re)starts in this pass
+    warning = node_deleted_message(delay) if started else None
+    return ClaimCleanupDecision(DeleteClaim(namespace(pvc), name(pvc), uid(pvc), warning=warning), patch)
 
 
 def pv_delete_decision(

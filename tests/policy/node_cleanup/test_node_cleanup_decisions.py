@@ -132,11 +132,17 @@ def test_zero_delay_deletes_on_first_sighting_and_still_records_stamp() -> None:
     decision = decide(pv(), pvc(), delay=timedelta(0))
     assert isinstance(decision.action, DeleteClaim)
     assert ANNOTATION_NODE_MISSING_SINCE in decision.pv_annotations
+    # issue 34: upstream warns whenever it starts a timer, a zero one too, before deleting
+    assert decision.action.warning == ("PVC is tied to a deleted Node. PVC will be cleaned up in 0s "
+                                       "if the Node doesn't come back")
+    again = decide(pv(annotations={k: v for k, v in decision.pv_annotations.items() if v is not None}), pvc(), delay=timedelta(0))
+    assert again.action == DeleteClaim("db", "data-0", "pvc-uid")  # warned once, when the timer started
 
 
 def test_restart_keeps_the_original_deadline() -> None:
-    # Stamp written by a previous process 45s ago: a new process must not restart the
-    # minute, nor skip what is left of it.
+    # The plain timer (no watch period given): a stamp written 45s ago is neither restarted
+    # nor skipped.  The controller also says since when it watched (issue 34): a stamp from
+    # before that restarts (test_a_stamp_from_before_the_watch_began_restarts_...).
     the_pv = pv(annotations=since(timedelta(seconds=45)))
     restarted = decide(the_pv, pvc())
     assert isinstance(restarted.action, WarnNodeGone)
