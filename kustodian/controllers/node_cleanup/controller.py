@@ -146,7 +146,8 @@ class NodeCleanup:
         that was not seen through by this process: the node may have come back and gone again
         while nobody watched (a restart, however short, or a gap), so the delay restarts.
         So it does when one of the nodes was seen deleted after the stamp: it was back
-        meanwhile, even if no pass saw it back.
+        meanwhile, even if no pass saw it back.  The price: a Node watch that breaks more
+        often than the delay (the cache logs each re-list) postpones the PVC's deletion.
         """
         epoch = self.nodes.epoch
         with self._watch_lock:
