@@ -19,7 +19,8 @@ import shutil
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ import pytest
 
 from kustodian.controllers.orphans.agent import ORPHANS, NodeAgent, install
 from kustodian.controllers.orphans.disks import OWNERSHIP_KEY, STATUS_KEY, UUIDS_KEY, config_map_name
+from kustodian.controllers.orphans.gather import OrphanCleanupSource
 from kustodian.controllers.orphans.tracker import (
     LONGHORN_NODES,
     LONGHORN_SETTINGS,
@@ -38,7 +40,7 @@ from kustodian.controllers.orphans.tracker import (
 from kustodian.kube.errors import NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import CONFIG_MAPS, EVENTS, NAMESPACES, Resource
-from kustodian.policy.orphans import ANNOTATION_KEEP_DATA, ORPHAN_FINALIZER, orphan_name
+from kustodian.policy.orphans import ANNOTATION_KEEP_DATA, ORPHAN_FINALIZER, DiskScan, Ownership, orphan_name
 from kustodian.runtime.manager import Manager
 from kustodian.settings import NodeAgentSettings
 from tests.conftest import KubeApi
@@ -305,6 +307,67 @@ def test_dir_tracked_between_report_and_delete_is_not_removed(world: World) -> N
     assert any("DataTracked" in e["message"] for e in kept), [e["message"] for e in kept]
     world.settle(agent)
     assert world.orphans() == []  # tracked now: not reported again
+
+
+class LoggingSource:
+    """An orphan source that logs each gather that found the Orphan under its ``name``; ``hide`` leaves
+    directories out of its scans (a stale scan)."""
+
+    def __init__(self, name: str, inner: OrphanCleanupSource, log: list[str],
+                 hide: frozenset[str] = frozenset()) -> None:
+        self.name, self.inner, self.log, self.hide = name, inner, log, hide
+
+    def orphan(self, namespace: str, name: str) -> dict[str, Any] | None:
+        found = self.inner.orphan(namespace, name)
+        if found is not None:
+            self.log.append(self.name)
+        return found
+
+    def scans(self) -> Sequence[DiskScan]:
+        return [replace(s, entries={k: v for k, v in s.entries.items() if k not in self.hide})
+                for s in self.inner.scans()]
+
+    def ownership(self) -> Ownership:
+        return self.inner.ownership()
+
+
+def test_a_removal_decided_on_the_caches_is_confirmed_by_one_gather_from_the_api_server(world: World) -> None:
+    world.longhorn_node()
+    orphaned = world.mkreplica(world.disk, ORPHAN_DIR)
+    agent = world.agent()
+    world.settle(agent)
+    wait_for(lambda: cleanable(world), "a cleanable Orphan")
+    obj = world.orphan()
+    assert obj is not None
+    gathers: list[str] = []
+    agent.cache_source = LoggingSource("cache", agent.cache_source, gathers)
+    agent.api_source = LoggingSource("api", agent.api_source, gathers)
+    world.delete_orphan(obj["metadata"]["name"])
+    assert not orphaned.exists()
+    assert world.orphan() is None
+    # decided on the caches, confirmed on the API server and the disk; a later pass on a cache
+    # that still has the Orphan finds it gone there
+    assert gathers[:2] == ["cache", "api"] and gathers.count("api") == 1, gathers
+
+
+def test_a_removal_the_lagging_caches_did_not_see_is_made_on_two_agreeing_fresh_decisions(world: World) -> None:
+    """The monitor's last scan misses the directory (it reads "data missing", so: release); the disk
+    read just now has it and the API server no Replica for it: the delete is honoured, as the fresh
+    facts say, once a second fresh gather agrees."""
+    world.longhorn_node()
+    orphaned = world.mkreplica(world.disk, ORPHAN_DIR)
+    agent = world.agent()
+    world.settle(agent)
+    wait_for(lambda: cleanable(world), "a cleanable Orphan")
+    obj = world.orphan()
+    assert obj is not None
+    gathers: list[str] = []
+    agent.cache_source = LoggingSource("cache", agent.cache_source, gathers, hide=frozenset({ORPHAN_DIR}))
+    agent.api_source = LoggingSource("api", agent.api_source, gathers)
+    world.delete_orphan(obj["metadata"]["name"])
+    assert not orphaned.exists()
+    assert not world.events("DataKept")
+    assert gathers[:3] == ["cache", "api", "api"] and gathers.count("api") == 2, gathers
 
 
 def test_disk_whose_uuid_changed_is_skipped_and_nothing_is_removed(world: World) -> None:
