@@ -18,6 +18,8 @@ against *every* other reservation:
   reservations; the others are handed back at once (``narrow_to_node``), so
   reservations stop hoarding capacity.  The Kubernetes node is mapped to its
   csi-baremetal node ID by the ``nodes.csi-baremetal.dell.com/uuid`` annotation/label.
+  One frozen ``ReservationReleaseInput`` gathered from the caches, the pure
+  ``decide_reservation_release``, each write carrying the resourceVersion judged on.
 - ``gc``: ACRs whose pod (``<namespace>-<pod>``) is gone or Running, and RESERVED ACRs
   past the TTL since their last status change, are deleted with a UID precondition and
   a Warning event.  Gather -> decide -> act: one frozen ``ReservationGcInput`` from the
@@ -52,6 +54,7 @@ from kustodian.controllers.capacity.gather import (
     ReservationCacheSource,
     ReservationSource,
     gather,
+    gather_release,
 )
 from kustodian.kube.cache import WatchCache, slim
 from kustodian.kube.client import KubeClient, Obj
@@ -63,8 +66,6 @@ from kustodian.policy.capacity import (
     Decision,
     PlanOptions,
     apply_decision,
-    bound_releases,
-    narrow_to_node,
     pod_key,
 )
 from kustodian.policy.capacity.gc import confirms, decide_reservation_gc
@@ -78,9 +79,10 @@ from kustodian.policy.capacity.model import (
     RESERVED,
     WAIT,
 )
+from kustodian.policy.capacity.release import decide_reservation_release
 from kustodian.policy.capacity.stale import StaleReservation
 from kustodian.policy.jsonpatch import merge_diff
-from kustodian.policy.objects import RawObject, map_field, name, str_field, uid
+from kustodian.policy.objects import RawObject, name, str_field, uid
 from kustodian.runtime.workqueue import Result
 
 log = logging.getLogger(__name__)
@@ -183,8 +185,10 @@ class CapacityReservations:
         lvg_resource = resources.get(LVG_KIND_KEY)
         self.lvgs = WatchCache(client, lvg_resource) if lvg_resource is not None else None
         # where garbage collection gathers from: the caches, and the API server to confirm a delete
-        self.cache_source: ReservationSource = ReservationCacheSource(self.snapshot, self.pods)
-        self.api_source: ReservationSource = ReservationApiSource(client, self.acr_resource)
+        self.cache_source: ReservationSource = ReservationCacheSource(self.snapshot, self.pods, self.nodes,
+                                                                      self.acs, node_id_key)
+        self.api_source: ReservationSource = ReservationApiSource(client, self.acr_resource, self.ac_resource,
+                                                                  node_id_key)
         self._lock = threading.Lock()
         # The kept planner, and the AC/LVG changes it has not seen yet (AC name -> the AC
         # now, None once deleted; any LVG event): applied in place before the next pass.
@@ -397,28 +401,18 @@ class CapacityReservations:
 
     # -- releasing what the scheduler did not pick ---------------------------------------------
 
-    def _ac_node(self, ac_name: str) -> str:
-        return str_field(self.acs.get(None, ac_name), "spec", "NodeId")
-
     def release_unchosen(self) -> Result | None:
-        """Narrow every RESERVED ACR whose pod is bound to that node's reservations."""
+        """Narrow every RESERVED ACR whose pod is bound to that node's reservations.
+
+        Gathered from the caches, decided, written with the resourceVersion it was judged on.
+        """
         if not self.synced():
             return Result(requeue_after=0.5)
-        acrs = self.snapshot()
-        pods = self.cache_source.pods()
-        node_ids = {}
-        for node in self.nodes.list():
-            node_id = map_field(node, "metadata", "annotations").get(self.node_id_key)
-            if isinstance(node_id, str) and node_id:
-                node_ids[name(node)] = node_id
-        by_name = {name(a): a for a in acrs}
         retry = False
-        for acr_name, node_id in bound_releases(acrs, pods, node_ids):
-            acr = by_name[acr_name]
-            narrowed = narrow_to_node(acr, node_id, self._ac_node)
-            if narrowed is None:
-                continue
-            patch = merge_diff(acr, narrowed)
+        for release in decide_reservation_release(gather_release(self.cache_source)):
+            acr, node_id = release.reservation, release.node_id
+            acr_name = name(acr)
+            patch = merge_diff(acr, release.narrowed)
             patch.setdefault("metadata", {})["resourceVersion"] = _rv(acr)
             extra = {"kind": "AvailableCapacityReservation", "object": acr_name}
             try:

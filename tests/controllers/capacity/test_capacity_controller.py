@@ -391,6 +391,12 @@ class LaggingPods:
     def pods(self, keys: Collection[str] | None = None) -> dict[str, PodState]:
         return {k: v for k, v in self.inner.pods(keys).items() if k not in self.hidden}
 
+    def node_ids(self) -> dict[str, str]:
+        return self.inner.node_ids()
+
+    def ac_nodes(self, names: Collection[str]) -> dict[str, str]:
+        return self.inner.ac_nodes(names)
+
 
 def test_a_collection_the_api_server_does_not_confirm_is_not_made(capacity: Factory) -> None:
     """The pod cache lags (the pod looks gone): the same decision on the ACR and its pod read from
