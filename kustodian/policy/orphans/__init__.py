@@ -44,8 +44,11 @@ from kustodian.policy.orphans.detect import (
 from kustodian.policy.orphans.inputs import (
     OrphanCleanupInput,
     OrphanCleanupRules,
+    OrphanSyncInput,
     confirms,
+    confirms_prune,
     decide_orphan_cleanup,
+    decide_orphan_sync,
 )
 from kustodian.policy.orphans.meta import (
     MAX_VOLUME_META_BYTES,
@@ -126,6 +129,7 @@ __all__ = [
     "OrphanCleanupRules",
     "OrphanDecision",
     "OrphanSync",
+    "OrphanSyncInput",
     "OrphanedReplicaDir",
     "Ownership",
     "PruneOrphan",
@@ -139,9 +143,11 @@ __all__ = [
     "auto_deletion",
     "cleanup_decision",
     "confirms",
+    "confirms_prune",
     "data_cleanability",
     "data_cleanable_condition",
     "decide_orphan_cleanup",
+    "decide_orphan_sync",
     "deferred_delete",
     "disk_condition",
     "disk_verdict",

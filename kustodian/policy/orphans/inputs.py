@@ -8,6 +8,11 @@ caches.  Before it acts on a deleting Orphan (removing its directory, or releasi
 the data kept) the agent gathers the same input again from the API server and a fresh disk
 read, runs the same function and compares (:func:`confirms`).  Where the input came from is
 none of the decision's business, so both gathers fill this one type.
+
+The monitor's decision has the same shape: :class:`OrphanSyncInput` (this node's disks just
+scanned, the ownership, its Orphans) and :func:`decide_orphan_sync`; a prune (an Orphan
+deleted, its data kept) is made only when the same decision on the ownership and the
+Orphans read from the API server prunes it too (:func:`confirms_prune`).
 """
 
 from __future__ import annotations
@@ -18,10 +23,19 @@ from datetime import datetime, timedelta
 
 from kustodian.policy.objects import RawObject
 from kustodian.policy.orphans.cleanup import OrphanAction, OrphanDecision, RemoveDir, cleanup_decision
+from kustodian.policy.orphans.detect import OrphanSync, PruneOrphan, sync_orphans
 from kustodian.policy.orphans.model import DiskScan
 from kustodian.policy.orphans.ownership import Ownership
 
-__all__ = ["OrphanCleanupInput", "OrphanCleanupRules", "confirms", "decide_orphan_cleanup"]
+__all__ = [
+    "OrphanCleanupInput",
+    "OrphanCleanupRules",
+    "OrphanSyncInput",
+    "confirms",
+    "confirms_prune",
+    "decide_orphan_cleanup",
+    "decide_orphan_sync",
+]
 
 
 @dataclass(frozen=True)
@@ -70,3 +84,24 @@ def confirms(fresh: OrphanDecision, action: OrphanAction) -> bool:
     if isinstance(action, RemoveDir):
         return fresh.action == action
     return type(fresh.action) is type(action)
+
+
+@dataclass(frozen=True)
+class OrphanSyncInput:
+    """Everything one monitor decision reads: ``node``'s disk scans, the ownership, its Orphans."""
+
+    node: str
+    scans: tuple[DiskScan, ...]
+    owners: Ownership
+    orphans: tuple[RawObject, ...]
+
+
+def decide_orphan_sync(observed: OrphanSyncInput) -> OrphanSync:
+    """The Orphans to create and to prune on the node of ``observed``."""
+    return sync_orphans(observed.node, observed.scans, observed.owners, observed.orphans)
+
+
+def confirms_prune(fresh: OrphanSync, prune: PruneOrphan) -> bool:
+    """Whether the decision on a fresh gather prunes the same Orphan (same name, same UID) too."""
+    return any(p.name == prune.name and p.uid == prune.uid for p in fresh.prune)
+

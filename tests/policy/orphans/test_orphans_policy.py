@@ -22,6 +22,7 @@ from kustodian.policy.orphans import (
     OrphanCleanupRules,
     OrphanDecision,
     OrphanedReplicaDir,
+    OrphanSyncInput,
     Ownership,
     Reason,
     RemoveDir,
@@ -30,9 +31,11 @@ from kustodian.policy.orphans import (
     Wait,
     cleanup_decision,
     confirms,
+    confirms_prune,
     data_cleanability,
     data_cleanable_condition,
     decide_orphan_cleanup,
+    decide_orphan_sync,
     disk_condition,
     find_orphans,
     orphan_name,
@@ -648,6 +651,23 @@ def test_sync_creates_new_and_prunes_resolved_orphans() -> None:
         (orphan_name(NODE, UUID, TRACKED_DIR), Reason.DATA_TRACKED),
         (orphan_name(NODE, UUID, "pvc-gone-bbbbbbbb"), Reason.DATA_MISSING),
     }
+
+
+def test_a_prune_is_confirmed_only_by_a_fresh_decision_pruning_the_same_orphan() -> None:
+    the_scan = scan(entry(ORPHAN_DIR), entry(TRACKED_DIR))
+    existing = (orphan(dir_name=TRACKED_DIR),)
+    first = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(), existing))
+    assert first == sync_orphans(NODE, [the_scan], owned(), existing)
+    (prune,) = first.prune
+    same = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(), existing))
+    untracked_now = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(frozenset()), existing))
+    unknown_now = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), UNKNOWN, existing))
+    recreated = ({**existing[0], "metadata": {**existing[0]["metadata"], "uid": "another-uid"}},)
+    recreated_now = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(), recreated))
+    assert confirms_prune(same, prune)
+    assert not confirms_prune(untracked_now, prune)
+    assert not confirms_prune(unknown_now, prune)
+    assert not confirms_prune(recreated_now, prune)
 
 
 @pytest.mark.parametrize(
