@@ -47,6 +47,7 @@ from kustodian.controllers.orphans.gather import (
     OrphanCacheSource,
     OrphanCleanupSource,
     gather,
+    gather_sync,
 )
 from kustodian.controllers.orphans.scan import remove_replica_dir, scan_disk
 from kustodian.controllers.orphans.tracker import Longhorn, NoTracker, ReplicaTracker
@@ -76,6 +77,8 @@ from kustodian.policy.orphans import (
     OrphanCleanupRules,
     OrphanDecision,
     OrphanedReplicaDir,
+    OrphanSync,
+    OrphanSyncInput,
     Ownership,
     PruneOrphan,
     Reason,
@@ -83,7 +86,9 @@ from kustodian.policy.orphans import (
     Wait,
     auto_deletion,
     confirms,
+    confirms_prune,
     decide_orphan_cleanup,
+    decide_orphan_sync,
     disk_condition,
     disk_verdict,
     find_orphans,
@@ -91,7 +96,6 @@ from kustodian.policy.orphans import (
     normalize_disk_path,
     orphan_object,
     replica_dir_count,
-    sync_orphans,
 )
 from kustodian.policy.timestamps import format_rfc3339
 from kustodian.runtime.manager import CacheFactory, Manager
@@ -152,10 +156,11 @@ class NodeAgent:
         self.orphans = caches(ORPHANS, namespace=namespace, indexers=INDEXERS[ORPHAN_KIND_KEY])
         # where reconcile gathers from: what the agent holds, and the API server with the disks read now
         self.cache_source: OrphanCleanupSource = OrphanCacheSource(
-            self.orphans, tracker, last_scans=lambda: list(self._scans.values()),
+            node, self.orphans, tracker, last_scans=lambda: list(self._scans.values()),
             scan_now=lambda: self.scan_disks(record=False))
-        self.api_source: OrphanCleanupSource = OrphanApiSource(client, ORPHANS, tracker,
-                                                               lambda: self.scan_disks(record=False))
+        self.api_source: OrphanCleanupSource = OrphanApiSource(
+            client, ORPHANS, tracker, node=node, namespace=namespace,
+            scan_now=lambda: self.scan_disks(record=False))
         self.queue: WorkQueue | None = None  # the Manager's, once installed
         self._enqueue: Callable[[str], None] = lambda key: None
         self._scans: Mapping[str, DiskScan] = {}  # the monitor's last scans by disk path, swapped whole
@@ -267,14 +272,30 @@ class NodeAgent:
             fingerprint = (tuple(_scan_fingerprint(s) for s in scans), owners, generation)
             if fingerprint == self._last_sync:
                 return False
-            existing = self.orphans.by_index(ORPHAN_BY_NODE, self.node)
-            plan = sync_orphans(self.node, scans, owners, existing)
-            ok = all([self._create(o) for o in plan.create] + [self._prune(p) for p in plan.prune])
+            observed = OrphanSyncInput(self.node, tuple(scans), owners,
+                                       tuple(self.orphans.by_index(ORPHAN_BY_NODE, self.node)))
+            plan = decide_orphan_sync(observed)
+            prunes = self._confirmed_prunes(plan)
+            ok = all([self._create(o) for o in plan.create] + [self._prune(p) for p in prunes])
+            ok = ok and len(prunes) == len(plan.prune)  # an unconfirmed prune is decided again next scan
             if ok:
                 self._last_sync = fingerprint
             self.syncs_done += 1
         self.reconcile_all()  # DataCleanable follows the new scan
         return True
+
+    def _confirmed_prunes(self, plan: OrphanSync) -> tuple[PruneOrphan, ...]:
+        """The prunes of ``plan`` that the same decision on a gather from the API server (Longhorn's
+        Node and Replicas, this node's Orphans) and the disks read again makes too."""
+        if not plan.prune:
+            return ()
+        fresh = decide_orphan_sync(gather_sync(self.api_source, self.node))
+        confirmed = tuple(p for p in plan.prune if confirms_prune(fresh, p))
+        for prune in plan.prune:
+            if prune not in confirmed:
+                log.info("Orphan %s/%s: %s in the caches, not on the API server; kept", prune.namespace,
+                         prune.name, prune.reason)
+        return confirmed
 
     def _create(self, orphan: OrphanedReplicaDir) -> bool:
         obj = orphan_object(orphan, namespace=self.namespace)

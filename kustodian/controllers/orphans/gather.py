@@ -18,7 +18,15 @@ from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import Resource
-from kustodian.policy.orphans import DiskScan, OrphanCleanupInput, OrphanCleanupRules, Ownership
+from kustodian.policy.objects import str_field
+from kustodian.policy.orphans import (
+    ORPHAN_BY_NODE,
+    DiskScan,
+    OrphanCleanupInput,
+    OrphanCleanupRules,
+    OrphanSyncInput,
+    Ownership,
+)
 
 Scans = Callable[[], Sequence[DiskScan]]
 
@@ -38,13 +46,17 @@ class OrphanCleanupSource(Protocol):
         """Longhorn's ownership verdict for this node."""
         ...
 
+    def orphans(self) -> list[Obj]:
+        """This node's Orphans."""
+        ...
+
 
 class OrphanCacheSource:
     """The Orphan cache, the monitor's last scans (a disk read only before its first), Longhorn's caches."""
 
-    def __init__(self, orphans: WatchCache, tracker: ReplicaTracker, *, last_scans: Scans,
+    def __init__(self, node: str, orphans: WatchCache, tracker: ReplicaTracker, *, last_scans: Scans,
                  scan_now: Scans) -> None:
-        self._orphans, self._tracker = orphans, tracker
+        self._node, self._orphans, self._tracker = node, orphans, tracker
         self._last_scans, self._scan_now = last_scans, scan_now
 
     def orphan(self, namespace: str, name: str) -> Obj | None:
@@ -56,12 +68,16 @@ class OrphanCacheSource:
     def ownership(self) -> Ownership:
         return self._tracker.ownership()
 
+    def orphans(self) -> list[Obj]:
+        return self._orphans.by_index(ORPHAN_BY_NODE, self._node)
+
 
 class OrphanApiSource:
     """The API server itself (the Orphan, Longhorn's Node and Replicas) and the disks read just now."""
 
-    def __init__(self, client: KubeClient, resource: Resource, tracker: ReplicaTracker,
-                 scan_now: Scans) -> None:
+    def __init__(self, client: KubeClient, resource: Resource, tracker: ReplicaTracker, *, node: str,
+                 namespace: str, scan_now: Scans) -> None:
+        self._node, self._namespace = node, namespace
         self._client, self._resource, self._tracker, self._scan_now = client, resource, tracker, scan_now
 
     def orphan(self, namespace: str, name: str) -> Obj | None:
@@ -76,6 +92,10 @@ class OrphanApiSource:
     def ownership(self) -> Ownership:
         return self._tracker.ownership(fresh=True)
 
+    def orphans(self) -> list[Obj]:
+        return [o for o in self._client.list(self._resource, self._namespace)[0]
+                if str_field(o, "spec", "nodeID") == self._node]
+
 
 def gather(source: OrphanCleanupSource, namespace: str, name: str, rules: OrphanCleanupRules,
            held_disks: Mapping[str, str]) -> OrphanCleanupInput | None:
@@ -89,3 +109,8 @@ def gather(source: OrphanCleanupSource, namespace: str, name: str, rules: Orphan
     if obj is None:
         return None
     return OrphanCleanupInput(obj, tuple(source.scans()), source.ownership(), dict(held_disks), rules)
+
+
+def gather_sync(source: OrphanCleanupSource, node: str) -> OrphanSyncInput:
+    """Everything one monitor decision reads, from ``source``: the disks, the ownership, the Orphans."""
+    return OrphanSyncInput(node, tuple(source.scans()), source.ownership(), tuple(source.orphans()))

@@ -330,6 +330,9 @@ class LoggingSource:
     def ownership(self) -> Ownership:
         return self.inner.ownership()
 
+    def orphans(self) -> list[dict[str, Any]]:
+        return self.inner.orphans()
+
 
 def test_a_removal_decided_on_the_caches_is_confirmed_by_one_gather_from_the_api_server(world: World) -> None:
     world.longhorn_node()
@@ -422,6 +425,47 @@ def test_orphans_whose_dir_vanished_or_became_tracked_are_pruned_without_touchin
     wait_for(lambda: world.orphans() == [], "both Orphans pruned")
     assert (reclaimed / "volume.meta").exists()
     assert not world.events("DataRemoved")
+
+
+class ReplicaGoneThere(LoggingSource):
+    """The API server side of a lagging Replica cache: the Replica of ``dir_name`` is already gone there."""
+
+    def __init__(self, inner: OrphanCleanupSource, log: list[str], dir_name: str) -> None:
+        super().__init__("api", inner, log)
+        self.dir_name = dir_name
+
+    def ownership(self) -> Ownership:
+        owners = self.inner.ownership()
+        assert owners.tracked is not None
+        return replace(owners, tracked=frozenset(t for t in owners.tracked if t.data_dir_name != self.dir_name))
+
+    def orphans(self) -> list[dict[str, Any]]:
+        self.log.append(self.name)
+        return self.inner.orphans()
+
+
+def test_a_prune_the_api_server_does_not_confirm_is_not_made(world: World) -> None:
+    """The Replica cache still has a Replica for the directory, the API server no longer: the
+    Orphan stays; once both agree it is pruned."""
+    world.longhorn_node()
+    world.mkreplica(world.disk, ORPHAN_DIR)
+    agent = world.agent()
+    world.settle(agent)
+    obj = world.orphan()
+    assert obj is not None
+    world.replica(ORPHAN_DIR)
+    replicas = getattr(agent.tracker, "cache", None)
+    assert replicas is not None
+    wait_for(lambda: len(replicas.list()) == 1, "the Replica in the watch cache")
+    real, gathers = agent.api_source, list[str]()
+    agent.api_source = ReplicaGoneThere(real, gathers, ORPHAN_DIR)
+    world.settle(agent)
+    assert gathers == ["api"]  # the cache said prune: the API server was asked
+    kept = world.orphan()
+    assert kept is not None and kept["metadata"]["uid"] == obj["metadata"]["uid"]
+    agent.api_source = real
+    world.settle(agent)  # the unconfirmed prune is decided again
+    wait_for(lambda: world.orphans() == [], "the Orphan pruned")
 
 
 # -- HIGH: an empty or unreadable ownership source never means "nothing is owned" ---------
