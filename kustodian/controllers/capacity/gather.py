@@ -127,10 +127,9 @@ class ReservationApiSource:
     def ac_nodes(self, names: Collection[str]) -> dict[str, str]:
         found = {}
         for ac_name in sorted(names):
-            try:
-                found[ac_name] = str_field(self._client.get(self._ac_resource, ac_name), "spec", "NodeId")
-            except NotFound:
-                continue
+            # a list by name, not a GET: the controller's role grants ACs list and watch, not get
+            for ac in self._client.list(self._ac_resource, field_selector=f"metadata.name={ac_name}")[0]:
+                found[ac_name] = str_field(ac, "spec", "NodeId")
         return found
 
 

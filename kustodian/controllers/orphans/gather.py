@@ -16,7 +16,6 @@ from typing import Protocol
 from kustodian.controllers.orphans.tracker import ReplicaTracker
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient, Obj
-from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import Resource
 from kustodian.policy.objects import str_field
 from kustodian.policy.orphans import (
@@ -81,10 +80,9 @@ class OrphanApiSource:
         self._client, self._resource, self._tracker, self._scan_now = client, resource, tracker, scan_now
 
     def orphan(self, namespace: str, name: str) -> Obj | None:
-        try:
-            return self._client.get(self._resource, name, namespace)
-        except NotFound:
-            return None
+        # a list by name, not a GET: the agent's Role grants Orphans list and watch, not get
+        found = self._client.list(self._resource, namespace, field_selector=f"metadata.name={name}")[0]
+        return found[0] if found else None
 
     def scans(self) -> Sequence[DiskScan]:
         return self._scan_now()

@@ -376,6 +376,30 @@ def test_a_bound_pod_releases_the_other_nodes_reservations_within_2s(capacity: F
     assert cluster.reservations(acr) == {"data": ["n1-d", "n3-d"]}
 
 
+def test_the_cache_and_the_api_server_fill_the_same_release_input(capacity: Factory) -> None:
+    """Both sources answer the same questions alike once the caches caught up (the decision never
+    knows which one it was given)."""
+    cluster, ctl, _ = capacity(run=False)
+    nodes = ["n1", "n2"]
+    cluster.apply(*(cluster.k8s_node(n) for n in nodes),
+                  *(cluster.ac(f"{n}-d", n, "HDD", 100 * GIB) for n in nodes), cluster.pod("web"),
+                  cluster.acr("web", nodes, [("data", "HDD", 10 * GIB)], status="RESERVED"))
+    acs = {f"{cluster.ns}-{n}-d" for n in nodes} | {f"{cluster.ns}-none"}
+    ours = {f"k8s-{cluster.node(n)}" for n in nodes}
+
+    def alike() -> bool:
+        cached, fresh = ctl.cache_source, ctl.api_source
+        return (cached.ac_nodes(acs) == fresh.ac_nodes(acs) == {f"{cluster.ns}-{n}-d": cluster.node(n) for n in nodes}
+                and {k: v for k, v in cached.node_ids().items() if k in ours}
+                == {k: v for k, v in fresh.node_ids().items() if k in ours}
+                == {f"k8s-{cluster.node(n)}": cluster.node(n) for n in nodes}
+                and cached.pods({f"{cluster.ns}/web"}) == fresh.pods({f"{cluster.ns}/web"}) != {}
+                and [a["metadata"]["uid"] for a in cached.reservations({f"{cluster.ns}-web"})]
+                == [a["metadata"]["uid"] for a in fresh.reservations({f"{cluster.ns}-web"})] != [])
+
+    wait_for(alike, "the caches caught up with the API server")
+
+
 class LaggingPods:
     """A reservation source whose pod cache misses ``hidden`` pods (a pod cache behind the ACR cache);
     it logs each gather under ``name``."""

@@ -348,9 +348,10 @@ def test_a_removal_decided_on_the_caches_is_confirmed_by_one_gather_from_the_api
     world.delete_orphan(obj["metadata"]["name"])
     assert not orphaned.exists()
     assert world.orphan() is None
-    # decided on the caches, confirmed on the API server and the disk; a later pass on a cache
-    # that still has the Orphan finds it gone there
-    assert gathers[:2] == ["cache", "api"] and gathers.count("api") == 1, gathers
+    # decided on the caches, confirmed on the API server and the disk (passes before the delete,
+    # and after it on a cache that still has the Orphan, read the caches only or find it gone)
+    assert gathers.count("api") == 1, gathers
+    assert gathers[gathers.index("api") - 1] == "cache", gathers
 
 
 def test_a_removal_the_lagging_caches_did_not_see_is_made_on_two_agreeing_fresh_decisions(world: World) -> None:
@@ -370,7 +371,9 @@ def test_a_removal_the_lagging_caches_did_not_see_is_made_on_two_agreeing_fresh_
     world.delete_orphan(obj["metadata"]["name"])
     assert not orphaned.exists()
     assert not world.events("DataKept")
-    assert gathers[:3] == ["cache", "api", "api"] and gathers.count("api") == 2, gathers
+    assert gathers.count("api") == 2, gathers
+    first = gathers.index("api")
+    assert gathers[first - 1:first + 2] == ["cache", "api", "api"], gathers
 
 
 def test_disk_whose_uuid_changed_is_skipped_and_nothing_is_removed(world: World) -> None:
