@@ -9,8 +9,9 @@ One agent per node (a DaemonSet), two loops that never wait for each other:
   checks each disk's identity and Longhorn's view of it, reports what it cannot trust
   (``Ownership`` and per-disk ``Ready`` / ``AutoDeleteHeld`` conditions in ConfigMap
   ``kustodian-disks-<node>`` + Warning events) and, only when the scans, the ownership
-  or this node's Orphans changed, asks :func:`policy.orphans.sync_orphans` which Orphans
-  to create and which to prune;
+  or this node's Orphans changed, asks :func:`policy.orphans.decide_orphan_sync` (over one
+  frozen ``OrphanSyncInput``) which Orphans to create and which to prune, and prunes only
+  what the same decision on a gather from the API server prunes too;
 * the **orphan controller** (a reconciler on the Manager)
   reconciles each Orphan of this node, gather -> decide -> act: it gathers one frozen
   :class:`policy.orphans.OrphanCleanupInput` from what it holds
