@@ -18,16 +18,24 @@ from kustodian.policy.orphans import (
     DiskScan,
     DropFinalizer,
     NoAction,
+    OrphanCleanupInput,
+    OrphanCleanupRules,
+    OrphanDecision,
     OrphanedReplicaDir,
     OrphanReason,
+    OrphanSyncInput,
     Ownership,
     RemoveDir,
     ReplicaDirEntry,
     TrackedReplica,
     Wait,
     cleanup_decision,
+    confirms,
+    confirms_prune,
     data_cleanability,
     data_cleanable_condition,
+    decide_orphan_cleanup,
+    decide_orphan_sync,
     disk_condition,
     find_orphans,
     orphan_name,
@@ -530,6 +538,66 @@ def test_auto_deletion(obj: RawObject, scans: list[DiskScan], auto: bool, expect
         assert decision.action == expected
 
 
+# -- one frozen input, and the confirmation on a fresh one ---------------------------------
+
+INPUT_CASES: list[tuple[str, RawObject, list[DiskScan], bool]] = [
+    ("delete-cleanable", orphan(deleting=True), HEALTHY, False),
+    ("delete-data-missing", orphan(deleting=True), [scan()], False),
+    ("delete-keep-data", orphan(deleting=True, keep=True), HEALTHY, False),
+    ("auto-grace-elapsed", orphan(), HEALTHY, True),
+    ("auto-inside-grace", orphan(created=NOW - timedelta(minutes=10)), HEALTHY, True),
+]
+
+
+@pytest.mark.parametrize(("obj", "scans", "auto"), [c[1:] for c in INPUT_CASES], ids=[c[0] for c in INPUT_CASES])
+def test_decision_over_the_input_is_cleanup_decision(obj: RawObject, scans: list[DiskScan], auto: bool) -> None:
+    observed = OrphanCleanupInput(obj, tuple(scans), owned(), {}, OrphanCleanupRules(NODE, auto, GRACE))
+    assert decide_orphan_cleanup(observed, NOW) == cleanup_decision(
+        obj, scans, owned(), node=NODE, auto_delete=auto, grace=GRACE, now=NOW)
+
+
+def test_held_disks_of_the_input_hold_auto_deletion() -> None:
+    observed = OrphanCleanupInput(orphan(), tuple(HEALTHY), owned(), {DISK: "too many orphans"},
+                                  OrphanCleanupRules(NODE, True, GRACE))
+    assert decide_orphan_cleanup(observed, NOW).action == NoAction(OrphanReason.MASS_ORPHAN_BRAKE, "too many orphans")
+
+
+def _decide_deleting(scans: list[DiskScan], owners: Ownership, obj: RawObject | None = None) -> OrphanDecision:
+    observed = OrphanCleanupInput(obj or orphan(deleting=True), tuple(scans), owners, {},
+                                  OrphanCleanupRules(NODE, False, GRACE))
+    return decide_orphan_cleanup(observed, NOW)
+
+
+CONFIRM_CASES: list[tuple[str, list[DiskScan], Ownership, RawObject | None, bool]] = [
+    ("same-facts", HEALTHY, owned(), None, True),
+    ("dir-gone-now", [scan()], owned(), None, False),
+    ("tracked-again-now", HEALTHY, owned(TRACKED | {TrackedReplica(NODE, UUID, DISK, ORPHAN_DIR)}), None, False),
+    ("replicas-unknown-now", HEALTHY, UNKNOWN, None, False),
+    ("keep-data-set-now", HEALTHY, owned(), orphan(deleting=True, keep=True), False),
+]
+
+
+@pytest.mark.parametrize(("scans", "owners", "obj", "confirmed"), [c[1:] for c in CONFIRM_CASES],
+                         ids=[c[0] for c in CONFIRM_CASES])
+def test_a_removal_is_confirmed_only_by_the_same_removal_on_fresh_facts(
+        scans: list[DiskScan], owners: Ownership, obj: RawObject | None, confirmed: bool) -> None:
+    first = _decide_deleting(HEALTHY, owned())
+    assert isinstance(first.action, RemoveDir)
+    assert confirms(_decide_deleting(scans, owners, obj), first.action) is confirmed
+
+
+def test_releasing_is_confirmed_by_any_release() -> None:
+    first = cleanup_decision(orphan(deleting=True), [scan()], owned(), node=NODE, auto_delete=False, grace=GRACE,
+                             now=NOW)
+    assert first.action == DropFinalizer(OrphanReason.DATA_MISSING, f"{DISK}/replicas/{ORPHAN_DIR} is no longer a directory")
+    kept = cleanup_decision(orphan(deleting=True, keep=True), HEALTHY, owned(), node=NODE, auto_delete=False,
+                            grace=GRACE, now=NOW)
+    removed = cleanup_decision(orphan(deleting=True), HEALTHY, owned(), node=NODE, auto_delete=False, grace=GRACE,
+                               now=NOW)
+    assert confirms(kept, first.action)
+    assert not confirms(removed, first.action)
+
+
 def test_condition_keeps_transition_time_until_status_flips() -> None:
     cleanable = data_cleanability(orphan(), HEALTHY, owned(), node=NODE)
     first = data_cleanable_condition(cleanable, now=NOW)
@@ -583,6 +651,23 @@ def test_sync_creates_new_and_prunes_resolved_orphans() -> None:
         (orphan_name(NODE, UUID, TRACKED_DIR), OrphanReason.DATA_TRACKED),
         (orphan_name(NODE, UUID, "pvc-gone-bbbbbbbb"), OrphanReason.DATA_MISSING),
     }
+
+
+def test_a_prune_is_confirmed_only_by_a_fresh_decision_pruning_the_same_orphan() -> None:
+    the_scan = scan(entry(ORPHAN_DIR), entry(TRACKED_DIR))
+    existing = (orphan(dir_name=TRACKED_DIR),)
+    first = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(), existing))
+    assert first == sync_orphans(NODE, [the_scan], owned(), existing)
+    (prune,) = first.prune
+    same = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(), existing))
+    untracked_now = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(frozenset()), existing))
+    unknown_now = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), UNKNOWN, existing))
+    recreated = ({**existing[0], "metadata": {**existing[0]["metadata"], "uid": "another-uid"}},)
+    recreated_now = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(), recreated))
+    assert confirms_prune(same, prune)
+    assert not confirms_prune(untracked_now, prune)
+    assert not confirms_prune(unknown_now, prune)
+    assert not confirms_prune(recreated_now, prune)
 
 
 @pytest.mark.parametrize(
