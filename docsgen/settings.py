@@ -1,0 +1,105 @@
+"""The configuration reference, from the settings tree: one table per command and group, every
+field with its flag, its ``KUSTODIAN_*`` variable, its default and its description."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from pydantic_core import PydanticUndefined
+
+from kustodian.settings import (
+    ControllersSettings,
+    Flag,
+    NodeAgentSettings,
+    NodeCleanupSettings,
+    Settings,
+    ToolSettings,
+    WebhookSettings,
+    flag_table,
+    format_go_duration,
+)
+
+__all__ = ["COMMANDS", "render", "undocumented"]
+
+# command line -> its settings model, in the order a reader meets them
+COMMANDS: tuple[tuple[str, type[Settings]], ...] = (
+    ("kustodian webhook", WebhookSettings),
+    ("kustodian controllers", ControllersSettings),
+    ("kustodian node-agent", NodeAgentSettings),
+    ("kustodian node-cleanup", NodeCleanupSettings),
+    ("kustodian explain-delete | report | reclaim plan | capacity plan | certs inject", ToolSettings),
+)
+
+
+def _show(f: Flag) -> str:
+    if f.info.default is PydanticUndefined and f.info.default_factory is not None \
+            and getattr(f.info.default_factory, "__name__", "") == "gethostname":
+        return "the host name"
+    value: Any = f.default
+    if type(value) is object:  # flag_table's marker of a field without default
+        return "required"
+    if value is None:
+        return "unset"
+    if isinstance(value, timedelta):
+        return f"`{format_go_duration(value)}`"
+    if isinstance(value, bool):
+        return f"`{str(value).lower()}`"
+    if isinstance(value, list | tuple):
+        return ", ".join(f"`{v}`" for v in value) or "none"
+    if value == "":
+        return '`""`'
+    return f"`{value}`"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def undocumented() -> list[str]:
+    """``group.field`` of every settings field without a description (should be none)."""
+    missing: set[str] = set()
+    for _, model in COMMANDS:
+        for f in flag_table(model):
+            if not (f.info.description or "").strip():
+                missing.add(f"{f.group}.{f.field}")
+    return sorted(missing)
+
+
+def render() -> str:
+    out = [
+        "# Configuration reference",
+        "",
+        "!!! note \"Generated\"",
+        "    This page is generated from the settings tree (`kustodian/settings`) on every docs build;",
+        "    `kustodian <command> --help` prints the same.",
+        "",
+        "Every setting is a flag and an environment variable: `--<group>-<field>` and",
+        "`KUSTODIAN_<GROUP>__<FIELD>` (a group's on/off switch is `--<group>` / `--no-<group>`;",
+        "a list flag repeats or takes `a,b`, its variable takes JSON or `a,b`). Flags win over the",
+        "environment, which wins over the defaults. Durations take Go syntax (`60s`, `1m30s`) or seconds.",
+        "A `KUSTODIAN_*` variable no command reads stops the process at start (exit code 2), naming the",
+        "closest real one. \"env only\" marks a setting a command takes from its variable alone.",
+        "",
+    ]
+    for command, model in COMMANDS:
+        out += [f"## `{command}`", "", (model.__doc__ or "").strip().splitlines()[0], ""]
+        by_group: dict[str, list[Flag]] = {}
+        for f in flag_table(model):
+            by_group.setdefault(f.group, []).append(f)
+        for group, flags in by_group.items():
+            title = model.model_fields[group].description or group
+            out += [f"### {title} (`{group}`) {{ #{_anchor(command, group)} }}", "",
+                    "| flag | variable | default | meaning |", "|---|---|---|---|"]
+            for f in flags:
+                flag = f"`{f.flag}`" if f.flag else "env only"
+                if f.flag and f.kind == "bool":
+                    flag = f"`{f.flag}` / `--no-{f.flag[2:]}`"
+                out.append(f"| {flag} | `{f.env}` | {_cell(_show(f))} | {_cell(f.info.description or '')} |")
+            out.append("")
+    return "\n".join(out)
+
+
+def _anchor(command: str, group: str) -> str:
+    word = command.split()[1] if " " in command else command
+    return f"{word}-{group}".replace("_", "-")
