@@ -83,7 +83,7 @@ def render() -> str:
         "",
     ]
     for command, model in COMMANDS:
-        out += [f"## `{command}`", "", (model.__doc__ or "").strip().splitlines()[0], ""]
+        out += [f"## `{command}`", "", (model.__doc__ or "").strip().splitlines()[0].replace("``", "`"), ""]
         by_group: dict[str, list[Flag]] = {}
         for f in flag_table(model):
             by_group.setdefault(f.group, []).append(f)
