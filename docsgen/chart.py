@@ -102,6 +102,12 @@ def _default(value: Any) -> str:
     return "`" + json.dumps(value, separators=(", ", ": ")).replace("|", "\\|") + "`"
 
 
+def _escape(text: str) -> str:
+    """A table cell: ``|`` escaped everywhere, ``<`` outside code spans (inside them it shows as is)."""
+    parts = text.replace("|", "\\|").split("`")
+    return "`".join(part if i % 2 else part.replace("<", "&lt;") for i, part in enumerate(parts))
+
+
 def render(path: Path | None = None) -> str:
     out = [
         "# Chart values reference",
@@ -124,6 +130,6 @@ def render(path: Path | None = None) -> str:
         else:
             continue
         default = _default(v.default) if v.leaf else ""
-        meaning = meaning.replace("|", "\\|").replace("<", "&lt;")
+        meaning = _escape(meaning)
         out.append(f"| `{v.key}` | {default} | {meaning} |")
     return "\n".join(out) + "\n"

@@ -53,7 +53,9 @@ def _show(f: Flag) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """A table cell: ``|`` escaped everywhere, ``<`` outside code spans (inside them it shows as is)."""
+    parts = text.replace("|", "\\|").replace("\n", " ").split("`")
+    return "`".join(part if i % 2 else part.replace("<", "&lt;") for i, part in enumerate(parts))
 
 
 def undocumented() -> list[str]:
