@@ -30,6 +30,18 @@ COMMANDS: tuple[tuple[str, type[Settings]], ...] = (
     ("kustodian node-cleanup", NodeCleanupSettings),
     ("kustodian explain-delete | report | reclaim plan | capacity plan | certs inject", ToolSettings),
 )
+_ABOUT = {
+    WebhookSettings: "The admission webhook: the chart's webhook Deployment "
+                     "(`webhook.extraArgs` adds flags).",
+    ControllersSettings: "The leader-elected controllers: the chart's controllers Deployment "
+                         "(`controllers.extraArgs` adds flags).",
+    NodeAgentSettings: "The orphan-detection node agent: the chart's DaemonSet, which sets these by "
+                       "their variables (`orphans.*`; `orphans.extraArgs` adds flags).",
+    NodeCleanupSettings: "Node-loss cleanup alone, with sig-storage-local-static-provisioner's flag names "
+                         "and defaults (a drop-in for its node cleanup controller).",
+    ToolSettings: "The tools an admin runs. As kubectl, `-n` is the namespace of the object asked about; "
+                  "Kustodian's own is `--kustodian-namespace`.",
+}
 
 
 def _show(f: Flag) -> str:
@@ -85,7 +97,7 @@ def render() -> str:
         "",
     ]
     for command, model in COMMANDS:
-        out += [f"## `{command}`", "", (model.__doc__ or "").strip().splitlines()[0].replace("``", "`"), ""]
+        out += [f"## `{command}`", "", _ABOUT[model], ""]
         by_group: dict[str, list[Flag]] = {}
         for f in flag_table(model):
             by_group.setdefault(f.group, []).append(f)
