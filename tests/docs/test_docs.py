@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from docsgen import alerts, chart, settings
-from kustodian.settings import flag_table
+from kustodian.settings import Settings, flag_table
 from tests.chart.conftest import helm_binary
 
 REPO = Path(__file__).resolve().parents[2]
@@ -26,6 +26,14 @@ def test_every_settings_field_has_a_description_and_a_row() -> None:
             assert f"`{f.env}`" in page, f.env
             if f.flag:
                 assert f"`{f.flag}`" in page, f.flag
+
+
+def test_the_configuration_reference_covers_every_command() -> None:
+    """A new command's settings model must be added to the reference's COMMANDS."""
+    def subclasses(cls: type[Settings]) -> set[type[Settings]]:
+        return {sub for direct in cls.__subclasses__() for sub in {direct, *subclasses(direct)}}
+    shipped = {cls for cls in subclasses(Settings) if cls.__module__.startswith("kustodian.")}
+    assert shipped == {model for _, model in settings.COMMANDS}
 
 
 def test_every_chart_value_is_documented() -> None:
