@@ -16,6 +16,7 @@ from tests.chart.conftest import helm_binary
 REPO = Path(__file__).resolve().parents[2]
 README = REPO / "README.md"
 SKIP = re.compile(r"<!-- not run by the tests: (?P<why>[^>]+) -->\s*$")
+EXITS = re.compile(r"<!-- exits (?P<code>\d+): [^>]+ -->\s*$")
 
 
 def test_every_settings_field_has_a_description_and_a_row() -> None:
@@ -79,9 +80,9 @@ def test_readme_is_a_short_users_page() -> None:
         assert f"docs/howto/{howto}.md" in text, howto
 
 
-def _sh_blocks(text: str) -> list[tuple[str, str | None]]:
-    """Every ```sh block: (its text, why it is not run or None)."""
-    out: list[tuple[str, str | None]] = []
+def _sh_blocks(text: str) -> list[tuple[str, str | None, int]]:
+    """Every ```sh block: (its text, why it is not run or None, the exit code it ends with)."""
+    out: list[tuple[str, str | None, int]] = []
     lines = text.splitlines()
     i = 0
     while i < len(lines):
@@ -89,7 +90,8 @@ def _sh_blocks(text: str) -> list[tuple[str, str | None]]:
             j = lines.index("```", i + 1)
             prev = next((lines[k] for k in range(i - 1, -1, -1) if lines[k].strip()), "")
             m = SKIP.search(prev)
-            out.append(("\n".join(lines[i + 1:j]), m["why"] if m else None))
+            code = EXITS.search(prev)
+            out.append(("\n".join(lines[i + 1:j]), m["why"] if m else None, int(code["code"]) if code else 0))
             i = j
         i += 1
     return out
@@ -97,20 +99,20 @@ def _sh_blocks(text: str) -> list[tuple[str, str | None]]:
 
 def test_readme_quickstart_blocks_without_a_cluster_run_as_written(tmp_path: Path) -> None:
     blocks = _sh_blocks(README.read_text())
-    skipped = [why for _, why in blocks if why]
-    run = [block for block, why in blocks if not why]
+    skipped = [why for _, why, _ in blocks if why]
+    run = [(block, code) for block, why, code in blocks if not why]
     # a block the tests do not run says why; those that need a cluster say so
     assert sum("needs a cluster" in why for why in skipped) == 3, skipped
     assert len(run) >= 2
-    assert any("helm template" in block for block in run)
-    assert any("--from docs/examples/rook" in block for block in run)
+    assert any("helm template" in block for block, _ in run)
+    assert ("kustodian explain-delete CephBlockPool replicapool -n rook-ceph --from docs/examples/rook", 1) in run
     env = {**os.environ, "PATH": os.pathsep.join([str(Path(sys.executable).parent),
                                                   str(helm_binary().parent), os.environ["PATH"]]),
            "HOME": str(tmp_path)}
-    for block in run:
+    for block, code in run:
         proc = subprocess.run(["bash", "-euo", "pipefail", "-c", block], cwd=REPO, env=env,
                               capture_output=True, text=True, timeout=120, check=False)
-        assert proc.returncode == 0, f"{block}\n{proc.stdout}\n{proc.stderr}"
+        assert proc.returncode == code, f"{block}\n{proc.stdout}\n{proc.stderr}"
     rendered = Path("/tmp/kustodian.yaml").read_text()
     assert "registry.example.com/kustodian:0.1.0" in rendered
 
