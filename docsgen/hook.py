@@ -24,6 +24,9 @@ GENERATED = {
 def on_files(files: Files, config: Any) -> Files:
     for path, render in GENERATED.items():
         files.append(File.generated(config, path, content=render()))
+    # the chart's own README, as the chart ships it, is the site's page on the chart
+    files.append(File.generated(config, "reference/chart.md",
+                                content=(chart.CHART / "README.md").read_text()))
     # the performance plot stays where `python -m bench` writes it
     files.append(File("bench/latency.png", src_dir=str(ROOT), dest_dir=config["site_dir"],
                       use_directory_urls=config["use_directory_urls"]))
