@@ -93,22 +93,22 @@ def render() -> str:
         "a list flag repeats or takes `a,b`, its variable takes JSON or `a,b`). Flags win over the",
         "environment, which wins over the defaults. Durations take Go syntax (`60s`, `1m30s`) or seconds.",
         "A `KUSTODIAN_*` variable no command reads stops the process at start (exit code 2), naming the",
-        "closest real one. \"env only\" marks a setting a command takes from its variable alone.",
+        "closest real one. A command lists only the settings it uses.",
         "",
     ]
     for command, model in COMMANDS:
         out += [f"## `{command}`", "", _ABOUT[model], ""]
         by_group: dict[str, list[Flag]] = {}
         for f in flag_table(model):
-            by_group.setdefault(f.group, []).append(f)
+            if f.flag is not None:  # a flag hidden for this command (flag_aliases) is not one it uses
+                by_group.setdefault(f.group, []).append(f)
         for group, flags in by_group.items():
             title = model.model_fields[group].description or group
             out += [f"### {title} (`{group}`) {{ #{_anchor(command, group)} }}", "",
                     "| flag | variable | default | meaning |", "|---|---|---|---|"]
             for f in flags:
-                flag = f"`{f.flag}`" if f.flag else "env only"
-                if f.flag and f.kind == "bool":
-                    flag = f"`{f.flag}` / `--no-{f.flag[2:]}`"
+                name = f.flag or ""
+                flag = f"`{name}` / `--no-{name[2:]}`" if f.kind == "bool" else f"`{name}`"
                 out.append(f"| {flag} | `{f.env}` | {_cell(_show(f))} | {_cell(f.info.description or '')} |")
             out.append("")
     return "\n".join(out)
