@@ -331,3 +331,30 @@ def test_notes_warn_about_each_deprecated_name(old: str, tmp_path: Path) -> None
     clean = helm("install", RELEASE, str(CHART), "--namespace", NAMESPACE, "--dry-run=client", tmp=tmp_path).stdout
     assert "deprecated" not in clean
 
+
+def _leaf_paths(values: dict[str, Any], prefix: str = "") -> list[str]:
+    raw = {"resources", "podSecurityContext", "securityContext", "affinity", "nodeSelector", "labels",
+           "podAnnotations", "podLabels", "annotations", "config", "tlsConfig", "issuerRef", "commonLabels"}
+    paths: list[str] = []
+    for key, value in values.items():
+        path = f"{prefix}{key}"
+        if isinstance(value, dict) and value and key not in raw:
+            paths += _leaf_paths(value, path + ".")
+        else:
+            paths.append(path)
+    return paths
+
+
+def test_the_readme_documents_every_value() -> None:
+    """Every key of values.yaml is in the README's values table: as `a.b.c`, or on a row of
+    `a.b` as `.c` (the table's shorthand for siblings)."""
+    readme = (CHART / "README.md").read_text()
+    rows = [line for line in readme.splitlines() if line.startswith("| `")]
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    missing = []
+    for path in _leaf_paths(values):
+        parent, _, leaf = path.rpartition(".")
+        if not any(f"`{path}`" in row or (f"`{parent}." in row and f"`.{leaf}`" in row)
+                   or (f"`{parent}.{leaf}`" in row) for row in rows):
+            missing.append(path)
+    assert missing == []
