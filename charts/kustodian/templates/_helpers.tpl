@@ -90,14 +90,16 @@ Objects are merged (the component's keys win), scalars and lists replaced when t
 */}}
 {{- define "kustodian.podSecurityContext" -}}
 {{- $c := .c | default dict -}}
-{{- $out := deepCopy (.root.Values.podSecurityContext | default dict) -}}
+{{- $root := .root | default . -}}{{/* the root context alone: the shared value */}}
+{{- $out := deepCopy ($root.Values.podSecurityContext | default dict) -}}
 {{- $_ := include "kustodian.overlay" (dict "base" $out "over" ($c.podSecurityContext | default dict)) -}}
 {{- toYaml $out -}}
 {{- end -}}
 
 {{- define "kustodian.containerSecurityContext" -}}
 {{- $c := .c | default dict -}}
-{{- $out := deepCopy (.root.Values.securityContext | default dict) -}}
+{{- $root := .root | default . -}}
+{{- $out := deepCopy ($root.Values.securityContext | default dict) -}}
 {{- $_ := include "kustodian.overlay" (dict "base" $out "over" ($c.securityContext | default dict)) -}}
 {{- toYaml $out -}}
 {{- end -}}
