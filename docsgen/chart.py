@@ -19,6 +19,9 @@ __all__ = ["CHART", "Value", "render", "undocumented", "values"]
 
 CHART = Path(__file__).resolve().parent.parent / "charts" / "kustodian"
 _KEY = re.compile(r"^(?P<indent> *)(?P<key>[A-Za-z0-9_]+):(?P<rest>.*)$")
+#: values that hold a raw Kubernetes object: one value, documented as a whole, whatever its default
+RAW = frozenset({"affinity", "topologySpreadConstraints", "tolerations", "nodeSelector", "resources",
+                 "podSecurityContext", "securityContext", "tlsConfig"})
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,7 @@ def values(path: Path | None = None) -> list[Value]:
     stack: list[tuple[int, str, str]] = []  # (indent, key, comment of that key or inherited)
     pending: list[str] = []
     run: dict[int, str] = {}  # indent -> the comment a leaf sibling passes on to the next one
+    inside_raw: int | None = None  # the indent of the raw object being skipped
     for line in text.splitlines():
         stripped = line.strip()
         if stripped.startswith("#"):
@@ -63,6 +67,11 @@ def values(path: Path | None = None) -> list[Value]:
             pending = []
             continue
         indent = len(m["indent"])
+        if inside_raw is not None:
+            if indent > inside_raw:
+                pending = []
+                continue
+            inside_raw = None
         while stack and stack[-1][0] >= indent:
             stack.pop()
         parents = [key for _, key, _ in stack]
@@ -82,7 +91,10 @@ def values(path: Path | None = None) -> list[Value]:
         if not isinstance(default, _Found):
             continue
         default = default.value
-        leaf = not (isinstance(default, dict) and default and not m["rest"].strip())
+        raw = m["key"] in RAW
+        leaf = raw or not (isinstance(default, dict) and default and not m["rest"].strip())
+        if raw:
+            inside_raw = indent
         run[indent] = own if leaf else ""
         out.append(Value(key, own, inherited, default, leaf))
         stack.append((indent, m["key"], own or inherited))
