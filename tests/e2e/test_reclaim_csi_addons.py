@@ -340,10 +340,12 @@ FALLBACK = "reclaimspace.kustodian.io/csi-addons-fallback"
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.parametrize("admin", ["fixes", "removes"])
 def test_csi_addons_weekly_fallback_follows_the_storageclass_once_it_is_fixed(
-        kube_api: KubeApi, csi_addons_manager: Path, csi_addons_pvc_mode: Proc, tmp_path: Path) -> None:
+        kube_api: KubeApi, csi_addons_manager: Path, csi_addons_pvc_mode: Proc, tmp_path: Path, admin: str) -> None:
     """Issue 34: a PVC created while its StorageClass schedule was invalid gets csi-addons' ``@weekly``;
-    once the admin fixes the StorageClass, the PVC and its ReclaimSpaceCronJob follow within 10 s."""
+    once the admin fixes the StorageClass, the PVC and its ReclaimSpaceCronJob follow within 10 s (and
+    once the admin removes the schedule instead, the fallback and the cron job go)."""
     ns = f"rs-{uuid.uuid4().hex[:8]}"
     sc = f"rsc-{uuid.uuid4().hex[:8]}"
     client = kube_api.client
@@ -380,10 +382,14 @@ def test_csi_addons_weekly_fallback_follows_the_storageclass_once_it_is_fixed(
 
         wait_for(recorded, lambda: f"Kustodian to record csi-addons' fallback:\n{k.controllers.text()[-3000:]}",
                  SETTLE, poll=0.2)
-        c.step("the admin fixes the StorageClass", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "@daily"}))
-        c.require("the admin fixes the StorageClass", everyone, "@daily")
-        c.step("the StorageClass changes again", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "0 2 * * *"}))
-        c.require("the StorageClass changes again", everyone, "0 2 * * *")
+        if admin == "removes":
+            c.step("the admin removes the StorageClass schedule", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: None}))
+            c.require("the admin removes the StorageClass schedule", everyone, None)
+        else:
+            c.step("the admin fixes the StorageClass", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "@daily"}))
+            c.require("the admin fixes the StorageClass", everyone, "@daily")
+            c.step("the StorageClass changes again", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "0 2 * * *"}))
+            c.require("the StorageClass changes again", everyone, "0 2 * * *")
     finally:
         stop_kustodian(kube_api, k)
         with contextlib.suppress(NotFound):

@@ -63,7 +63,8 @@ PVC's own value first, so it never looks at the source again; when the admin fix
 while the fallback *is* in the write-back set (the source is still invalid), Kustodian records it
 in ``reclaimspace.kustodian.io/csi-addons-fallback``; a value equal to that record (with
 ``cronjob``, and no Kustodian marks) stays csi-addons', and Kustodian replaces it with the source's
-schedule once the source is valid (keeping ``@weekly`` as ``previous``, for a late write-back).
+schedule once the source is valid, or removes it once no source has a schedule (keeping ``@weekly``
+as ``previous`` either way, for a late write-back).
 A fallback Kustodian never saw while the source was invalid (it was down from before the PVC got
 it until after the fix) is left as a person's: the same safe mistake.
 """

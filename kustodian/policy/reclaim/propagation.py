@@ -150,7 +150,7 @@ def desired_annotations(
         return None
     annots = annotations_of(pvc)
     owner = schedule_owner(pvc, writeback)
-    change = _schedule_change(pvc, annots, owner, effective, stagger_window)
+    change = _schedule_change(pvc, annots, owner, effective, stagger_window, writeback=writeback)
     return _with_fallback_record(pvc, annots, owner, effective, change)
 
 
@@ -164,7 +164,8 @@ def _with_fallback_record(
     """``change`` plus the bookkeeping of csi-addons' fallback (``annotations.FALLBACK``).
 
     Recorded while csi-addons' copy is its ``@weekly`` for an invalid source; dropped as
-    soon as it no longer describes the PVC's schedule (taken over, edited, removed), and
+    soon as it no longer describes the PVC's schedule (taken over, edited, removed; Kustodian
+    removes the fallback itself once its source has no schedule at all), and
     when taken over the fallback is kept as ``previous`` so a late write-back of it by
     csi-addons is recognised as such.
     """
@@ -178,7 +179,7 @@ def _with_fallback_record(
         reason = (f'"{value}" is csi-addons\' fallback for the invalid "{effective.schedule}" of '
                   f"{effective.source}: replaced once that is valid")
     elif recorded is not None:
-        written = change is not None and isinstance(change.annotations.get(SCHEDULE), str)
+        written = change is not None and SCHEDULE in change.annotations  # replaced or removed
         if written or owner is not ScheduleOwner.CSI_ADDONS or value != recorded:
             extra[FALLBACK] = None
             if written and change is not None and PREVIOUS not in change.annotations \
@@ -200,6 +201,8 @@ def _schedule_change(
     owner: ScheduleOwner,
     effective: Effective | None,
     stagger_window: timedelta | None,
+    *,
+    writeback: frozenset[str],
 ) -> AnnotationChange | None:
     rv = str_field(pvc, "metadata", "resourceVersion")
 
@@ -224,6 +227,12 @@ def _schedule_change(
         )
 
     if owner is ScheduleOwner.CSI_ADDONS and not isinstance(effective, EffectiveSchedule):
+        value = annots.get(SCHEDULE)
+        if effective is None and not writeback and isinstance(value, str) and value == annots.get(FALLBACK):
+            # csi-addons' fallback for a source schedule since removed: nobody asks for it, and csi-addons,
+            # finding no schedule anywhere, deletes its cron job instead of copying one back
+            reason = "the source of csi-addons' fallback has no schedule any more: removing it"
+            return AnnotationChange(MappingProxyType({SCHEDULE: None, PREVIOUS: value}), reason, rv)
         return None  # csi-addons' own copy and nothing for us to write: removing it would only flap
 
     # NOBODY, KUSTODIAN or CSI_ADDONS: the schedule, if any, is ours to keep in line with the sources.

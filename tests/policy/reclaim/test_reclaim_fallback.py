@@ -102,3 +102,23 @@ def change_of(annotations: dict[str, str | None]) -> Any:
     from kustodian.policy.reclaim.propagation import AnnotationChange
 
     return AnnotationChange(annotations, "a person")
+
+
+def test_the_fallback_goes_when_its_source_loses_its_schedule() -> None:
+    # nobody asks for @weekly any more; csi-addons then finds no schedule and deletes its cron job
+    recorded = converge(csi_addons_fallback(), namespace(), sc("daily"))
+    change = reconcile_annotations(recorded, namespace(), storageclass(), NO_CONFIG)
+    assert change is not None
+    assert dict(change.annotations) == {SCHEDULE: None, PREVIOUS: "@weekly", FALLBACK: None}
+    removed = converge(recorded, namespace(), storageclass())
+    # csi-addons writing it back from a stale cache is removed again, not taken for a person's
+    late = apply_change(removed, change_of({SCHEDULE: "@weekly"}))
+    again = reconcile_annotations(late, namespace(), storageclass(), NO_CONFIG)
+    assert again is not None and dict(again.annotations) == {SCHEDULE: None}
+
+
+def test_a_disabled_source_leaves_the_fallback_to_csi_addons() -> None:
+    # csi-addons deletes its cron job on enable "false" and runs @weekly again when it is lifted
+    recorded = converge(csi_addons_fallback(), namespace(), sc("daily"))
+    disabled = storageclass(annotations={SCHEDULE: "daily", "reclaimspace.csiaddons.openshift.io/enable": "false"})
+    assert reconcile_annotations(recorded, namespace(), disabled, NO_CONFIG) is None
