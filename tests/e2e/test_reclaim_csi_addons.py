@@ -336,6 +336,68 @@ def test_kustodian_and_csi_addons_agree_with_the_plan_after_every_step(
     assert csi_addons_pvc_mode.proc.poll() is None, csi_addons_pvc_mode.text()[-3000:]
 
 
+FALLBACK = "reclaimspace.kustodian.io/csi-addons-fallback"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("admin", ["fixes", "removes"])
+def test_csi_addons_weekly_fallback_follows_the_storageclass_once_it_is_fixed(
+        kube_api: KubeApi, csi_addons_manager: Path, csi_addons_pvc_mode: Proc, tmp_path: Path, admin: str) -> None:
+    """Issue 34: a PVC created while its StorageClass schedule was invalid gets csi-addons' ``@weekly``;
+    once the admin fixes the StorageClass, the PVC and its ReclaimSpaceCronJob follow within 10 s (and
+    once the admin removes the schedule instead, the fallback and the cron job go)."""
+    ns = f"rs-{uuid.uuid4().hex[:8]}"
+    sc = f"rsc-{uuid.uuid4().hex[:8]}"
+    client = kube_api.client
+    client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    # before Kustodian's webhook is installed: it refuses such a value
+    client.create(STORAGE_CLASSES, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                    "metadata": {"name": sc, "annotations": {SCHEDULE: "daily"}},
+                                    "provisioner": DRIVER})
+    c = Cluster(kube_api, ns, sc)
+    before, after = ["before-0", "before-1"], ["after-0", "after-1"]
+    for name in before:
+        c.bound_pvc(name)
+
+    def fallback_everywhere(names: list[str]) -> Callable[[], bool]:
+        def check() -> bool:
+            actual = c.actual()
+            return all(n in actual and actual[n] == ({SCHEDULE: "@weekly", SOURCE: None, APPLIED: None}, "@weekly")
+                       for n in names)
+        return check
+
+    wait_for(fallback_everywhere(before), lambda: f"csi-addons' @weekly fallback:\n{csi_addons_pvc_mode.text()[-3000:]}",
+             SETTLE, poll=0.2)
+    k = start_kustodian(kube_api, tmp_path)
+    try:
+        everyone = before + after
+        c.step("Kustodian starts beside csi-addons' fallback", lambda: None)
+        c.step("PVCs created through the webhook while the StorageClass is invalid", c.bind_all(after))
+        wait_for(fallback_everywhere(everyone), "csi-addons' @weekly fallback on the new PVCs", SETTLE, poll=0.2)
+
+        def recorded() -> bool:
+            pvcs, _ = client.list(PERSISTENT_VOLUME_CLAIMS, namespace=ns)
+            return sorted(p["metadata"]["name"] for p in pvcs
+                          if (p["metadata"].get("annotations") or {}).get(FALLBACK) == "@weekly") == sorted(everyone)
+
+        wait_for(recorded, lambda: f"Kustodian to record csi-addons' fallback:\n{k.controllers.text()[-3000:]}",
+                 SETTLE, poll=0.2)
+        if admin == "removes":
+            c.step("the admin removes the StorageClass schedule", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: None}))
+            c.require("the admin removes the StorageClass schedule", everyone, None)
+        else:
+            c.step("the admin fixes the StorageClass", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "@daily"}))
+            c.require("the admin fixes the StorageClass", everyone, "@daily")
+            c.step("the StorageClass changes again", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "0 2 * * *"}))
+            c.require("the StorageClass changes again", everyone, "0 2 * * *")
+    finally:
+        stop_kustodian(kube_api, k)
+        with contextlib.suppress(NotFound):
+            client.delete(STORAGE_CLASSES, sc)
+    assert "Traceback" not in k.controllers.text(), k.controllers.text()[-4000:]
+    assert not c.misses, "\n".join(c.misses)
+
+
 @pytest.mark.timeout(300)
 def test_storageclass_precedence_kustodian_writes_nothing_and_the_plan_follows_csi_addons(
         kube_api: KubeApi, csi_addons_manager: Path, csi_addons_crds: None, csi_addons_pvc_mode: Proc,
