@@ -50,8 +50,9 @@ from kustodian.controllers.orphans.gather import (
     gather,
     gather_sync,
 )
+from kustodian.controllers.orphans.heartbeat import Heartbeat
 from kustodian.controllers.orphans.scan import remove_replica_dir, scan_disk
-from kustodian.controllers.orphans.tracker import Longhorn, NoTracker, ReplicaTracker
+from kustodian.controllers.orphans.tracker import LONGHORN_NODES, Longhorn, NoTracker, ReplicaTracker
 from kustodian.kube.cache import object_key
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.config import load_config
@@ -97,6 +98,7 @@ from kustodian.policy.orphans import (
     normalize_disk_path,
     orphan_object,
     replica_dir_count,
+    turned_orphan_at_once,
 )
 from kustodian.policy.timestamps import format_rfc3339
 from kustodian.runtime.manager import CacheFactory, Manager
@@ -135,7 +137,8 @@ class NodeAgent:
                  tracker: ReplicaTracker, recorder: EventRecorder, scan_interval: float,
                  auto_delete: bool | None, grace: timedelta | None, caches: CacheFactory,
                  clock: Callable[[], datetime] = utc_now, retry_interval: float = 10.0,
-                 brake_share: float = 0.5, brake_min_orphans: int = 3) -> None:
+                 brake_share: float = 0.5, brake_min_orphans: int = 3,
+                 write_grace: timedelta = timedelta(minutes=10)) -> None:
         self.client = client
         self.node = node
         self.namespace = namespace
@@ -147,10 +150,12 @@ class NodeAgent:
         self.grace = grace  # None: follow Longhorn's settings
         self.brake_share = brake_share
         self.brake_min_orphans = brake_min_orphans
+        self.write_grace = write_grace  # a directory written more recently is live: never removed
         self.agent_since: datetime | None = None  # deletes requested before this are deferred ones
         self._owners: Ownership = Ownership(False, OrphanReason.TRACKING_UNKNOWN, "not looked at yet")
         self._owners_reported: Ownership | None = None
         self._held: Mapping[str, str] = {}  # normalized disk path -> mass-orphan brake message
+        self._orphans_seen: Mapping[str, frozenset[str]] = {}  # disk path -> orphans at the last known scan
         self.clock = clock
         self.retry_interval = retry_interval
         self.registry = DiskRegistry(client, namespace=namespace, node=node)
@@ -163,6 +168,7 @@ class NodeAgent:
             client, ORPHANS, tracker, node=node, namespace=namespace,
             scan_now=lambda: self.scan_disks(record=False))
         self.queue: WorkQueue | None = None  # the Manager's, once installed
+        self.heartbeat: Heartbeat | None = None  # this node's heartbeat and the watch over the others
         self._enqueue: Callable[[str], None] = lambda key: None
         self._scans: Mapping[str, DiskScan] = {}  # the monitor's last scans by disk path, swapped whole
         self._disk_conditions: dict[str, DiskCondition] = {}
@@ -331,16 +337,32 @@ class NodeAgent:
         """The mass-orphan brake per disk: normalized path -> why auto-deletion is held.
 
         Only while auto-deletion is on: with it off there is nothing to hold, and people
-        look at every Orphan anyway.
+        look at every Orphan anyway.  Besides the share of orphans, a disk is held when every
+        one of its replica directories turned orphan at once (:func:`policy.orphans.turned_orphan_at_once`),
+        judged against the orphans of the previous scan (kept whether auto-deletion is on or not;
+        on the agent's first scan there are none: all found orphaned on first sight turned at once).
         """
+        found = find_orphans(self.node, scans, owners)
+        seen_before = self._orphans_seen
+        orphans_seen: dict[str, frozenset[str]] = {}
+        for scan in scans:
+            path = normalize_disk_path(scan.disk_path) or scan.disk_path
+            if owners.known and disk_verdict(scan, scans, owners).ok:
+                orphans_seen[path] = frozenset(o.dir_name for o in found if o.disk_path == path)
+            elif path in seen_before:  # not judged now: what was seen last stands
+                orphans_seen[path] = seen_before[path]
+        self._orphans_seen = orphans_seen
         if not self.auto_deletion().enabled:
             return {}
-        found = find_orphans(self.node, scans, owners)
         held: dict[str, str] = {}
         for scan in scans:
             path = normalize_disk_path(scan.disk_path) or scan.disk_path
-            brake = mass_orphan_brake(sum(1 for o in found if o.disk_path == path), replica_dir_count(scan),
-                                      max_share=self.brake_share, min_orphans=self.brake_min_orphans)
+            names = frozenset(o.dir_name for o in found if o.disk_path == path)
+            directories = replica_dir_count(scan)
+            at_once = owners.known and turned_orphan_at_once(
+                names, directories, seen_before.get(path, frozenset()), held_before=path in self._held)
+            brake = mass_orphan_brake(len(names), directories, max_share=self.brake_share,
+                                      min_orphans=self.brake_min_orphans, all_at_once=at_once)
             before = self._held.get(path)
             if brake.engaged:
                 held[path] = brake.message
@@ -428,7 +450,8 @@ class NodeAgent:
         """Gather from the caches, decide, act; an act on a deleting Orphan is confirmed first."""
         namespace, _, name = key.rpartition("/")
         policy = self.auto_deletion()
-        rules = OrphanCleanupRules(self.node, policy.enabled, policy.grace, self.agent_since)
+        rules = OrphanCleanupRules(self.node, policy.enabled, policy.grace, self.agent_since,
+                                   self.write_grace)
         held = self._held_disks()
         observed = gather(self.cache_source, namespace, name, rules, held)
         if observed is None or str_field(observed.orphan, "spec", "nodeID") != self.node:
@@ -503,7 +526,8 @@ class NodeAgent:
         return self._held
 
     def _remove(self, obj: RawObject, action: RemoveDir) -> Result | None:
-        result = remove_replica_dir(action.disk_path, action.dir_name, action.expected_uuid)
+        result = remove_replica_dir(action.disk_path, action.dir_name, action.expected_uuid,
+                                    quiet_for=self.write_grace.total_seconds())
         if not result.gone:
             message = f"{result.path} not removed ({result.outcome}): {result.reason} {result.message}"
             log.warning("Orphan %s/%s: %s", self.namespace, str_field(obj, "metadata", "name"), message)
@@ -554,7 +578,8 @@ def install(manager: Manager, settings: NodeAgentSettings, *, recorder: EventRec
             monitor: bool = True) -> NodeAgent:
     """The node agent on ``manager``: Longhorn's caches, the Orphan reconciler, the disk monitor.
 
-    ``monitor=False`` leaves the monitor out, for tests that scan when they choose.
+    ``monitor=False`` leaves the monitor and the heartbeat loop out, for tests that scan (and beat)
+    when they choose.
     """
     client = manager.client
     assert client is not None, "the node agent reports through the API server"
@@ -566,11 +591,18 @@ def install(manager: Manager, settings: NodeAgentSettings, *, recorder: EventRec
             client, COMPONENT, default_namespace=namespace),
         scan_interval=agent.scan_interval.total_seconds(), auto_delete=agent.auto_delete,
         grace=agent.grace_period, caches=manager.cache, clock=clock,
-        brake_share=agent.brake_share, brake_min_orphans=agent.brake_min_orphans)
+        brake_share=agent.brake_share, brake_min_orphans=agent.brake_min_orphans,
+        write_grace=agent.write_grace)
+    node_agent.heartbeat = Heartbeat(
+        client, node=agent.node_name, namespace=namespace, longhorn_namespace=agent.longhorn_namespace,
+        orphans=node_agent.orphans, orphan_resource=ORPHANS, longhorn_nodes=LONGHORN_NODES,
+        recorder=node_agent.recorder, clock=clock, interval=agent.heartbeat_interval,
+        timeout=agent.heartbeat_timeout)
     manager.add_runnable(node_agent.tracker)
     node_agent.queue = manager.add(node_agent, workers=settings.controllers.workers, resync=0)
     if monitor:
         manager.add_runnable(node_agent.monitor())
+        manager.add_runnable(node_agent.heartbeat.loop())
     return node_agent
 
 

@@ -15,6 +15,7 @@ name it in their docstring and say where Kustodian deliberately differs.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import uuid
@@ -83,6 +84,16 @@ def make_disk(path: Path, disk_uuid: str = UUID) -> Path:
     (path / "longhorn-disk.cfg").write_text(json.dumps(
         {"diskName": path.name, "diskUUID": disk_uuid, "diskDriver": "", "state": "ready"},
         separators=(",", ":")))
+    return path
+
+
+def settled(path: Path, age: timedelta = timedelta(hours=1)) -> Path:
+    """Make every modification time under ``path`` ``age`` old: a replica nobody writes any more
+    (a directory written within the agent's write grace is live data and never removed)."""
+    then = (datetime.now(UTC) - age).timestamp()
+    for item in sorted(path.rglob("*"), reverse=True):
+        os.utime(item, (then, then), follow_symlinks=False)
+    os.utime(path, (then, then))
     return path
 
 
@@ -160,7 +171,7 @@ class World:
         if copy:
             subprocess.run(["cp", "-a", str(made), str(path)], check=True)
         assert (path / "volume.meta").is_file()
-        return path
+        return settled(path)
 
     # -- the agent -------------------------------------------------------------------------
 
@@ -691,6 +702,7 @@ def test_bind_mount_inside_an_orphan_survives_a_delete(world: World) -> None:
     live = world.mkreplica(world.disk, TRACKED_DIR)
     world.replica(TRACKED_DIR)
     (orphaned / "mnt").mkdir()
+    settled(orphaned)  # the mount point made now: not a write of replica data
     proc = subprocess.run(["mount", "--bind", str(live), str(orphaned / "mnt")], capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 0, f"mount --bind (the agent tests run as root): {proc.stderr}"
