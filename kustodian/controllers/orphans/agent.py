@@ -463,7 +463,8 @@ class NodeAgent:
         decision = decide_orphan_cleanup(observed, now)
         if not deleting:
             self._write_condition(observed.orphan, decision.condition)
-            return self._act(observed.orphan, decision.action, now, policy)
+            result = self._act(observed.orphan, decision.action, now, policy)
+            return result if result is not None else self._look_again(observed)
         # about to remove data or to give up the request to: look again, at the disks and at the API server
         confirmed = self._confirm(namespace, name, observed, decision, now)
         if confirmed is None:
@@ -471,6 +472,15 @@ class NodeAgent:
         if isinstance(confirmed, Result):
             return confirmed
         return self._act(confirmed.orphan, confirmed.action, now, policy)
+
+    def _look_again(self, observed: OrphanCleanupInput) -> Result | None:
+        """A directory kept as live data is looked at again once the write grace may have passed:
+        nothing else would tell the agent that it went quiet."""
+        probe = observed.probe
+        if probe is None or probe.idle is None or probe.idle >= self.write_grace.total_seconds():
+            return None
+        left = self.write_grace.total_seconds() - max(probe.idle, 0.0)
+        return Result(requeue_after=max(self.retry_interval, left + 0.05))
 
     def _confirm(self, namespace: str, name: str, observed: OrphanCleanupInput, first: OrphanDecision,
                  now: datetime) -> _Confirmed | Result | None:
