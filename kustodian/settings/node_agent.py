@@ -83,8 +83,8 @@ class NodeAgentGroup(Group):
                                            "than this is live data: never removed, whatever the ownership "
                                            "sources say (looked at afresh right before each decision)")
     heartbeat_interval: PositiveDuration = Field(
-        timedelta(seconds=10), description="How often the agent renews its heartbeat (Lease "
-                                           "kustodian-node-agent-<node>) and looks at the other nodes'")
+        timedelta(seconds=10), description="How often the agent renews its heartbeat (in its ConfigMap "
+                                           "kustodian-disks-<node>) and looks at the other nodes'")
     heartbeat_timeout: PositiveDuration = Field(
         timedelta(seconds=60), description="A node whose agent has not renewed its heartbeat for this long "
                                            "has its Orphans marked DataCleanable=False (NodeAgentGone) by "

@@ -604,7 +604,8 @@ def install(manager: Manager, settings: NodeAgentSettings, *, recorder: EventRec
         brake_share=agent.brake_share, brake_min_orphans=agent.brake_min_orphans,
         write_grace=agent.write_grace)
     node_agent.heartbeat = Heartbeat(
-        client, node=agent.node_name, namespace=namespace, longhorn_namespace=agent.longhorn_namespace,
+        client, node_agent.registry, node=agent.node_name, namespace=namespace,
+        longhorn_namespace=agent.longhorn_namespace,
         orphans=node_agent.orphans, orphan_resource=ORPHANS, longhorn_nodes=LONGHORN_NODES,
         recorder=node_agent.recorder, clock=clock, interval=agent.heartbeat_interval,
         timeout=agent.heartbeat_timeout)

@@ -3,10 +3,12 @@
 An Orphan's ``DataCleanable`` condition is written by the agent of its node; when that
 node is down (or its agent is), nobody would correct a ``DataCleanable=True`` written
 before, and a delete would sit in Terminating with nothing to say why.  So every agent
-renews a heartbeat, the Lease ``kustodian-node-agent-<node>`` in Kustodian's namespace
-(``spec.renewTime``, ``spec.leaseDurationSeconds``), and watches over the others: on each
-pass it lists the heartbeats, and for a node whose heartbeat expired it writes
-``DataCleanable=False`` (reason ``NodeAgentGone``) on that node's Orphans.  A delete of one
+renews a heartbeat in its own node's disk record (ConfigMap ``kustodian-disks-<node>``,
+key ``heartbeat.json``: ``renewTime``, ``leaseDurationSeconds``; the one object the agent may
+write, see the chart's node-records policy), and watches over the others: on each pass,
+for every other node that has Orphans, it reads that node's record, and when its heartbeat
+expired it writes ``DataCleanable=False`` (reason ``NodeAgentGone``) on that node's Orphans.
+A record without a heartbeat (an agent of an older version) says nothing.  A delete of one
 of them is answered:
 
 * when the node's agent returns: the delete was requested while it was away, so it is a
@@ -22,16 +24,18 @@ Both within one heartbeat pass (``interval``) of the event.  The decision is
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
+from kustodian.controllers.orphans.disks import HEARTBEAT_KEY, DiskRegistry, config_map_name
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient, Obj
-from kustodian.kube.errors import AlreadyExists, KubeError, NotFound
+from kustodian.kube.errors import KubeError, NotFound
 from kustodian.kube.events import EventRecorder
-from kustodian.kube.resources import LEASES, Resource
+from kustodian.kube.resources import CONFIG_MAPS, Resource
 from kustodian.policy.objects import field, is_deleting, list_field, str_field
 from kustodian.policy.orphans import (
     CONDITION_DATA_CLEANABLE,
@@ -45,14 +49,6 @@ from kustodian.runtime.runnables import Loop
 
 log = logging.getLogger(__name__)
 
-LEASE_PREFIX = "kustodian-node-agent-"
-LABEL_HEARTBEAT = "kustodian.io/node-agent-heartbeat"
-
-
-def lease_name(node: str) -> str:
-    return f"{LEASE_PREFIX}{node}"[:253]
-
-
 def _micro_time(when: datetime) -> str:
     return when.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -60,11 +56,11 @@ def _micro_time(when: datetime) -> str:
 class Heartbeat:
     """This node's heartbeat, and the watch over the other nodes' Orphans (a runnable loop)."""
 
-    def __init__(self, client: KubeClient, *, node: str, namespace: str, longhorn_namespace: str,
-                 orphans: WatchCache, orphan_resource: Resource, longhorn_nodes: Resource,
-                 recorder: EventRecorder, clock: Callable[[], datetime], interval: timedelta,
-                 timeout: timedelta) -> None:
-        self.client, self.node, self.namespace = client, node, namespace
+    def __init__(self, client: KubeClient, registry: DiskRegistry, *, node: str, namespace: str,
+                 longhorn_namespace: str, orphans: WatchCache, orphan_resource: Resource,
+                 longhorn_nodes: Resource, recorder: EventRecorder, clock: Callable[[], datetime],
+                 interval: timedelta, timeout: timedelta) -> None:
+        self.client, self.registry, self.node, self.namespace = client, registry, node, namespace
         self.longhorn_namespace = longhorn_namespace
         self.orphans, self.orphan_resource, self.longhorn_nodes = orphans, orphan_resource, longhorn_nodes
         self.recorder, self.clock = recorder, clock
@@ -86,29 +82,38 @@ class Heartbeat:
         """Renew this node's heartbeat, then speak for the nodes whose heartbeat expired."""
         self.renew()
         now = self.clock()
-        leases, _ = self.client.list(LEASES, self.namespace, label_selector=f"{LABEL_HEARTBEAT}=true")
-        for lease in leases:
-            other = str_field(lease, "spec", "holderIdentity")
-            if not other or other == self.node:
+        others = sorted({str_field(o, "spec", "nodeID") for o in self.orphans.list()} - {self.node, ""})
+        for other in others:
+            beat = self._heartbeat_of(other)
+            if beat is None:
                 continue
-            why = agent_gone(other, str_field(lease, "spec", "renewTime"),
-                             field(lease, "spec", "leaseDurationSeconds"), now)
+            why = agent_gone(other, str(beat.get("renewTime") or ""), beat.get("leaseDurationSeconds"), now)
             if why:
                 self._speak_for(other, why, now)
         self.passes += 1
 
     def renew(self) -> None:
-        name = lease_name(self.node)
-        spec = {"holderIdentity": self.node, "renewTime": _micro_time(self.clock()),
-                "leaseDurationSeconds": max(1, int(self.timeout.total_seconds()))}
+        """Write this node's heartbeat into its disk record."""
         try:
-            self.client.patch(LEASES, name, {"spec": spec}, self.namespace)
+            self.registry.publish(HEARTBEAT_KEY, {
+                "renewTime": _micro_time(self.clock()),
+                "leaseDurationSeconds": max(1, int(self.timeout.total_seconds()))})
+        except KubeError as exc:
+            log.warning("node %s: cannot renew the heartbeat: %s", self.node, exc)
+
+    def _heartbeat_of(self, other: str) -> dict[str, object] | None:
+        try:
+            cm = self.client.get(CONFIG_MAPS, config_map_name(other), self.namespace)
         except NotFound:
-            with contextlib.suppress(AlreadyExists):
-                self.client.create(LEASES, {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
-                                            "metadata": {"name": name, "namespace": self.namespace,
-                                                         "labels": {LABEL_HEARTBEAT: "true"}},
-                                            "spec": spec})
+            return None
+        except KubeError as exc:
+            log.info("cannot read the heartbeat of node %s: %s", other, exc)
+            return None
+        try:
+            doc = json.loads((cm.get("data") or {}).get(HEARTBEAT_KEY) or "null")
+        except ValueError:
+            return None
+        return doc if isinstance(doc, dict) else None
 
     def _speak_for(self, other: str, why: str, now: datetime) -> None:
         removed: bool | None = None  # whether the node is gone from Longhorn; looked up once, when needed
