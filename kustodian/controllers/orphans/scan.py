@@ -251,13 +251,15 @@ def _scan_open_disk(
 
 
 def _newest_mtime_ns(dir_fd: int, depth: int = 0) -> int:
-    """The newest modification time of the directory open as ``dir_fd`` and of anything in it."""
-    newest = os.fstat(dir_fd).st_mtime_ns
+    """The newest modification time of the directory open as ``dir_fd`` and of anything in it
+    (its own filesystem only: a mount inside is not the replica's data)."""
+    here = os.fstat(dir_fd)
+    newest = here.st_mtime_ns
     with os.scandir(dir_fd) as it:
         for entry in it:
             st = entry.stat(follow_symlinks=False)
             newest = max(newest, st.st_mtime_ns)
-            if stat.S_ISDIR(st.st_mode) and depth < _MAX_REMOVE_DEPTH:
+            if stat.S_ISDIR(st.st_mode) and st.st_dev == here.st_dev and depth < _MAX_REMOVE_DEPTH:
                 child = os.open(entry.name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
                 try:
                     newest = max(newest, _newest_mtime_ns(child, depth + 1))
