@@ -1,6 +1,6 @@
 """``kustodian node-agent``: report orphaned replica directories as Orphans, remove them on request.
 
-One agent per node (a DaemonSet), two loops that never wait for each other:
+One agent per node (a DaemonSet), three loops that never wait for each other:
 
 * the **monitor** (a runnable loop) scans the configured disks every ``scan_interval``
   (:func:`controllers.orphans.scan.scan_disk` reuses what did not change), asks
@@ -21,7 +21,15 @@ One agent per node (a DaemonSet), two loops that never wait for each other:
   directory or only drops the finalizer.  That last act is confirmed first: the same
   decision on a gather from the API server and a *fresh* disk read, compared with the
   first (:func:`policy.orphans.confirms`).  :func:`controllers.orphans.scan.remove_replica_dir`
-  re-verifies the disk identity itself right before it deletes anything.
+  re-verifies the disk identity itself right before it deletes anything;
+* the **heartbeat** (:mod:`controllers.orphans.heartbeat`, a runnable loop) renews this
+  node's heartbeat in ``kustodian-disks-<node>`` and marks the Orphans of nodes whose
+  heartbeat expired ``DataCleanable=False`` (``NodeAgentGone``).
+
+Every decision about an Orphan looks at its directory afresh during the gather
+(``volume.meta`` read again, the newest modification time): a directory written within
+``write_grace`` is live data and never removed, whatever the ownership sources say; the
+mass-orphan brake also holds a disk whose every directory turned orphan at once.
 
 A reconcile reads the monitor's last scans (published by swapping a dict, never
 under a lock held across I/O), so a long scan never blocks it.
