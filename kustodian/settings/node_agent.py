@@ -78,6 +78,17 @@ class NodeAgentGroup(Group):
     grace_period: NonNegativeDuration | None = Field(
         None, description="Age an orphan must reach before auto-deletion; unset: Longhorn's "
                           "orphan-resource-auto-deletion-grace-period, else 300s")
+    write_grace: NonNegativeDuration = Field(
+        timedelta(minutes=10), description="A replica directory in which anything was modified more recently "
+                                           "than this is live data: never removed, whatever the ownership "
+                                           "sources say (looked at afresh right before each decision)")
+    heartbeat_interval: PositiveDuration = Field(
+        timedelta(seconds=10), description="How often the agent renews its heartbeat (in its ConfigMap "
+                                           "kustodian-disks-<node>) and looks at the other nodes'")
+    heartbeat_timeout: PositiveDuration = Field(
+        timedelta(seconds=60), description="A node whose agent has not renewed its heartbeat for this long "
+                                           "has its Orphans marked DataCleanable=False (NodeAgentGone) by "
+                                           "the other agents")
     brake_share: float = Field(
         0.5, gt=0, le=1, description="Mass-orphan brake: auto-deletion stops for a disk where more than this "
                                      "share of the replica directories are orphans")

@@ -112,7 +112,8 @@ def test_kustodian_node_agent_is_one_manager(kube_api: KubeApi, recorder: EventR
                                  node_agent={"node_name": "node-1", "disks": ["disk1=/var/lib/longhorn"]})
     manager, _ = build_node_agent(settings, kube_api.client, recorder=recorder)
     assert manager.leader_election is None
-    assert manager.describe() == [("replica-tracker", True), ("orphans", True), ("disk-monitor", True)]
+    assert manager.describe() == [("replica-tracker", True), ("orphans", True), ("disk-monitor", True),
+                                  ("heartbeat", True)]
 
 
 def test_runnables_that_need_no_leader_start_first_and_names_are_unique() -> None:

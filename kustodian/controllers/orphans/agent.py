@@ -1,6 +1,6 @@
 """``kustodian node-agent``: report orphaned replica directories as Orphans, remove them on request.
 
-One agent per node (a DaemonSet), two loops that never wait for each other:
+One agent per node (a DaemonSet), three loops that never wait for each other:
 
 * the **monitor** (a runnable loop) scans the configured disks every ``scan_interval``
   (:func:`controllers.orphans.scan.scan_disk` reuses what did not change), asks
@@ -21,7 +21,15 @@ One agent per node (a DaemonSet), two loops that never wait for each other:
   directory or only drops the finalizer.  That last act is confirmed first: the same
   decision on a gather from the API server and a *fresh* disk read, compared with the
   first (:func:`policy.orphans.confirms`).  :func:`controllers.orphans.scan.remove_replica_dir`
-  re-verifies the disk identity itself right before it deletes anything.
+  re-verifies the disk identity itself right before it deletes anything;
+* the **heartbeat** (:mod:`controllers.orphans.heartbeat`, a runnable loop) renews this
+  node's heartbeat in ``kustodian-disks-<node>`` and marks the Orphans of nodes whose
+  heartbeat expired ``DataCleanable=False`` (``NodeAgentGone``).
+
+Every decision about an Orphan looks at its directory afresh during the gather
+(``volume.meta`` read again, the newest modification time): a directory written within
+``write_grace`` is live data and never removed, whatever the ownership sources say; the
+mass-orphan brake also holds a disk whose every directory turned orphan at once.
 
 A reconcile reads the monitor's last scans (published by swapping a dict, never
 under a lock held across I/O), so a long scan never blocks it.
@@ -50,8 +58,9 @@ from kustodian.controllers.orphans.gather import (
     gather,
     gather_sync,
 )
+from kustodian.controllers.orphans.heartbeat import Heartbeat
 from kustodian.controllers.orphans.scan import remove_replica_dir, scan_disk
-from kustodian.controllers.orphans.tracker import Longhorn, NoTracker, ReplicaTracker
+from kustodian.controllers.orphans.tracker import LONGHORN_NODES, Longhorn, NoTracker, ReplicaTracker
 from kustodian.kube.cache import object_key
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.config import load_config
@@ -97,6 +106,7 @@ from kustodian.policy.orphans import (
     normalize_disk_path,
     orphan_object,
     replica_dir_count,
+    turned_orphan_at_once,
 )
 from kustodian.policy.timestamps import format_rfc3339
 from kustodian.runtime.manager import CacheFactory, Manager
@@ -135,7 +145,8 @@ class NodeAgent:
                  tracker: ReplicaTracker, recorder: EventRecorder, scan_interval: float,
                  auto_delete: bool | None, grace: timedelta | None, caches: CacheFactory,
                  clock: Callable[[], datetime] = utc_now, retry_interval: float = 10.0,
-                 brake_share: float = 0.5, brake_min_orphans: int = 3) -> None:
+                 brake_share: float = 0.5, brake_min_orphans: int = 3,
+                 write_grace: timedelta = timedelta(minutes=10)) -> None:
         self.client = client
         self.node = node
         self.namespace = namespace
@@ -147,10 +158,12 @@ class NodeAgent:
         self.grace = grace  # None: follow Longhorn's settings
         self.brake_share = brake_share
         self.brake_min_orphans = brake_min_orphans
+        self.write_grace = write_grace  # a directory written more recently is live: never removed
         self.agent_since: datetime | None = None  # deletes requested before this are deferred ones
         self._owners: Ownership = Ownership(False, OrphanReason.TRACKING_UNKNOWN, "not looked at yet")
         self._owners_reported: Ownership | None = None
         self._held: Mapping[str, str] = {}  # normalized disk path -> mass-orphan brake message
+        self._orphans_seen: Mapping[str, frozenset[str]] = {}  # disk path -> orphans at the last known scan
         self.clock = clock
         self.retry_interval = retry_interval
         self.registry = DiskRegistry(client, namespace=namespace, node=node)
@@ -163,6 +176,7 @@ class NodeAgent:
             client, ORPHANS, tracker, node=node, namespace=namespace,
             scan_now=lambda: self.scan_disks(record=False))
         self.queue: WorkQueue | None = None  # the Manager's, once installed
+        self.heartbeat: Heartbeat | None = None  # this node's heartbeat and the watch over the others
         self._enqueue: Callable[[str], None] = lambda key: None
         self._scans: Mapping[str, DiskScan] = {}  # the monitor's last scans by disk path, swapped whole
         self._disk_conditions: dict[str, DiskCondition] = {}
@@ -331,16 +345,32 @@ class NodeAgent:
         """The mass-orphan brake per disk: normalized path -> why auto-deletion is held.
 
         Only while auto-deletion is on: with it off there is nothing to hold, and people
-        look at every Orphan anyway.
+        look at every Orphan anyway.  Besides the share of orphans, a disk is held when every
+        one of its replica directories turned orphan at once (:func:`policy.orphans.turned_orphan_at_once`),
+        judged against the orphans of the previous scan (kept whether auto-deletion is on or not;
+        on the agent's first scan there are none: all found orphaned on first sight turned at once).
         """
+        found = find_orphans(self.node, scans, owners)
+        seen_before = self._orphans_seen
+        orphans_seen: dict[str, frozenset[str]] = {}
+        for scan in scans:
+            path = normalize_disk_path(scan.disk_path) or scan.disk_path
+            if owners.known and disk_verdict(scan, scans, owners).ok:
+                orphans_seen[path] = frozenset(o.dir_name for o in found if o.disk_path == path)
+            elif path in seen_before:  # not judged now: what was seen last stands
+                orphans_seen[path] = seen_before[path]
+        self._orphans_seen = orphans_seen
         if not self.auto_deletion().enabled:
             return {}
-        found = find_orphans(self.node, scans, owners)
         held: dict[str, str] = {}
         for scan in scans:
             path = normalize_disk_path(scan.disk_path) or scan.disk_path
-            brake = mass_orphan_brake(sum(1 for o in found if o.disk_path == path), replica_dir_count(scan),
-                                      max_share=self.brake_share, min_orphans=self.brake_min_orphans)
+            names = frozenset(o.dir_name for o in found if o.disk_path == path)
+            directories = replica_dir_count(scan)
+            at_once = owners.known and turned_orphan_at_once(
+                names, directories, seen_before.get(path, frozenset()), held_before=path in self._held)
+            brake = mass_orphan_brake(len(names), directories, max_share=self.brake_share,
+                                      min_orphans=self.brake_min_orphans, all_at_once=at_once)
             before = self._held.get(path)
             if brake.engaged:
                 held[path] = brake.message
@@ -428,7 +458,8 @@ class NodeAgent:
         """Gather from the caches, decide, act; an act on a deleting Orphan is confirmed first."""
         namespace, _, name = key.rpartition("/")
         policy = self.auto_deletion()
-        rules = OrphanCleanupRules(self.node, policy.enabled, policy.grace, self.agent_since)
+        rules = OrphanCleanupRules(self.node, policy.enabled, policy.grace, self.agent_since,
+                                   self.write_grace)
         held = self._held_disks()
         observed = gather(self.cache_source, namespace, name, rules, held)
         if observed is None or str_field(observed.orphan, "spec", "nodeID") != self.node:
@@ -440,7 +471,8 @@ class NodeAgent:
         decision = decide_orphan_cleanup(observed, now)
         if not deleting:
             self._write_condition(observed.orphan, decision.condition)
-            return self._act(observed.orphan, decision.action, now, policy)
+            result = self._act(observed.orphan, decision.action, now, policy)
+            return result if result is not None else self._look_again(observed)
         # about to remove data or to give up the request to: look again, at the disks and at the API server
         confirmed = self._confirm(namespace, name, observed, decision, now)
         if confirmed is None:
@@ -448,6 +480,15 @@ class NodeAgent:
         if isinstance(confirmed, Result):
             return confirmed
         return self._act(confirmed.orphan, confirmed.action, now, policy)
+
+    def _look_again(self, observed: OrphanCleanupInput) -> Result | None:
+        """A directory kept as live data is looked at again once the write grace may have passed:
+        nothing else would tell the agent that it went quiet."""
+        probe = observed.probe
+        if probe is None or probe.idle is None or probe.idle >= self.write_grace.total_seconds():
+            return None
+        left = self.write_grace.total_seconds() - max(probe.idle, 0.0)
+        return Result(requeue_after=max(self.retry_interval, left + 0.05))
 
     def _confirm(self, namespace: str, name: str, observed: OrphanCleanupInput, first: OrphanDecision,
                  now: datetime) -> _Confirmed | Result | None:
@@ -503,7 +544,8 @@ class NodeAgent:
         return self._held
 
     def _remove(self, obj: RawObject, action: RemoveDir) -> Result | None:
-        result = remove_replica_dir(action.disk_path, action.dir_name, action.expected_uuid)
+        result = remove_replica_dir(action.disk_path, action.dir_name, action.expected_uuid,
+                                    quiet_for=self.write_grace.total_seconds())
         if not result.gone:
             message = f"{result.path} not removed ({result.outcome}): {result.reason} {result.message}"
             log.warning("Orphan %s/%s: %s", self.namespace, str_field(obj, "metadata", "name"), message)
@@ -554,7 +596,8 @@ def install(manager: Manager, settings: NodeAgentSettings, *, recorder: EventRec
             monitor: bool = True) -> NodeAgent:
     """The node agent on ``manager``: Longhorn's caches, the Orphan reconciler, the disk monitor.
 
-    ``monitor=False`` leaves the monitor out, for tests that scan when they choose.
+    ``monitor=False`` leaves the monitor and the heartbeat loop out, for tests that scan (and beat)
+    when they choose.
     """
     client = manager.client
     assert client is not None, "the node agent reports through the API server"
@@ -566,11 +609,19 @@ def install(manager: Manager, settings: NodeAgentSettings, *, recorder: EventRec
             client, COMPONENT, default_namespace=namespace),
         scan_interval=agent.scan_interval.total_seconds(), auto_delete=agent.auto_delete,
         grace=agent.grace_period, caches=manager.cache, clock=clock,
-        brake_share=agent.brake_share, brake_min_orphans=agent.brake_min_orphans)
+        brake_share=agent.brake_share, brake_min_orphans=agent.brake_min_orphans,
+        write_grace=agent.write_grace)
+    node_agent.heartbeat = Heartbeat(
+        client, node_agent.registry, node=agent.node_name, namespace=namespace,
+        longhorn_namespace=agent.longhorn_namespace,
+        orphans=node_agent.orphans, orphan_resource=ORPHANS, longhorn_nodes=LONGHORN_NODES,
+        recorder=node_agent.recorder, clock=clock, interval=agent.heartbeat_interval,
+        timeout=agent.heartbeat_timeout)
     manager.add_runnable(node_agent.tracker)
     node_agent.queue = manager.add(node_agent, workers=settings.controllers.workers, resync=0)
     if monitor:
         manager.add_runnable(node_agent.monitor())
+        manager.add_runnable(node_agent.heartbeat.loop())
     return node_agent
 
 

@@ -33,6 +33,7 @@ CONFIG_MAP_PREFIX = "kustodian-disks-"
 UUIDS_KEY = "uuids.json"
 STATUS_KEY = "status.json"
 OWNERSHIP_KEY = "ownership.json"
+HEARTBEAT_KEY = "heartbeat.json"  # the agent's heartbeat (controllers.orphans.heartbeat)
 CONDITION_READY = "Ready"
 
 

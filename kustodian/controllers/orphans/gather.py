@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from kustodian.controllers.orphans.scan import probe_replica_dir
 from kustodian.controllers.orphans.tracker import ReplicaTracker
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient, Obj
@@ -20,12 +21,15 @@ from kustodian.kube.resources import Resource
 from kustodian.policy.objects import str_field
 from kustodian.policy.orphans import (
     ORPHAN_BY_NODE,
+    DirProbe,
     DiskScan,
     OrphanCleanupInput,
     OrphanCleanupRules,
     OrphanSyncInput,
     Ownership,
+    safe_target,
 )
+from kustodian.policy.orphans.resource import PARAM_DATA_NAME, PARAM_DISK_PATH, orphan_param
 
 Scans = Callable[[], Sequence[DiskScan]]
 
@@ -102,11 +106,22 @@ def gather(source: OrphanCleanupSource, namespace: str, name: str, rules: Orphan
 
     ``held_disks`` are the mass-orphan brakes the monitor computed on its last scan: both
     gathers carry the same ones (a brake only holds auto-deletion, never a requested delete).
+    The Orphan's directory is looked at during the gather itself, from whichever source
+    (:func:`controllers.orphans.scan.probe_replica_dir`: ``volume.meta`` read again, the
+    newest modification time): live data is told by a fresh look, never by the cached scan.
     """
     obj = source.orphan(namespace, name)
     if obj is None:
         return None
-    return OrphanCleanupInput(obj, tuple(source.scans()), source.ownership(), dict(held_disks), rules)
+    scans, owners = tuple(source.scans()), source.ownership()
+    return OrphanCleanupInput(obj, scans, owners, dict(held_disks), rules, _probe(obj))
+
+
+def _probe(obj: Obj) -> DirProbe | None:
+    disk_path, data_name = orphan_param(obj, PARAM_DISK_PATH), orphan_param(obj, PARAM_DATA_NAME)
+    if not disk_path or not data_name or safe_target(disk_path, data_name) is None:
+        return None
+    return probe_replica_dir(disk_path, data_name)
 
 
 def gather_sync(source: OrphanCleanupSource, node: str) -> OrphanSyncInput:

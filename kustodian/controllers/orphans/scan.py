@@ -28,7 +28,13 @@ under it between check and delete, never crosses into another filesystem, anothe
 mount of the same filesystem (a bind mount: same ``st_dev``, other mount ID, see
 :mod:`controllers.orphans.mounts`) or through a symlink, refuses a directory below
 which a mount point is listed, and unlinks ``volume.meta`` last so that an interrupted removal
-leaves a directory the next scan still recognises as the same orphan.
+leaves a directory the next scan still recognises as the same orphan.  Right before it
+deletes, it reads ``volume.meta`` again (a directory whose meta became invalid since the
+report is not a replica it may remove) and, given ``quiet_for``, refuses a directory in
+which anything was modified more recently than that: live data.
+
+:func:`probe_replica_dir` looks at one directory now for the decision (the cached scan
+never re-reads a ``volume.meta`` it found valid, nor looks at file times).
 """
 
 from __future__ import annotations
@@ -48,6 +54,7 @@ from kustodian.policy.orphans import (
     MAX_VOLUME_META_BYTES,
     REPLICAS_DIR,
     VOLUME_META_FILE,
+    DirProbe,
     DiskScan,
     ReplicaDirEntry,
     is_replica_dir_name,
@@ -243,6 +250,61 @@ def _scan_open_disk(
     )
 
 
+def _newest_mtime_ns(dir_fd: int, depth: int = 0) -> int:
+    """The newest modification time of the directory open as ``dir_fd`` and of anything in it
+    (its own filesystem only: a mount inside is not the replica's data)."""
+    here = os.fstat(dir_fd)
+    newest = here.st_mtime_ns
+    with os.scandir(dir_fd) as it:
+        for entry in it:
+            st = entry.stat(follow_symlinks=False)
+            newest = max(newest, st.st_mtime_ns)
+            if stat.S_ISDIR(st.st_mode) and st.st_dev == here.st_dev and depth < _MAX_REMOVE_DEPTH:
+                child = os.open(entry.name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=dir_fd)
+                try:
+                    newest = max(newest, _newest_mtime_ns(child, depth + 1))
+                finally:
+                    os.close(child)
+    return newest
+
+
+def _meta_error(dir_fd: int) -> str:
+    """Why ``volume.meta`` under ``dir_fd`` is not a valid replica meta file now, or ``""``."""
+    try:
+        raw = _read_small_file(VOLUME_META_FILE, dir_fd, MAX_VOLUME_META_BYTES)
+    except OSError as exc:
+        return f"{VOLUME_META_FILE}: {_describe(exc)}"
+    if parse_volume_meta(raw) is None:
+        return f"{VOLUME_META_FILE}: not a valid replica meta file"
+    return ""
+
+
+def probe_replica_dir(disk_path: str, dir_name: str, *,
+                      clock_ns: Callable[[], int] = time.time_ns) -> DirProbe:
+    """Look at ``<disk_path>/replicas/<dir_name>`` now: ``volume.meta`` read again, how long it is idle.
+
+    Never raises; never follows a symlink.  Only a directory that is really absent is
+    reported as not existing.
+    """
+    if safe_target(disk_path, dir_name) is None:
+        return DirProbe(True, error="not a replica directory path")
+    fds: list[int] = []
+    try:
+        fds.append(os.open(disk_path, _DIR_FLAGS))
+        fds.append(os.open(REPLICAS_DIR, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        fds.append(os.open(dir_name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=fds[-1]))
+        meta_error = _meta_error(fds[-1])
+        idle = (clock_ns() - _newest_mtime_ns(fds[-1])) / 1e9
+    except FileNotFoundError:
+        return DirProbe(False)
+    except OSError as exc:
+        return DirProbe(True, error=_describe(exc))
+    finally:
+        for fd in reversed(fds):
+            os.close(fd)
+    return DirProbe(True, meta_error=meta_error, idle=idle)
+
+
 class RemovalOutcome(StrEnum):
     REMOVED = "Removed"
     ALREADY_ABSENT = "AlreadyAbsent"
@@ -315,8 +377,13 @@ def _remove_tree(parent_fd: int, name: str, dev: int, mnt: int, depth: int) -> N
     os.rmdir(name, dir_fd=parent_fd)
 
 
-def remove_replica_dir(disk_path: str, dir_name: str, expected_uuid: str) -> RemovalResult:
-    """Remove ``<disk_path>/replicas/<dir_name>`` after re-verifying the disk it is on."""
+def remove_replica_dir(disk_path: str, dir_name: str, expected_uuid: str, *, quiet_for: float = 0.0,
+                       clock_ns: Callable[[], int] = time.time_ns) -> RemovalResult:
+    """Remove ``<disk_path>/replicas/<dir_name>`` after re-verifying the disk it is on.
+
+    Its ``volume.meta`` is read again first, and with ``quiet_for`` (seconds) a directory in
+    which anything was modified more recently than that is refused ("RecentlyWritten").
+    """
     target = safe_target(disk_path, dir_name)
     shown = target or f"{disk_path}/{REPLICAS_DIR}/{dir_name!r}"
     if target is None:
@@ -326,12 +393,32 @@ def remove_replica_dir(disk_path: str, dir_name: str, expected_uuid: str) -> Rem
     except OSError as exc:
         return RemovalResult(RemovalOutcome.REFUSED, target, "DiskUnreadable", _describe(exc))
     try:
-        return _remove_verified(disk_fd, target, dir_name, expected_uuid)
+        return _remove_verified(disk_fd, target, dir_name, expected_uuid, quiet_for=quiet_for,
+                                clock_ns=clock_ns)
     finally:
         os.close(disk_fd)
 
 
-def _remove_verified(disk_fd: int, target: str, dir_name: str, expected_uuid: str) -> RemovalResult:
+def _live_or_invalid(replicas_fd: int, dir_name: str, target: str, quiet_for: float,
+                     clock_ns: Callable[[], int]) -> RemovalResult | None:
+    """A refusal when the directory's ``volume.meta`` is not valid now or it was written recently."""
+    fd = os.open(dir_name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=replicas_fd)
+    try:
+        why = _meta_error(fd)
+        if why:
+            return RemovalResult(RemovalOutcome.REFUSED, target, "MetaInvalid",
+                                 f"read again at removal: {why}")
+        idle = (clock_ns() - _newest_mtime_ns(fd)) / 1e9
+    finally:
+        os.close(fd)
+    if idle < quiet_for:
+        return RemovalResult(RemovalOutcome.REFUSED, target, "RecentlyWritten",
+                             f"written {idle:.0f}s ago, within {quiet_for:.0f}s: live data")
+    return None
+
+
+def _remove_verified(disk_fd: int, target: str, dir_name: str, expected_uuid: str, *, quiet_for: float,
+                     clock_ns: Callable[[], int]) -> RemovalResult:
     refused, failed = RemovalOutcome.REFUSED, RemovalOutcome.FAILED
     try:
         disk_dev = os.fstat(disk_fd).st_dev
@@ -375,6 +462,9 @@ def _remove_verified(disk_fd: int, target: str, dir_name: str, expected_uuid: st
         if inside:
             return RemovalResult(refused, target, "MountInside",
                                  f"mount point(s) inside: {', '.join(inside[:5])}; unmount them first")
+        refused_now = _live_or_invalid(replicas_fd, dir_name, target, quiet_for, clock_ns)
+        if refused_now is not None:
+            return refused_now
         try:
             _remove_tree(replicas_fd, dir_name, disk_dev, target_mnt, 0)
         except _UnsafeToRemoveError as exc:

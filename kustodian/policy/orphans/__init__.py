@@ -26,6 +26,8 @@ from kustodian.policy.orphans.cleanup import (
     OrphanDecision,
     RemoveDir,
     Wait,
+    agent_gone,
+    agent_gone_condition,
     cleanup_decision,
     data_cleanability,
     data_cleanable_condition,
@@ -57,6 +59,7 @@ from kustodian.policy.orphans.meta import (
     parse_volume_meta,
 )
 from kustodian.policy.orphans.model import (
+    DirProbe,
     DiskScan,
     OrphanedReplicaDir,
     ReplicaDirEntry,
@@ -85,6 +88,7 @@ from kustodian.policy.orphans.ownership import (
     longhorn_node,
     mass_orphan_brake,
     ownership,
+    turned_orphan_at_once,
 )
 from kustodian.policy.orphans.reasons import OrphanReason
 from kustodian.policy.orphans.resource import (
@@ -117,6 +121,7 @@ __all__ = [
     "AutoDeletion",
     "Cleanability",
     "DeleteOrphan",
+    "DirProbe",
     "DiskCondition",
     "DiskScan",
     "DropFinalizer",
@@ -140,6 +145,8 @@ __all__ = [
     "TrackedReplica",
     "VolumeMeta",
     "Wait",
+    "agent_gone",
+    "agent_gone_condition",
     "auto_deletion",
     "cleanup_decision",
     "confirms",
@@ -168,4 +175,5 @@ __all__ = [
     "sync_orphans",
     "tracked_replica",
     "tracked_replicas",
+    "turned_orphan_at_once",
 ]

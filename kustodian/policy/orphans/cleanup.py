@@ -16,6 +16,10 @@ directory only when, judged on a scan and a Replica list taken just now:
   cleaned),
 * the directory is still there, still a real directory with a valid ``volume.meta``,
 * no Replica object names it,
+* looked at just now (a :class:`DirProbe`, never the cached scan): its ``volume.meta`` read
+  again is still valid, and nothing in it was written within ``write_grace`` (an engine
+  writing a replica modifies its head file all the time; data being written is live,
+  whatever the ownership sources say),
 * nobody asked to keep the data (``kustodian.io/keep-data: "true"``).
 
 In every other case the finalizer is dropped and the data stays: dropping a
@@ -53,7 +57,7 @@ from kustodian.policy.orphans.detect import (
     same_disk_path,
     tracked_dir_names,
 )
-from kustodian.policy.orphans.model import DiskScan
+from kustodian.policy.orphans.model import DirProbe, DiskScan
 from kustodian.policy.orphans.names import normalize_disk_path, safe_target
 from kustodian.policy.orphans.ownership import Ownership, deferred_delete, longhorn_disk_verdict
 from kustodian.policy.orphans.reasons import OrphanReason
@@ -138,14 +142,39 @@ def _not(reason: OrphanReason, message: str) -> Cleanability:
     return Cleanability(False, reason, message)
 
 
+def _probe_verdict(probe: DirProbe, path: str, write_grace: timedelta) -> Cleanability | None:
+    """Why the directory looked at just now must stay, or ``None``."""
+    if not probe.exists:
+        return _not(OrphanReason.DATA_MISSING, f"{path} is no longer a directory")
+    if probe.error:
+        return _not(OrphanReason.DATA_INVALID, f"{path} cannot be looked at now: {probe.error}")
+    if probe.meta_error:
+        return _not(OrphanReason.DATA_INVALID,
+                    f"{path}: volume.meta read again is not valid ({probe.meta_error}); not removed")
+    if probe.idle is None:
+        return _not(OrphanReason.DATA_IN_USE, f"{path}: when it was last written cannot be told; not removed")
+    if probe.idle < write_grace.total_seconds():
+        ago = f"{probe.idle:.0f}s ago" if probe.idle >= 0 else "in the future"
+        return _not(OrphanReason.DATA_IN_USE,
+                    f"{path} was written {ago}, within the write grace of {write_grace}: "
+                    "live data is never removed")
+    return None
+
+
 def data_cleanability(
     orphan: RawObject,
     scans_now: Sequence[DiskScan],
     owners_now: Ownership,
     *,
     node: str,
+    probe: DirProbe | None = None,
+    write_grace: timedelta = timedelta(0),
 ) -> Cleanability:
-    """May the agent on ``node`` remove the directory behind ``orphan`` right now?"""
+    """May the agent on ``node`` remove the directory behind ``orphan`` right now?
+
+    ``probe`` is the directory looked at just now (``None``: not looked at, only for callers
+    that judge a scan alone; the node agent always passes one).
+    """
     owner = orphan_node(orphan)
     if not owner or owner != node:
         return _not(
@@ -199,6 +228,10 @@ def data_cleanability(
                     f"{path} has no valid volume.meta: {entry.error or 'unreadable'}")
     if data_name in tracked_dir_names(owners_now.tracked):
         return _not(OrphanReason.DATA_TRACKED, f"a Replica uses {data_name} again")
+    if probe is not None:
+        live = _probe_verdict(probe, path, write_grace)
+        if live is not None:
+            return live
     disk = normalize_disk_path(disk_path) or disk_path
     return Cleanability(
         True, OrphanReason.CLEANABLE, f"{path} can be removed", RemoveDir(disk, data_name, disk_uuid, path)
@@ -234,14 +267,19 @@ def cleanup_decision(
     now: datetime,
     agent_since: datetime | None = None,
     held_disks: Mapping[str, str] | None = None,
+    probe: DirProbe | None = None,
+    write_grace: timedelta = timedelta(0),
 ) -> OrphanDecision:
     """The node agent's step for one Orphan, from a fresh scan and a fresh ownership verdict.
 
     ``agent_since`` is when this agent started watching (deletes requested before are
     deferred ones); ``held_disks`` maps a normalized disk path to the mass-orphan brake's
-    message for disks whose auto-deletion is held.
+    message for disks whose auto-deletion is held; ``probe`` the directory looked at just
+    now and ``write_grace`` how long ago it must last have been written (see
+    :func:`data_cleanability`).
     """
-    cleanability = data_cleanability(orphan_obj, scans_now, owners_now, node=node)
+    cleanability = data_cleanability(orphan_obj, scans_now, owners_now, node=node, probe=probe,
+                                     write_grace=write_grace)
     condition = data_cleanable_condition(
         cleanability, now=now, previous=list_field(orphan_obj, "status", "conditions")
     )
@@ -282,3 +320,34 @@ def cleanup_decision(
     if not uid(orphan_obj):
         return OrphanDecision(NoAction(OrphanReason.MISSING_UID, "metadata.uid: absent"), condition)
     return OrphanDecision(DeleteOrphan(namespace(orphan_obj), name(orphan_obj), uid(orphan_obj)), condition)
+
+
+def agent_gone(node: str, renew_time: str, lease_seconds: object, now: datetime) -> str:
+    """Why the agent of ``node`` counts as gone by its heartbeat, or ``""``.
+
+    ``renew_time`` is the heartbeat Lease's ``spec.renewTime`` and ``lease_seconds`` its
+    ``spec.leaseDurationSeconds``; a heartbeat that cannot be read says nothing (``""``).
+    """
+    renewed = parse_rfc3339(renew_time)
+    if renewed is None or not isinstance(lease_seconds, int) or isinstance(lease_seconds, bool) \
+            or lease_seconds <= 0:
+        return ""
+    expires = renewed + timedelta(seconds=lease_seconds)
+    if now <= expires:
+        return ""
+    return (f"the node agent of {node} last renewed its heartbeat at {format_rfc3339(renewed)} "
+            f"(valid {lease_seconds}s): the node or its agent is gone, nothing checks this data; "
+            "a delete is answered when the agent returns (the data kept) or the node is removed from "
+            "Longhorn (the Orphan released, the data left)")
+
+
+def agent_gone_condition(orphan: RawObject, why: str, now: datetime) -> dict[str, str] | None:
+    """The ``DataCleanable=False`` (``NodeAgentGone``) condition to write on ``orphan``, or ``None``
+    when it already says so."""
+    previous = list_field(orphan, "status", "conditions")
+    current = next((c for c in previous if field(c, "type") == CONDITION_DATA_CLEANABLE), None)
+    reason = str_field(current, "reason")
+    if str_field(current, "status") == "False" and reason == OrphanReason.NODE_AGENT_GONE:
+        return None
+    return data_cleanable_condition(Cleanability(False, OrphanReason.NODE_AGENT_GONE, why), now=now,
+                                    previous=previous)

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta
 from kustodian.policy.objects import RawObject
 from kustodian.policy.orphans.cleanup import OrphanAction, OrphanDecision, RemoveDir, cleanup_decision
 from kustodian.policy.orphans.detect import OrphanSync, PruneOrphan, sync_orphans
-from kustodian.policy.orphans.model import DiskScan
+from kustodian.policy.orphans.model import DirProbe, DiskScan
 from kustodian.policy.orphans.ownership import Ownership
 
 __all__ = [
@@ -42,13 +42,15 @@ __all__ = [
 class OrphanCleanupRules:
     """What the agent runs with: its node, auto-deletion as in force, when it started watching.
 
-    ``agent_since``: deletes requested before it are deferred ones (see ``deferred_delete``).
+    ``agent_since``: deletes requested before it are deferred ones (see ``deferred_delete``);
+    ``write_grace``: a directory written more recently than this is live and never removed.
     """
 
     node: str
     auto_delete: bool
     grace: timedelta
     agent_since: datetime | None = None
+    write_grace: timedelta = timedelta(minutes=10)
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,9 @@ class OrphanCleanupInput:
 
     ``scans`` are this node's disks as last looked at (or just now, when confirming);
     ``owners`` is Longhorn's ownership verdict; ``held_disks`` maps a normalized disk path
-    to the mass-orphan brake's message, for the disks whose auto-deletion is held.
+    to the mass-orphan brake's message, for the disks whose auto-deletion is held; ``probe``
+    is the Orphan's directory looked at during this very gather (``volume.meta`` read again,
+    the newest modification time), ``None`` when the Orphan names no valid directory.
     """
 
     orphan: RawObject
@@ -65,6 +69,7 @@ class OrphanCleanupInput:
     owners: Ownership
     held_disks: Mapping[str, str]
     rules: OrphanCleanupRules
+    probe: DirProbe | None = None
 
 
 def decide_orphan_cleanup(observed: OrphanCleanupInput, now: datetime) -> OrphanDecision:
@@ -72,7 +77,8 @@ def decide_orphan_cleanup(observed: OrphanCleanupInput, now: datetime) -> Orphan
     rules = observed.rules
     return cleanup_decision(observed.orphan, observed.scans, observed.owners, node=rules.node,
                             auto_delete=rules.auto_delete, grace=rules.grace, now=now,
-                            agent_since=rules.agent_since, held_disks=observed.held_disks)
+                            agent_since=rules.agent_since, held_disks=observed.held_disks,
+                            probe=observed.probe, write_grace=rules.write_grace)
 
 
 def confirms(fresh: OrphanDecision, action: OrphanAction) -> bool:

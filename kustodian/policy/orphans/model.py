@@ -61,6 +61,23 @@ class DiskScan:
 
 
 @dataclass(frozen=True, slots=True)
+class DirProbe:
+    """One replica directory looked at just now, never from a cached scan.
+
+    ``meta_error`` is ``""`` when ``volume.meta`` was read again and is valid, else why
+    not; ``idle`` is how many seconds ago anything in the directory (the directory itself
+    or a file in it) was last modified, by the wall clock (``None`` when that could not be
+    told; negative when a modification time lies in the future).  ``error`` says why the
+    directory could not be looked at (``exists`` is then ``True``: unknown is not gone).
+    """
+
+    exists: bool
+    meta_error: str = ""
+    idle: float | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class TrackedReplica:
     """Where a Longhorn Replica object says its data lives."""
 

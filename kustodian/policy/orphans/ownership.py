@@ -257,23 +257,50 @@ class MassOrphanBrake:
 
 
 def mass_orphan_brake(
-    orphans: int, directories: int, *, max_share: float, min_orphans: int
+    orphans: int, directories: int, *, max_share: float, min_orphans: int, all_at_once: bool = False
 ) -> MassOrphanBrake:
-    """Hold auto-deletion when more than ``max_share`` of a disk's replica directories are orphans.
+    """Hold auto-deletion when more than ``max_share`` of a disk's replica directories are orphans,
+    or when every directory of the disk turned orphan at once (``all_at_once``), whatever their number.
 
     Replica objects vanishing en masse (longhorn#7749) makes most of a disk look orphaned
     in one scan: that is a symptom to look at, not garbage to collect.  ``min_orphans``
-    keeps a single leftover directory on a nearly empty disk from tripping it (Longhorn's
-    own ``test_orphan_auto_deletion`` has one orphan on a disk of one directory).
+    keeps a single leftover directory on a nearly empty disk from tripping the share rule
+    (Longhorn's own ``test_orphan_auto_deletion`` has one orphan on a disk of one directory).
+    But a disk whose every directory, one or two included, stops being owned in one scan
+    (the ownership source pointed elsewhere, a stale copy of the Node) is the same symptom
+    at a small scale: ``all_at_once`` says the caller saw that happen (see
+    :func:`turned_orphan_at_once`) and holds it too.
     People may still delete Orphans by hand; only the automatic path stops.
     """
-    engaged = orphans >= max(min_orphans, 1) and directories > 0 and orphans > max_share * directories
+    by_share = orphans >= max(min_orphans, 1) and directories > 0 and orphans > max_share * directories
+    every = all_at_once and orphans >= 1 and orphans == directories
     message = ""
-    if engaged:
+    if by_share:
         message = (f"{orphans} of {directories} replica directories are orphans (more than {max_share:.0%}): "
                    "auto-deletion is held for this disk; check the Longhorn Replicas, then delete the "
                    "Orphans by hand if they really are garbage")
-    return MassOrphanBrake(engaged, orphans, directories, message)
+    elif every:
+        message = (f"all {directories} replica directories of the disk turned orphan at once: "
+                   "auto-deletion is held for this disk; check the Longhorn Node and Replicas, then delete "
+                   "the Orphans by hand if they really are garbage")
+    return MassOrphanBrake(by_share or every, orphans, directories, message)
+
+
+def turned_orphan_at_once(orphans: Collection[str], directories: int, orphans_before: Collection[str], *,
+                          held_before: bool) -> bool:
+    """Did every replica directory of a disk turn orphan at once?
+
+    ``orphans`` are the names of the disk's orphaned directories now, ``directories`` how many
+    replica directories it has, ``orphans_before`` the names that were orphans at the
+    previous scan with ownership known (empty when the agent sees the disk for the first
+    time: everything found orphaned on first sight turned orphan at once, which is what a
+    stale copy of the Longhorn Node or a wrong namespace looks like), ``held_before``
+    whether the disk was held already (the hold stays while every directory is an orphan).
+    A disk where the last owned directory joins a leftover orphan did not turn at once.
+    """
+    if not orphans or len(orphans) != directories:
+        return False
+    return held_before or not any(name in orphans_before for name in orphans)
 
 
 SETTING_AUTO_DELETION = "orphan-resource-auto-deletion"

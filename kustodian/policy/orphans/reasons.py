@@ -36,6 +36,8 @@ class OrphanReason(StrEnum):
     DATA_MISSING = "DataMissing"
     DATA_INVALID = "DataInvalid"
     DATA_TRACKED = "DataTracked"
+    DATA_IN_USE = "DataInUse"
+    NODE_AGENT_GONE = "NodeAgentGone"
     TRACKING_UNKNOWN = "TrackingUnknown"
     # cleanup_decision
     KEEP_DATA = "KeepData"

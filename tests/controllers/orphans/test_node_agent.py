@@ -15,8 +15,10 @@ name it in their docstring and say where Kustodian deliberately differs.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
@@ -83,6 +85,16 @@ def make_disk(path: Path, disk_uuid: str = UUID) -> Path:
     (path / "longhorn-disk.cfg").write_text(json.dumps(
         {"diskName": path.name, "diskUUID": disk_uuid, "diskDriver": "", "state": "ready"},
         separators=(",", ":")))
+    return path
+
+
+def settled(path: Path, age: timedelta = timedelta(hours=1)) -> Path:
+    """Make every modification time under ``path`` ``age`` old: a replica nobody writes any more
+    (a directory written within the agent's write grace is live data and never removed)."""
+    then = (datetime.now(UTC) - age).timestamp()
+    for item in sorted(path.rglob("*"), reverse=True):
+        os.utime(item, (then, then), follow_symlinks=False)
+    os.utime(path, (then, then))
     return path
 
 
@@ -160,7 +172,7 @@ class World:
         if copy:
             subprocess.run(["cp", "-a", str(made), str(path)], check=True)
         assert (path / "volume.meta").is_file()
-        return path
+        return settled(path)
 
     # -- the agent -------------------------------------------------------------------------
 
@@ -691,6 +703,7 @@ def test_bind_mount_inside_an_orphan_survives_a_delete(world: World) -> None:
     live = world.mkreplica(world.disk, TRACKED_DIR)
     world.replica(TRACKED_DIR)
     (orphaned / "mnt").mkdir()
+    settled(orphaned)  # the mount point made now: not a write of replica data
     proc = subprocess.run(["mount", "--bind", str(live), str(orphaned / "mnt")], capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 0, f"mount --bind (the agent tests run as root): {proc.stderr}"
@@ -770,6 +783,189 @@ def test_mass_orphan_brake_holds_auto_deletion(world: World) -> None:
     assert world.events("MassOrphanBrakeReleased")
     wait_for(lambda: len(world.orphans()) == 0, "the last orphan auto-deleted once the brake is off")
     assert [d.exists() for d in remaining] == [True, True, False]
+
+
+# -- live data is never removed on one witness (issue 34) -------------------------------------
+
+
+class HeadWriter:
+    """What an engine serving a replica does: write its head file, again and again, until stopped."""
+
+    def __init__(self, *replicas: Path) -> None:
+        self.heads = [next(p for p in sorted(r.glob("volume-head-*.img")) if p.suffix == ".img") for r in replicas]
+        self.writes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for head in self.heads:
+                with head.open("r+b") as f:
+                    f.seek(4096 * (self.writes % 16))
+                    f.write(os.urandom(4096))
+            self.writes += 1
+            self._stop.wait(0.05)
+
+    def __enter__(self) -> HeadWriter:
+        self._thread.start()
+        wait_for(lambda: self.writes > 0, "the first write")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(5)
+
+
+def test_a_directory_whose_head_file_is_being_written_is_never_removed(world: World) -> None:
+    """Every ownership source says orphan (Longhorn's Node Ready, no Replica names it, the disk
+    trusted, the brake not engaged): the writes to its head file alone keep it."""
+    world.longhorn_node()
+    live = world.mkreplica(world.disk, ORPHAN_DIR)
+    world.mkreplica(world.disk, TRACKED_DIR)
+    world.replica(TRACKED_DIR)  # so that the brake is not what holds it
+    with HeadWriter(live):
+        agent = world.agent(orphan_auto_delete=True, orphan_grace_period=0)
+        world.clock.offset = timedelta(hours=1)
+        for _ in range(3):
+            world.settle(agent)
+        wait_for(lambda: world.condition(world.orphan()).get("reason") == "DataInUse", "DataInUse")
+        obj = world.orphan()
+        assert obj is not None  # reported: every ownership source says orphan
+        cond = world.condition(obj)
+        assert (cond["status"], cond["reason"]) == ("False", "DataInUse")
+        assert "live data is never removed" in cond["message"]
+        assert not world.events("MassOrphanBrake") and not world.events("AutoDelete")
+        # a person's delete: the Orphan is released, the data kept
+        world.delete_orphan(obj["metadata"]["name"])
+        assert (live / "volume.meta").exists() and len(list(live.iterdir())) == 6
+        assert any("DataInUse" in e["message"] for e in world.events("DataKept"))
+        assert not world.events("DataRemoved")
+    # quiet for the write grace: the next look finds an idle orphan, removed as before
+    settled(live)
+    world.settle(agent)
+    agent.reconcile_all()  # what the requeue at the end of the write grace does
+    wait_for(lambda: world.orphan() is None and not live.exists(), "the idle orphan auto-deleted")
+
+
+def test_two_live_directories_beside_a_stale_longhorn_node_are_not_removed(world: World) -> None:
+    """The incident: a Ready copy of this node's Longhorn Node (same disk path and UUID, no Replicas)
+    in the namespace the agent was told, auto-deletion on: both directories of the disk look
+    orphaned.  Two witnesses hold them, each on its own: the writes, and the brake."""
+    world.longhorn_node()  # the stale copy: Ready, this disk, no scheduled Replica, no Replica object
+    dirs = [world.mkreplica(world.disk, ORPHAN_DIR), world.mkreplica(world.disk, TRACKED_DIR)]
+    with HeadWriter(*dirs):
+        agent = world.agent(orphan_auto_delete=True, orphan_grace_period=0)
+        world.clock.offset = timedelta(hours=1)
+        for _ in range(3):
+            world.settle(agent)
+        assert world.data_names() == sorted([ORPHAN_DIR, TRACKED_DIR])
+        wait_for(lambda: {world.condition(o).get("reason") for o in world.orphans()} == {"DataInUse"},
+                 "both DataInUse")
+        [event] = world.events("MassOrphanBrake")
+        assert "all 2 replica directories of the disk turned orphan at once" in event["message"]
+        assert all((d / "volume.meta").exists() and len(list(d.iterdir())) == 6 for d in dirs)
+    # the engines stop writing: the brake alone still holds them
+    for d in dirs:
+        settled(d)
+    world.settle(agent)
+    agent.reconcile_all()  # what the requeue at the end of the write grace does
+    assert agent.controller.wait_idle(10)
+    assert {world.condition(o)["reason"] for o in world.orphans()} == {"Cleanable"}
+    assert len(world.orphans()) == 2 and all(d.exists() for d in dirs)
+    assert not world.events("AutoDelete") and not world.events("DataRemoved")
+
+
+def test_a_volume_meta_corrupted_after_the_report_is_not_removed(world: World) -> None:
+    world.longhorn_node()
+    orphaned = world.mkreplica(world.disk, ORPHAN_DIR)
+    world.mkreplica(world.disk, TRACKED_DIR)
+    world.replica(TRACKED_DIR)
+    agent = world.agent()
+    world.settle(agent)
+    wait_for(lambda: cleanable(world), "a cleanable Orphan")
+    # corrupted after the report; old timestamps, so that only volume.meta can tell
+    (orphaned / "volume.meta").write_bytes(b'{"Size": "not a replica"')
+    settled(orphaned)
+    world.settle(agent)  # the cached scan reuses the entry it found valid
+    assert agent._scans[str(world.disk)].entries[ORPHAN_DIR].has_valid_meta
+    agent.reconcile_all()
+    wait_for(lambda: world.condition(world.orphan()).get("reason") == "DataInvalid", "DataInvalid")
+    assert "volume.meta read again is not valid" in world.condition(world.orphan())["message"]
+    obj = world.orphan()
+    assert obj is not None
+    world.delete_orphan(obj["metadata"]["name"])
+    assert orphaned.exists() and len(list(orphaned.iterdir())) == 6
+    assert any("DataInvalid" in e["message"] for e in world.events("DataKept"))
+    assert not world.events("DataRemoved")
+
+
+def other_agent(world: World, **group: Any) -> NodeAgent:
+    """An agent on another node of the same cluster (no disks of its own)."""
+    config = NodeAgentSettings(kube={"namespace": world.ns},
+                               node_agent={"node_name": f"{world.node}-other", "disks": [],
+                                           "longhorn_namespace": world.ns, **group})
+    return world.start(config)
+
+
+def gone(world: World, agent: NodeAgent, watcher: NodeAgent) -> dict[str, Any]:
+    """``agent``'s node goes away with its agent; ``watcher`` sees its heartbeat expire."""
+    assert agent.heartbeat is not None and watcher.heartbeat is not None
+    agent.heartbeat.beat_once()
+    world.stop(agent)
+    watcher.heartbeat.beat_once()
+    stale = world.orphan()
+    assert stale is not None and world.condition(stale)["status"] == "True"  # heartbeat still valid
+    world.clock.offset += timedelta(seconds=61)  # past the default 60 s heartbeat timeout
+    watcher.heartbeat.beat_once()
+    wait_for(lambda: world.condition(world.orphan()).get("reason") == "NodeAgentGone", "NodeAgentGone")
+    obj = world.orphan()
+    assert obj is not None
+    cond = world.condition(obj)
+    assert cond["status"] == "False" and "last renewed its heartbeat" in cond["message"]
+    return obj
+
+
+def test_a_node_whose_agent_is_gone_shows_its_orphans_not_cleanable_until_it_returns(world: World) -> None:
+    world.longhorn_node()
+    orphaned = world.mkreplica(world.disk, ORPHAN_DIR)
+    agent = world.agent()
+    world.settle(agent)
+    wait_for(lambda: cleanable(world), "a cleanable Orphan")
+    watcher = other_agent(world)
+    obj = gone(world, agent, watcher)
+    # a delete now waits: nobody may judge the data, and the node is still in Longhorn
+    world.delete_orphan(obj["metadata"]["name"], wait=False)
+    watcher.heartbeat.beat_once()  # type: ignore[union-attr]
+    terminating = world.orphan()
+    assert terminating is not None and terminating["metadata"].get("deletionTimestamp")
+    assert world.condition(terminating)["reason"] == "NodeAgentGone"
+    # the agent returns: the delete was requested while it was away, so the data is kept
+    requested = datetime.fromisoformat(terminating["metadata"]["deletionTimestamp"])
+    wait_for(lambda: datetime.now(UTC) >= requested + timedelta(seconds=1), "the wall clock to pass the request's second")
+    back = world.agent()
+    world.settle(back)
+    wait_for(lambda: (o := world.orphan()) is None or o["metadata"]["uid"] != obj["metadata"]["uid"],
+             "the delete answered")
+    assert (orphaned / "volume.meta").exists() and len(list(orphaned.iterdir())) == 6
+    assert any("DeferredDelete" in e["message"] for e in world.events("DataKept"))
+
+
+def test_a_delete_on_a_node_removed_from_longhorn_is_answered_by_another_agent(world: World) -> None:
+    world.longhorn_node()
+    orphaned = world.mkreplica(world.disk, ORPHAN_DIR)
+    agent = world.agent()
+    world.settle(agent)
+    wait_for(lambda: cleanable(world), "a cleanable Orphan")
+    watcher = other_agent(world)
+    obj = gone(world, agent, watcher)
+    world.delete_orphan(obj["metadata"]["name"], wait=False)
+    watcher.heartbeat.beat_once()  # type: ignore[union-attr]
+    assert world.orphan() is not None  # still in Longhorn: waits for the agent
+    world.client.delete(LONGHORN_NODES, world.node, world.ns)
+    watcher.heartbeat.beat_once()  # type: ignore[union-attr]
+    wait_for(lambda: world.orphan() is None, "the Orphan released")
+    assert (orphaned / "volume.meta").exists()
+    assert any("removed from Longhorn" in e["message"] for e in world.events("DataKept"))
 
 
 # -- living beside Longhorn --------------------------------------------------------------------

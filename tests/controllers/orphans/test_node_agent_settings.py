@@ -77,3 +77,13 @@ def test_auto_deletion_is_left_to_longhorn_unless_set(monkeypatch: pytest.Monkey
 def test_unsafe_brake_and_grace_values_are_refused(field: str, value: object) -> None:
     with pytest.raises(ValueError, match=field):
         NodeAgentSettings(node_agent={"node_name": "n1", field: value})
+
+
+def test_live_data_and_heartbeat_defaults() -> None:
+    s = NodeAgentSettings(node_agent={"node_name": "n1"}).node_agent
+    assert s.write_grace == timedelta(minutes=10)
+    assert (s.heartbeat_interval, s.heartbeat_timeout) == (timedelta(seconds=10), timedelta(seconds=60))
+    with pytest.raises(ValueError, match="write_grace"):
+        NodeAgentSettings(node_agent={"node_name": "n1", "write_grace": -1})
+    with pytest.raises(ValueError, match="heartbeat_timeout"):
+        NodeAgentSettings(node_agent={"node_name": "n1", "heartbeat_timeout": 0})

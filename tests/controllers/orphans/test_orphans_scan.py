@@ -15,7 +15,12 @@ from typing import Any
 
 import pytest
 
-from kustodian.controllers.orphans.scan import RemovalOutcome, remove_replica_dir, scan_disk
+from kustodian.controllers.orphans.scan import (
+    RemovalOutcome,
+    probe_replica_dir,
+    remove_replica_dir,
+    scan_disk,
+)
 from kustodian.policy.orphans import (
     DiskScan,
     DropFinalizer,
@@ -530,3 +535,39 @@ def test_bind_mounted_file_inside_an_orphan_is_not_unlinked(tmp_path: Path, monk
         assert (live / "volume.meta").read_bytes() == META
     finally:
         unmount(orphan_dir / "zz-file")
+
+
+# -- a fresh look at one directory, and the removal's own re-checks (issue 34) ---------------
+
+
+def test_probe_reads_volume_meta_again_and_tells_how_long_the_directory_is_idle(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    replica = make_replica(disk, "pvc-1111-aaaaaaaa")
+    hour_ago = (datetime.now(UTC) - timedelta(hours=1)).timestamp()
+    for path in (replica / "volume.meta", replica / "volume-head-000.img", replica):
+        os.utime(path, (hour_ago, hour_ago))
+    idle = probe_replica_dir(str(disk), "pvc-1111-aaaaaaaa")
+    assert idle.exists and not idle.meta_error and not idle.error
+    assert idle.idle is not None and 3500 < idle.idle < 3700
+    with (replica / "volume-head-000.img").open("r+b") as head:  # what an engine writing the replica does
+        head.write(b"data")
+    written = probe_replica_dir(str(disk), "pvc-1111-aaaaaaaa")
+    assert written.idle is not None and written.idle < 60
+    (replica / "volume.meta").write_bytes(b"{corrupt")
+    assert "not a valid replica meta file" in probe_replica_dir(str(disk), "pvc-1111-aaaaaaaa").meta_error
+    assert not probe_replica_dir(str(disk), "pvc-2222-bbbbbbbb").exists
+    assert probe_replica_dir(str(disk), "../escape").error
+
+
+def test_removal_refuses_a_recently_written_directory_and_a_meta_corrupted_since_the_scan(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    replica = make_replica(disk, "pvc-1111-aaaaaaaa")
+    refused = remove_replica_dir(str(disk), "pvc-1111-aaaaaaaa", UUID, quiet_for=600)
+    assert (refused.outcome, refused.reason) == (RemovalOutcome.REFUSED, "RecentlyWritten")
+    (replica / "volume.meta").write_bytes(b"\0" * 10)
+    refused = remove_replica_dir(str(disk), "pvc-1111-aaaaaaaa", UUID)
+    assert (refused.outcome, refused.reason) == (RemovalOutcome.REFUSED, "MetaInvalid")
+    assert (replica / "volume-head-000.img").exists()
+    (replica / "volume.meta").write_bytes(META)
+    assert remove_replica_dir(str(disk), "pvc-1111-aaaaaaaa", UUID).outcome == RemovalOutcome.REMOVED
+    assert not replica.exists()

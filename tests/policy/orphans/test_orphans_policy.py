@@ -15,6 +15,7 @@ from kustodian.policy.orphans import (
     ORPHAN_FINALIZER,
     ORPHAN_KIND_KEY,
     DeleteOrphan,
+    DirProbe,
     DiskScan,
     DropFinalizer,
     NoAction,
@@ -851,3 +852,90 @@ def test_auto_deletion_follows_longhorn_unless_overridden(
     got = auto_deletion(settings, override_enabled=enabled, override_grace=grace)
     assert (got.enabled, got.grace) == (want_on, want_grace)
     assert got.source
+
+
+# -- live data: one witness is never enough (issue 34) ----------------------------------------
+
+BRAKE_AT_ONCE_CASES = [
+    ("one-of-one-at-once", 1, 1, True, True),
+    ("two-of-two-at-once", 2, 2, True, True),
+    ("two-of-three-at-once-is-not-every", 2, 3, True, False),
+    ("two-of-two-not-at-once", 2, 2, False, False),
+    ("nothing-at-once", 0, 0, True, False),
+]
+
+
+@pytest.mark.parametrize(("orphans", "dirs", "at_once", "engaged"), [c[1:] for c in BRAKE_AT_ONCE_CASES],
+                         ids=[c[0] for c in BRAKE_AT_ONCE_CASES])
+def test_brake_holds_a_disk_whose_every_directory_turned_orphan_at_once(
+        orphans: int, dirs: int, at_once: bool, engaged: bool) -> None:
+    from kustodian.policy.orphans import mass_orphan_brake
+
+    brake = mass_orphan_brake(orphans, dirs, max_share=0.5, min_orphans=3, all_at_once=at_once)
+    assert brake.engaged == engaged
+    assert ("turned orphan at once" in brake.message) == engaged
+
+
+TURNED_CASES = [
+    ("first-sight-all-orphan", {"a", "b"}, 2, set(), False, True),
+    ("owned-then-all-orphan", {"a", "b"}, 2, set(), False, True),
+    ("last-owned-joins-a-leftover", {"a", "b"}, 2, {"a"}, False, False),
+    ("held-stays-held", {"a", "b"}, 2, {"a", "b"}, True, True),
+    ("not-every-directory", {"a"}, 2, set(), True, False),
+    ("no-orphan", set(), 0, set(), True, False),
+]
+
+
+@pytest.mark.parametrize(("now", "dirs", "before", "held", "expected"), [c[1:] for c in TURNED_CASES],
+                         ids=[c[0] for c in TURNED_CASES])
+def test_turned_orphan_at_once(now: set[str], dirs: int, before: set[str], held: bool, expected: bool) -> None:
+    from kustodian.policy.orphans import turned_orphan_at_once
+
+    assert turned_orphan_at_once(now, dirs, before, held_before=held) is expected
+
+
+PROBE_CASES = [
+    ("written-just-now", DirProbe(True, idle=1.0), OrphanReason.DATA_IN_USE),
+    ("written-in-the-future", DirProbe(True, idle=-30.0), OrphanReason.DATA_IN_USE),
+    ("write-time-unknown", DirProbe(True), OrphanReason.DATA_IN_USE),
+    ("meta-corrupted-since-the-scan", DirProbe(True, meta_error="volume.meta: not valid", idle=3600.0),
+     OrphanReason.DATA_INVALID),
+    ("cannot-look", DirProbe(True, error="Permission denied"), OrphanReason.DATA_INVALID),
+    ("gone-since-the-scan", DirProbe(False), OrphanReason.DATA_MISSING),
+]
+
+
+@pytest.mark.parametrize(("probe", "reason"), [c[1:] for c in PROBE_CASES], ids=[c[0] for c in PROBE_CASES])
+def test_a_fresh_look_at_the_directory_keeps_live_or_invalid_data(probe: DirProbe, reason: OrphanReason) -> None:
+    write_grace = timedelta(minutes=10)
+    auto = cleanup_decision(orphan(), HEALTHY, owned(), node=NODE, auto_delete=True, grace=GRACE,
+                            now=NOW + 2 * GRACE, probe=probe, write_grace=write_grace)
+    assert auto.condition["status"] == "False" and auto.condition["reason"] == reason
+    assert auto.action == NoAction(reason, auto.condition["message"])
+    manual = cleanup_decision(orphan(deleting=True), HEALTHY, owned(), node=NODE, auto_delete=True,
+                              grace=GRACE, now=NOW, probe=probe, write_grace=write_grace)
+    assert isinstance(manual.action, DropFinalizer) and manual.action.reason == reason
+
+
+def test_an_idle_directory_with_a_valid_meta_is_removed_as_before() -> None:
+    idle = DirProbe(True, idle=3600.0)
+    manual = cleanup_decision(orphan(deleting=True), HEALTHY, owned(), node=NODE, auto_delete=True,
+                              grace=GRACE, now=NOW, probe=idle, write_grace=timedelta(minutes=10))
+    assert manual.action == REMOVE
+
+
+def test_agent_gone_by_its_heartbeat() -> None:
+    from kustodian.policy.orphans import agent_gone, agent_gone_condition
+
+    renewed = "2024-05-01T11:59:00.000000Z"
+    assert agent_gone(NODE, renewed, 60, NOW) == ""
+    why = agent_gone(NODE, renewed, 60, NOW + timedelta(seconds=1))
+    assert "last renewed its heartbeat at 2024-05-01T11:59:00Z" in why
+    assert agent_gone(NODE, "", 60, NOW + timedelta(hours=1)) == ""  # unreadable: says nothing
+    assert agent_gone(NODE, renewed, None, NOW + timedelta(hours=1)) == ""
+    obj = orphan()
+    cond = agent_gone_condition(obj, why, NOW)
+    assert cond is not None
+    assert (cond["status"], cond["reason"]) == ("False", "NodeAgentGone")
+    obj["status"] = {"conditions": [cond]}
+    assert agent_gone_condition(obj, why, NOW) is None  # already says so: not written again
