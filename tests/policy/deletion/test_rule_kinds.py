@@ -14,7 +14,7 @@ SC_RULE: dict[str, Any] = {"provider": "StorageClass.storage.k8s.io", "dependent
                            "match": {"type": "field-ref", "field": "spec.storageClassName", "scope": "cluster"}}
 
 
-def rule(**kinds: str) -> dict[str, Any]:
+def rule(**kinds: Any) -> dict[str, Any]:
     return {**SC_RULE, **kinds}
 
 
