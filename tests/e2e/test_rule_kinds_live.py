@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -15,11 +16,11 @@ from tests.e2e.conftest import kustodian
 
 pytestmark = pytest.mark.api
 
-UNSERVED = {"provider": "Widget.unserved.kustodian.io", "dependent": "PersistentVolumeClaim",
+UNSERVED: dict[str, Any] = {"provider": "Widget.unserved.kustodian.io", "dependent": "PersistentVolumeClaim",
             "match": {"type": "field-ref", "field": "spec.volumeName", "scope": "cluster"}}
 
 
-def _rules(tmp_path: Path, *rules: dict[str, object]) -> str:
+def _rules(tmp_path: Path, *rules: dict[str, Any]) -> str:
     path = tmp_path / "rules.yaml"
     path.write_text(yaml.safe_dump(list(rules)))
     return str(path)
