@@ -157,6 +157,12 @@ def _cmd_rules_lint(args: argparse.Namespace) -> int:
     return lint(args)
 
 
+def _cmd_rules_test(args: argparse.Namespace) -> int:
+    from kustodian.cli.rules_examples import rules_test
+
+    return rules_test(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="kustodian", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                     description=(
@@ -267,6 +273,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_flags(p, ToolSettings)
     p.set_defaults(settings_model=ToolSettings)
     p.set_defaults(func=_cmd_rules_lint)
+    p = rules_sub.add_parser("test", help="run examples of objects the rules must refuse or allow",
+                             description="Run every kustodian-test.yaml under DIR (rules, resources, "
+                                         "results: refused|allowed per object), as kyverno test does, with "
+                                         "the webhook's own decision. Exit 0 all pass, 1 a failure, 2 a "
+                                         "test that cannot be used.")
+    p.add_argument("dir", metavar="DIR", help="Directory searched for kustodian-test.yaml (or one such file)")
+    p.set_defaults(func=_cmd_rules_test)
 
     reclaim = sub.add_parser("reclaim", help="reclaim-space policy tools")
     rsub = reclaim.add_subparsers(dest="reclaim_command", required=True, metavar="ACTION")

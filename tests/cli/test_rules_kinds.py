@@ -157,3 +157,60 @@ def test_every_documented_rules_example_lints_clean(tmp_path: Path) -> None:
         assert proc.returncode == EXIT_OK, (name, proc.stdout, proc.stderr)
         assert "no problems" in proc.stdout
         assert "0 rules" not in proc.stdout, name
+
+
+# -- kustodian rules test ---------------------------------------------------------------------
+
+EXAMPLES = Path(__file__).parent / "rules_examples"
+
+
+def test_rules_test_runs_the_examples_with_the_webhooks_decision(tmp_path: Path) -> None:
+    proc = run(tmp_path, "rules", "test", str(EXAMPLES))
+    assert proc.returncode == EXIT_OK, proc
+    assert proc.stdout.splitlines() == ["PASS StorageClass rook-ceph-block: refused",
+                                        "PASS StorageClass.storage.k8s.io unused: allowed",
+                                        "2 passed, 0 failed"]
+
+
+def test_rules_test_fails_on_a_wrong_expectation_naming_the_dependents(tmp_path: Path) -> None:
+    for name in ("rules.yaml", "cluster.yaml"):
+        (tmp_path / name).write_text((EXAMPLES / "storageclass" / name).read_text())
+    write(tmp_path / "kustodian-test.yaml", {"rules": "rules.yaml", "resources": ["cluster.yaml"], "results": [
+        {"kind": "StorageClass", "name": "rook-ceph-block", "result": "allowed"}]})
+    proc = run(tmp_path, "rules", "test", str(tmp_path))
+    assert proc.returncode == EXIT_BLOCKED, proc
+    fail, summary = proc.stdout.splitlines()
+    assert fail.startswith("FAIL StorageClass rook-ceph-block: expected allowed, got refused: ")
+    assert "PersistentVolumeClaims: [app/data]" in fail
+    assert summary == "0 passed, 1 failed"
+
+
+def test_rules_test_with_a_rule_naming_no_kind_exits_2(tmp_path: Path) -> None:
+    write(tmp_path / "rules.yaml", [{**GOOD, "provider": "StorageClass"}])
+    (tmp_path / "cluster.yaml").write_text((EXAMPLES / "storageclass" / "cluster.yaml").read_text())
+    write(tmp_path / "kustodian-test.yaml", {"rules": "rules.yaml", "resources": ["cluster.yaml"], "results": [
+        {"kind": "StorageClass", "name": "rook-ceph-block", "result": "refused"}]})
+    proc = run(tmp_path, "rules", "test", str(tmp_path))
+    assert proc.returncode == EXIT_CONFIG, proc
+    (line,) = proc.stderr.splitlines()
+    assert "rules.yaml[0].provider: 'StorageClass' is not a core-group kind" in line
+
+
+@pytest.mark.parametrize(("results", "why"), [
+    ([{"kind": "StorageClass", "name": "nope", "result": "refused"}], "results[0]: StorageClass nope is not among"),
+    ([{"kind": "StorageClass", "name": "unused", "result": "denied"}], "results[0].result: must be one of"),
+    ([], "results: must be a non-empty list"),
+], ids=["unknown-object", "bad-result", "no-results"])
+def test_rules_test_names_what_is_wrong_in_a_test_file(tmp_path: Path, results: list[Any], why: str) -> None:
+    (tmp_path / "cluster.yaml").write_text((EXAMPLES / "storageclass" / "cluster.yaml").read_text())
+    test = write(tmp_path / "kustodian-test.yaml", {"resources": ["cluster.yaml"], "results": results})
+    proc = run(tmp_path, "rules", "test", str(tmp_path))
+    assert proc.returncode == EXIT_CONFIG, proc
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"kustodian rules test: {test}: {why}")
+
+
+def test_the_example_rules_lint_clean(tmp_path: Path) -> None:
+    path = EXAMPLES / "storageclass" / "rules.yaml"
+    proc = run(tmp_path, "rules", "lint", str(path))
+    assert (proc.returncode, proc.stdout) == (EXIT_OK, f"{path}: 1 rule, no problems\n")
