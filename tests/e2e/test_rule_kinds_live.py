@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
-from kustodian.errors import EXIT_BLOCKED, EXIT_NOT_FOUND, EXIT_OK
+from kustodian.errors import EXIT_BLOCKED, EXIT_CONFIG, EXIT_NOT_FOUND, EXIT_OK
+from kustodian.testing.testserver import free_port
 from tests.conftest import KubeApi
 from tests.e2e.conftest import kustodian
 
@@ -61,3 +62,16 @@ def test_lint_against_discovery(kube_api: KubeApi, rook_crds_installed: None, tm
         f"note: {good}[0].provider: Widget.unserved.kustodian.io is not served by this cluster (no CRD): "
         "not guarded until it is",
         f"{good}: 1 rule, no problems"]
+
+
+def test_the_webhook_does_not_start_on_a_typo_in_a_served_crd_group(
+        kube_api: KubeApi, rook_crds_installed: None, tmp_path: Path) -> None:
+    rules = _rules(tmp_path, {**UNSERVED, "provider": "CephBlockPol.ceph.rook.io"})
+    got = kustodian("webhook", "--kubeconfig", str(kube_api.kubeconfig), "--webhook-insecure-http",
+                    "--webhook-host", "127.0.0.1", "--webhook-port", str(free_port()), "--namespace", "kustodian",
+                    "--deletion-guard-rules-file", rules, timeout=60)
+    assert got.returncode == EXIT_CONFIG, got
+    (line,) = got.stderr.splitlines()
+    assert line.startswith(f"kustodian webhook: invalid deletion rules: {rules}[0].provider: "
+                           "'CephBlockPol.ceph.rook.io' is not served by the ceph.rook.io group (did you mean "
+                           "'CephBlockPool.ceph.rook.io'")
