@@ -83,6 +83,10 @@ def explain_delete(args: argparse.Namespace) -> int:
     kind_name = key.split(".", 1)[0]
     namespace = args.object_namespace
     provider = view.get(key, namespace, args.name)
+    if provider is None and not args.from_dir and not view.has_kind(key):
+        # a rule names it but the cluster has no such resource yet (its CRD is not installed)
+        raise NotFoundError(f"{kind_name} {args.name} not found: this cluster does not serve {key} (no CRD "
+                            "installed); the deletion guard guards it once it is served")
     if provider is None:
         where = f" in namespace {namespace}" if namespace else " (no -n NAMESPACE given)"
         raise NotFoundError(f"{kind_name} {args.name} not found{where}")

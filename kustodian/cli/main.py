@@ -151,6 +151,18 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return report(args)
 
 
+def _cmd_rules_lint(args: argparse.Namespace) -> int:
+    from kustodian.cli.rules_lint import lint
+
+    return lint(args)
+
+
+def _cmd_rules_test(args: argparse.Namespace) -> int:
+    from kustodian.cli.rules_examples import rules_test
+
+    return rules_test(args)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="kustodian", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                     description=(
@@ -247,6 +259,28 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(settings_model=ToolSettings)
     p.set_defaults(func=_cmd_report)
 
+    rules = sub.add_parser("rules", help="deletion rules tools")
+    rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    p = rules_sub.add_parser("lint", help="every problem of deletion rules files, with its path",
+                             description="Check deletion rules files (a list of rules, a mapping with a "
+                                         "'rules' list, or Helm values with deletionGuard.rules) as the "
+                                         "webhook loads them, and print every problem with its field path. "
+                                         "Exit 0 clean, 1 problems found, 2 a file that cannot be read.")
+    p.add_argument("files", nargs="*", metavar="FILE", help="Rules file or Helm values file")
+    p.add_argument("--builtin", action="store_true", help="Lint the built-in Rook rules too")
+    p.add_argument("--cluster", action="store_true",
+                   help="Also check every kind against the cluster's API discovery (kubeconfig flags)")
+    add_settings_flags(p, ToolSettings)
+    p.set_defaults(settings_model=ToolSettings)
+    p.set_defaults(func=_cmd_rules_lint)
+    p = rules_sub.add_parser("test", help="run examples of objects the rules must refuse or allow",
+                             description="Run every kustodian-test.yaml under DIR (rules, resources, "
+                                         "results: refused|allowed per object), as kyverno test does, with "
+                                         "the webhook's own decision. Exit 0 all pass, 1 a failure, 2 a "
+                                         "test that cannot be used.")
+    p.add_argument("dir", metavar="DIR", help="Directory searched for kustodian-test.yaml (or one such file)")
+    p.set_defaults(func=_cmd_rules_test)
+
     reclaim = sub.add_parser("reclaim", help="reclaim-space policy tools")
     rsub = reclaim.add_subparsers(dest="reclaim_command", required=True, metavar="ACTION")
     p = rsub.add_parser("plan", help="table of PVCs with effective schedule, source and next run",
@@ -305,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``ValueError`` too): its traceback, one line saying so, and ``EXIT_INTERNAL`` (70)."""
     args = build_parser().parse_args(argv)
     func: Command = args.func
-    actions = ("certs_command", "reclaim_command", "capacity_command")
+    actions = ("certs_command", "reclaim_command", "capacity_command", "rules_command")
     name = " ".join(n for n in (args.command, *(getattr(args, a, None) for a in actions)) if n)
     try:
         model = getattr(args, "settings_model", None)

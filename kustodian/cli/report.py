@@ -26,6 +26,7 @@ from kustodian.cli.rules import load_rules
 from kustodian.errors import ConfigError
 from kustodian.kube.errors import Forbidden, KubeError
 from kustodian.kube.resources import EVENTS
+from kustodian.policy.deletion import RuleSet, rook_rules
 from kustodian.policy.deletion.message import short_kind
 from kustodian.policy.deletion.refusals import (
     EFFECTS,
@@ -38,6 +39,7 @@ from kustodian.policy.deletion.refusals import (
 )
 from kustodian.policy.deletion.report import protections
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration
+from kustodian.policy.store import ClusterView
 from kustodian.settings import ToolSettings, settings_from_args
 
 DEFAULT_SINCE = "1h"
@@ -135,9 +137,28 @@ def report(args: argparse.Namespace) -> int:
             rows.append((f"{short_kind(p.provider.kind)}/{p.provider.name}", p.provider.namespace or "-",
                          summary + (" (override annotation: deletable)" if p.overridden else "")))
         print_table(rows, ("PROVIDER", "NAMESPACE", "PROTECTED BY"))
+    unserved = _unserved(args, rules, view)
+    if unserved:
+        print(unserved)
     if win is not None:
         _print_history(win, refused, unreadable)
     return 0
+
+
+def _unserved(args: argparse.Namespace, rules: RuleSet, view: ClusterView) -> str:
+    """One line naming the kinds the admin's --rules name that the cluster does not serve yet
+    (their CRDs are not installed): nothing of theirs is listed, and none is guarded, until they are.
+    Built-in Rook kinds are not named: a cluster without Rook serves none of them."""
+    if args.from_dir or not args.rules:
+        return ""
+    builtin = set(rook_rules().rules)
+    named = {k for r in rules.rules if r not in builtin
+             for k in (r.provider, r.dependent, *((r.skip_if.kind,) if r.skip_if else ()))}
+    absent = sorted(k for k in named if not view.has_kind(k))
+    if not absent:
+        return ""
+    return (f"note: not served by this cluster (no CRD), so not checked and not guarded until they are: "
+            f"{', '.join(absent)}")
 
 
 def _print_history(win: Window, refused: list[RefusedDeletes], unreadable: str) -> None:

@@ -50,3 +50,23 @@ def resolve(client: KubeClient, kind_keys: Iterable[str]) -> dict[str, Resource]
             res = Resource(group, version, name, str(item["kind"]), bool(item.get("namespaced")))
             found[res.key] = res
     return found
+
+
+def served_kinds(client: KubeClient, groups: Iterable[str]) -> dict[str, set[str]]:
+    """Discovery's answer for ``groups`` (``""``: the core group): group -> the kinds its preferred
+    version serves; a group not served at all (its CRDs not installed) is absent."""
+    out: dict[str, set[str]] = {}
+    for group in sorted(set(groups)):
+        try:
+            if group:
+                doc = client.request("GET", f"/apis/{group}")
+                version = str((doc.get("preferredVersion") or {}).get("version") or "")
+                if not version:
+                    continue
+                resources = client.request("GET", f"/apis/{group}/{version}").get("resources") or []
+            else:
+                resources = client.request("GET", "/api/v1").get("resources") or []
+        except NotFound:
+            continue
+        out[group] = {str(r.get("kind")) for r in resources if "/" not in str(r.get("name") or "")}
+    return out

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -25,12 +25,13 @@ from kustodian.errors import ConfigError, FieldProblem
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
-from kustodian.kube.discovery import resolve
+from kustodian.kube.discovery import resolve, served_kinds
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.kinds import FollowedKinds
 from kustodian.kube.slim import projection
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
+from kustodian.policy.kinds import known_kind
 from kustodian.policy.modes import Mode
 from kustodian.policy.store import Indexer
 from kustodian.runtime.health import Checks
@@ -54,8 +55,11 @@ log = logging.getLogger(__name__)
 COMPONENT = "kustodian-webhook"
 
 
-def load_deletion_rules(path: str | None) -> RuleSet:
-    """Built-in Rook rules plus the admin's file; bad rules stop the start with a clear message."""
+def load_deletion_rules(path: str | None, served: Mapping[str, Set[str]] | None = None) -> RuleSet:
+    """Built-in Rook rules plus the admin's file; bad rules stop the start with a clear message.
+
+    A kind that does not exist is a bad rule (``policy.kinds``); ``served`` (discovery's group ->
+    kinds) also catches a typo in a CRD group the cluster serves."""
     rules = rook_rules()
     if not path:
         return rules
@@ -67,7 +71,7 @@ def load_deletion_rules(path: str | None) -> RuleSet:
     if not isinstance(data, list):
         problem = FieldProblem(path, "expected a list of rules (or a mapping with a 'rules' list)")
         raise ConfigError("", [problem])
-    return rules.merged(load_rules(data, source=path))
+    return rules.merged(load_rules(data, source=path, served=served))
 
 
 def _merge(into: dict[str, dict[str, Indexer]], more: Mapping[str, Mapping[str, Indexer]]) -> None:
@@ -132,6 +136,11 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
     guard: DeletionGuard | None = None
     if settings.deletion_guard.enabled:
         rules = load_deletion_rules(settings.deletion_guard.rules_file)
+        if settings.deletion_guard.rules_file:  # with the cluster at hand, its discovery settles the rest
+            groups = {k.partition(".")[2] for r in rules.rules
+                      for k in (r.provider, r.dependent, *((r.skip_if.kind,) if r.skip_if else ()))
+                      if known_kind(k) is None}
+            load_deletion_rules(settings.deletion_guard.rules_file, served_kinds(client, groups))
         _merge(needs, needed_kinds(rules))
     reclaim = None
     if settings.reclaim.enabled:

@@ -260,16 +260,22 @@ namespaceSelector:
 {{- end -}}
 
 {{/*
-"group|resource" for a deletion-rule kind key ("StorageClass.storage.k8s.io" ->
-"storage.k8s.io|storageclasses", "PersistentVolumeClaim" -> "|persistentvolumeclaims"):
-the lower-cased English plural Kubernetes uses for CRDs and Kustodian's messages use for kinds.
+"group|resource" for a deletion-rule kind key, called with (list $ KEY) ("StorageClass.storage.k8s.io"
+-> "storage.k8s.io|storageclasses", "PersistentVolumeClaim" -> "|persistentvolumeclaims"): the
+resource of a known kind (files/kinds.json), else the lower-cased English plural Kubernetes uses
+for CRDs and Kustodian's messages use for kinds.
 */}}
 {{- define "kustodian.kindResource" -}}
-{{- $parts := splitn "." 2 . -}}
+{{- $root := index . 0 -}}
+{{- $key := index . 1 -}}
+{{- $table := $root.Files.Get "files/kinds.json" | fromJson -}}
+{{- $parts := splitn "." 2 $key -}}
 {{- $kind := lower $parts._0 -}}
 {{- $group := $parts._1 | default "" -}}
 {{- $plural := printf "%ss" $kind -}}
-{{- if regexMatch "(s|x|z|ch|sh)$" $kind -}}
+{{- if hasKey $table.kinds $key -}}
+{{- $plural = get $table.kinds $key -}}
+{{- else if regexMatch "(s|x|z|ch|sh)$" $kind -}}
 {{- $plural = printf "%ses" $kind -}}
 {{- else if regexMatch "[^aeiou]y$" $kind -}}
 {{- $plural = printf "%sies" (trimSuffix "y" $kind) -}}
@@ -278,12 +284,56 @@ the lower-cased English plural Kubernetes uses for CRDs and Kustodian's messages
 {{- end -}}
 
 {{/*
+Fails the render when a kind a deletion rule names does not exist (kustodian.policy.kinds, whose
+table files/kinds.json is): "StorageClass" has no group, "PVC" is a short name, "Storageclass" a
+wrong case; each would render an admission rule for a resource nobody serves and guard nothing.
+Called with (list $ KEY PATH). A kind of a CRD group not in the table passes (guarded once served).
+*/}}
+{{- define "kustodian.checkKind" -}}
+{{- $root := index . 0 -}}
+{{- $key := index . 1 -}}
+{{- $path := index . 2 -}}
+{{- $table := $root.Files.Get "files/kinds.json" | fromJson -}}
+{{- if not (hasKey $table.kinds $key) -}}
+{{- $parts := splitn "." 2 $key -}}
+{{- $group := $parts._1 | default "" -}}
+{{- $mean := get $table.aliases (lower $key) | default (get $table.aliases (lower $parts._0)) | default "" -}}
+{{- $hint := ternary (printf " (did you mean %q?)" $mean) "" (ne $mean "") -}}
+{{- if and (eq $group "") (contains "." $mean) -}}
+{{- fail (printf "%s: %q is not a core-group kind: write it with its group%s" $path $key $hint) -}}
+{{- else if and (eq $group "") (ne $mean "") -}}
+{{- fail (printf "%s: %q is not a kind%s" $path $key $hint) -}}
+{{- else if eq $group "" -}}
+{{- fail (printf "%s: %q is not a core-group kind (a kind of another group is written Kind.group)" $path $key) -}}
+{{- else if has $group $table.builtinGroups -}}
+{{- fail (printf "%s: %q is not a kind of the built-in group %s%s" $path $key $group $hint) -}}
+{{- else if and (hasKey $table.aliases (lower $key)) (ne (get $table.aliases (lower $key)) $key) -}}
+{{- fail (printf "%s: %q is not a kind%s" $path $key $hint) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+Checks every kind deletionGuard.rules names (providers, dependents, skipIf) before anything renders them.
+*/}}
+{{- define "kustodian.checkRules" -}}
+{{- range $i, $rule := .Values.deletionGuard.rules -}}
+{{- $path := printf "deletionGuard.rules[%d]" $i -}}
+{{- include "kustodian.checkKind" (list $ $rule.provider (printf "%s.provider" $path)) -}}
+{{- include "kustodian.checkKind" (list $ $rule.dependent (printf "%s.dependent" $path)) -}}
+{{- if $rule.skipIf }}{{ include "kustodian.checkKind" (list $ $rule.skipIf.kind (printf "%s.skipIf.kind" $path)) }}{{ end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 Admission rules (DELETE) for the providers named by deletionGuard.rules, one per group.
 */}}
 {{- define "kustodian.ruleAdmissionRules" -}}
+{{- include "kustodian.checkRules" . -}}
+{{- $root := . -}}
 {{- $byGroup := dict -}}
 {{- range .Values.deletionGuard.rules -}}
-{{- $gr := splitList "|" (include "kustodian.kindResource" .provider) -}}
+{{- $gr := splitList "|" (include "kustodian.kindResource" (list $root .provider)) -}}
 {{- $g := index $gr 0 -}}
 {{- $_ := set $byGroup $g (append (get $byGroup $g | default list) (index $gr 1) | uniq) -}}
 {{- end -}}
@@ -300,12 +350,14 @@ Admission rules (DELETE) for the providers named by deletionGuard.rules, one per
 Read access (list/watch) for every kind deletionGuard.rules names (providers, dependents, skipIf).
 */}}
 {{- define "kustodian.ruleReadRules" -}}
+{{- include "kustodian.checkRules" . -}}
+{{- $root := . -}}
 {{- $byGroup := dict -}}
 {{- range .Values.deletionGuard.rules -}}
 {{- $kinds := list .provider .dependent -}}
 {{- if .skipIf }}{{ $kinds = append $kinds .skipIf.kind }}{{ end -}}
 {{- range $kinds -}}
-{{- $gr := splitList "|" (include "kustodian.kindResource" .) -}}
+{{- $gr := splitList "|" (include "kustodian.kindResource" (list $root .)) -}}
 {{- $g := index $gr 0 -}}
 {{- $_ := set $byGroup $g (append (get $byGroup $g | default list) (index $gr 1) | uniq) -}}
 {{- end -}}

@@ -13,7 +13,7 @@ can never ask for an index nobody maintains.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -34,6 +34,7 @@ from kustodian.policy.deletion.schema import (
     Rule,
     StorageClassRef,
 )
+from kustodian.policy.kinds import kind_problem
 from kustodian.policy.store import Indexer, Indexers
 
 PERSISTENT_VOLUME = "PersistentVolume"
@@ -104,10 +105,13 @@ class RuleSet:
         return out
 
 
-def load_rules(data: list[dict[str, Any]], *, source: str = "rules") -> RuleSet:
+def load_rules(data: list[dict[str, Any]], *, source: str = "rules",
+               served: Mapping[str, Set[str]] | None = None) -> RuleSet:
     """Validate ``data`` (a list of rule mappings) into a ``RuleSet``, or raise one ``RuleError``.
 
     ``source`` prefixes error paths, e.g. ``deletionRules`` for a Helm value of that name.
+    Every kind a rule names must exist (``policy.kinds``): offline, as far as the built-in
+    kinds tell; with ``served`` (discovery's group -> kinds), as far as the cluster tells.
     """
     if not isinstance(data, list):
         raise RuleError([FieldProblem(source, "must be a list of rules")])
@@ -120,7 +124,7 @@ def load_rules(data: list[dict[str, Any]], *, source: str = "rules") -> RuleSet:
         except ValidationError as exc:
             problems += [_describe(where, err) for err in exc.errors()]
             continue
-        found = _semantic_problems(rule)
+        found = _kind_problems(rule, served) + _semantic_problems(rule)
         problems += [FieldProblem(f"{where}.{problem.path}", problem.message) for problem in found]
         if not found:
             rules.append(rule)
@@ -147,6 +151,19 @@ def _describe(where: str, err: Mapping[str, Any]) -> FieldProblem:
     if kind == "model_type":
         return FieldProblem(path, "must be a mapping")
     return FieldProblem(path, _ERROR_TEXT.get(kind, err["msg"]))
+
+
+def _kind_problems(rule: Rule, served: Mapping[str, Set[str]] | None) -> list[FieldProblem]:
+    """A kind that does not exist protects nothing: its DELETE never reaches the guard."""
+    named = [("provider", rule.provider), ("dependent", rule.dependent)]
+    if rule.skip_if is not None:
+        named.append(("skipIf.kind", rule.skip_if.kind))
+    problems: list[FieldProblem] = []
+    for path, key in named:
+        why = kind_problem(key, served)
+        if why is not None:
+            problems.append(FieldProblem(path, why))
+    return problems
 
 
 def _semantic_problems(rule: Rule) -> list[FieldProblem]:
