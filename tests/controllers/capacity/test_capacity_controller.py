@@ -566,3 +566,27 @@ def test_an_acr_seen_before_its_acs_is_reserved_never_rejected(capacity: Factory
         gate.set()
     assert ctl.overturned == ROUNDS
     assert not [e for i in range(ROUNDS) for e in cluster.events(f"p{i}") if e["reason"] == "Rejected"]
+
+
+def test_a_rejection_stands_only_if_the_api_servers_acs_reject_too(capacity: Factory) -> None:
+    """Reconciled by hand on a frozen AC cache: the ACR its ACs can hold (they are on the API
+    server, not in the cache) is reserved; the one they cannot hold is rejected, as before."""
+    cluster, ctl, _ = capacity(run=False)
+    ctl.acs.stop(timeout=1)  # the AC cache never sees what follows
+    cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.pod("fits"), cluster.pod("big"),
+                  cluster.acr("fits", ["n1"], [("data", "HDD", 50 * GIB)]))
+    wait_for(lambda: ctl.acrs.get(None, f"{cluster.ns}-fits") is not None, "the ACR in the cache")
+    assert ctl.acs.get(None, f"{cluster.ns}-d1") is None
+    assert ctl.reconcile(PLAN_KEY) is None
+    acr = cluster.get("fits") or {}
+    assert acr["spec"]["Status"] == "RESERVED"
+    assert cluster.reservations(acr) == {"data": ["d1"]}
+    assert (ctl.confirmations, ctl.overturned) == (1, 1)
+    cluster.apply(cluster.acr("big", ["n1"], [("data", "HDD", 1024 * GIB)]))
+    wait_for(lambda: ctl.acrs.get(None, f"{cluster.ns}-big") is not None, "the ACR in the cache")
+    assert ctl.reconcile(PLAN_KEY) is None
+    rejected = cluster.get("big") or {}
+    assert rejected["spec"]["Status"] == "REJECTED"
+    assert "data (HDD 1 TiB)" in rejected["metadata"]["annotations"]["kustodian.io/message"]
+    assert (ctl.confirmations, ctl.overturned) == (2, 1)
+    assert (cluster.get("fits") or {})["spec"]["Status"] == "RESERVED"  # the fresh plan kept its drive
