@@ -84,6 +84,7 @@ from kustodian.policy.capacity.model import (
     RESERVED,
     WAIT,
 )
+from kustodian.policy.capacity.planner import plannable
 from kustodian.policy.capacity.release import decide_reservation_release
 from kustodian.policy.capacity.stale import StaleReservation
 from kustodian.policy.jsonpatch import merge_diff
@@ -307,7 +308,7 @@ class CapacityReservations:
             by_name = {name(a): a for a in acrs}
             now = self.clock()
             decisions = self._current_planner().plan_requested(acrs, now)
-            if any(d.status == REJECTED for d in decisions):
+            if any(d.status == REJECTED and plannable(by_name[d.acr_name]) for d in decisions):
                 decisions = self._confirmed(acrs, decisions, now)
             retry: float | None = None
             for decision in decisions:
