@@ -27,6 +27,11 @@ against *every* other reservation:
   delete confirmed by the same decision on that ACR and its pod read from the API server.
   Requeued every ``gc_interval``; pod events wake it at once.
 
+A REJECTED decision is final, so it is never written on the AC cache alone: the cache
+may not yet show ACs created just before the ACR (two watches are not ordered with each
+other).  A pass that rejects is planned again on a fresh list of the ACs from the API
+server, and that plan is the one written (``_confirmed``).
+
 Our own writes reach the watch cache a moment later; planning the next batch from a
 cache that still shows an ACR as REQUESTED could hand its drives to someone else
 (ties in creationTimestamp reorder the batch).  So every object we wrote or re-read is
@@ -79,6 +84,7 @@ from kustodian.policy.capacity.model import (
     RESERVED,
     WAIT,
 )
+from kustodian.policy.capacity.planner import plannable
 from kustodian.policy.capacity.release import decide_reservation_release
 from kustodian.policy.capacity.stale import StaleReservation
 from kustodian.policy.jsonpatch import merge_diff
@@ -202,6 +208,8 @@ class CapacityReservations:
         self.writes = 0
         self.conflicts = 0
         self.collected = 0
+        self.confirmations = 0  # passes whose rejections were checked on a fresh AC list
+        self.overturned = 0  # rejections the fresh list showed premature (then re-planned)
 
     @property
     def caches(self) -> list[WatchCache]:
@@ -300,6 +308,8 @@ class CapacityReservations:
             by_name = {name(a): a for a in acrs}
             now = self.clock()
             decisions = self._current_planner().plan_requested(acrs, now)
+            if any(d.status == REJECTED and plannable(by_name[d.acr_name]) for d in decisions):
+                decisions = self._confirmed(acrs, decisions, now)
             retry: float | None = None
             for decision in decisions:
                 if not self._write(by_name[decision.acr_name], decision, now):
@@ -310,6 +320,39 @@ class CapacityReservations:
             else:
                 return Result(requeue_after=retry) if retry is not None else None
         raise Conflict(409, "Conflict", f"ACRs kept changing during {self.max_rounds} planning rounds")
+
+    def _confirmed(self, acrs: list[Obj], decisions: list[ReservationDecision],
+                   now: datetime) -> list[ReservationDecision]:
+        """The batch planned again on ACs read from the API server, because it rejects an ACR.
+
+        REJECTED is final, and the AC cache is not ordered with the ACR cache: an ACR may be
+        seen before the ACs created just before it (a busy watch thread), and rejected for
+        want of them.  A list without a resourceVersion is a quorum read, so it holds every
+        AC created before any ACR we have seen.  The whole batch is planned again on a fresh
+        planner (batch order decides who gets a drive, so the two plans are never mixed),
+        and its decisions are the ones written: a rejection stands only if the fresh view
+        rejects too.  With caches that are current both plans are the same.
+
+        Cost: one list of every AC and one planner build, only in a pass that rejects
+        (each ACR is rejected at most once: REJECTED is final).  csi-baremetal's AC CRD has no
+        selectable NodeId field, so the list cannot be narrowed to the requested nodes.
+        The kept planner is left as it is: its AC view follows the watch, in order; the
+        fresh list would run ahead of events still to come, which would then roll it back.
+        """
+        fresh_acs, list_rv = self.client.list(self.ac_resource)
+        lvgs = self.lvgs.list() if self.lvgs is not None else []
+        fresh = CapacityPlanner(fresh_acs, self.options, lvgs).plan_requested(acrs, now)
+        before = {d.acr_name: d.status for d in decisions}
+        overturned = [d.acr_name for d in fresh
+                      if before.get(d.acr_name) == REJECTED and d.status != REJECTED]
+        with self._lock:
+            self.confirmations += 1
+            self.overturned += len(overturned)
+        if overturned:
+            log.info("capacity: %d AC(s) at resourceVersion %s (the cache has %d at %s) overturn the "
+                     "rejection of %s", len(fresh_acs), list_rv, len(self.acs), self.acs.resource_version,
+                     ", ".join(overturned))
+        return fresh
 
     def _current_planner(self) -> CapacityPlanner:
         # Changes are taken before the caches are read: an event during a build is

@@ -318,6 +318,12 @@ def _invalid(acr: RawObject) -> ReservationDecision | None:
     return None
 
 
+def plannable(acr: RawObject) -> bool:
+    """Whether the ACs decide ``acr`` at all: False when it is rejected whatever they are
+    (invalid, or no node requested), so a rejection of it needs no fresher view of them."""
+    return _invalid(acr) is None
+
+
 def _ordered(reqs: Sequence[_Request]) -> list[_Request]:
     """The planning order of requests: LVG first, then by size, then by name."""
     return sorted(reqs, key=lambda r: (not r.lvg, r.size, r.name, r.position))

@@ -11,6 +11,7 @@ objects never fit its nodes) and deletes what it created by label.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Callable, Collection, Iterator
 from datetime import UTC, datetime, timedelta
@@ -120,6 +121,18 @@ class Cluster:
             return bool(got.get("spec", {}).get("Status") == status)
 
         wait_for(done, f"ACR of {pod} {status}")
+        return got
+
+    def wait_decided(self, pod: str) -> dict[str, Any]:
+        """The ACR of ``pod`` once it is no longer REQUESTED (whatever was decided)."""
+        got: dict[str, Any] = {}
+
+        def done() -> bool:
+            nonlocal got
+            got = self.get(pod) or {}
+            return bool(got.get("spec", {}).get("Status", "REQUESTED") != "REQUESTED")
+
+        wait_for(done, f"ACR of {pod} decided")
         return got
 
     def reservations(self, acr: dict[str, Any]) -> dict[str, list[str]]:
@@ -513,3 +526,67 @@ def test_a_new_drive_is_planned_in_place_without_a_rebuild(capacity: Factory) ->
     acr = cluster.wait_status("second", "RESERVED")
     assert cluster.reservations(acr) == {"data": ["big"]}
     assert ctl.rebuilds == 1
+
+
+# -- a rejection is final: never on an AC cache behind the ACR ----------------------------------
+
+
+ROUNDS = 100
+
+
+def test_an_acr_seen_before_its_acs_is_reserved_never_rejected(capacity: Factory, kube_api: KubeApi,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The AC watch is held back (its events wait on a gate) while an AC and, right after it,
+    an ACR that only that AC can satisfy are created: the plan from the caches rejects, the
+    rejection is checked on the API server's ACs, and RESERVED is written. 100 rounds, one
+    controller, no false rejection; every round really planned on a cache without its AC."""
+    cluster, ctl, _ = capacity()
+    gate = threading.Event()
+    gate.set()
+    apply = ctl.acs._apply
+
+    def held(etype: str, obj: dict[str, Any]) -> None:
+        assert gate.wait(30), "the AC watch was held for more than 30 s"
+        apply(etype, obj)
+
+    monkeypatch.setattr(ctl.acs, "_apply", held)
+    client = kube_api.client
+    try:
+        for i in range(ROUNDS):
+            gate.clear()
+            ac = cluster.ac(f"r{i}-d1", f"r{i}", "HDD", 100 * GIB)
+            client.create(ctl.ac_resource, ac)
+            client.create(ctl.acr_resource, cluster.acr(f"p{i}", [f"r{i}"], [("data", "HDD", 50 * GIB)]))
+            acr = cluster.wait_decided(f"p{i}")
+            assert ctl.acs.get(None, ac["metadata"]["name"]) is None  # planned without the AC in the cache
+            assert acr["spec"]["Status"] == "RESERVED", acr["metadata"].get("annotations")
+            assert cluster.reservations(acr) == {"data": [f"r{i}-d1"]}
+            gate.set()
+    finally:
+        gate.set()
+    assert ctl.overturned == ROUNDS
+    assert not [e for i in range(ROUNDS) for e in cluster.events(f"p{i}") if e["reason"] == "Rejected"]
+
+
+def test_a_rejection_stands_only_if_the_api_servers_acs_reject_too(capacity: Factory) -> None:
+    """Reconciled by hand on a frozen AC cache: the ACR its ACs can hold (they are on the API
+    server, not in the cache) is reserved; the one they cannot hold is rejected, as before."""
+    cluster, ctl, _ = capacity(run=False)
+    ctl.acs.stop(timeout=1)  # the AC cache never sees what follows
+    cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.pod("fits"), cluster.pod("big"),
+                  cluster.acr("fits", ["n1"], [("data", "HDD", 50 * GIB)]))
+    wait_for(lambda: ctl.acrs.get(None, f"{cluster.ns}-fits") is not None, "the ACR in the cache")
+    assert ctl.acs.get(None, f"{cluster.ns}-d1") is None
+    assert ctl.reconcile(PLAN_KEY) is None
+    acr = cluster.get("fits") or {}
+    assert acr["spec"]["Status"] == "RESERVED"
+    assert cluster.reservations(acr) == {"data": ["d1"]}
+    assert (ctl.confirmations, ctl.overturned) == (1, 1)
+    cluster.apply(cluster.acr("big", ["n1"], [("data", "HDD", 1024 * GIB)]))
+    wait_for(lambda: ctl.acrs.get(None, f"{cluster.ns}-big") is not None, "the ACR in the cache")
+    assert ctl.reconcile(PLAN_KEY) is None
+    rejected = cluster.get("big") or {}
+    assert rejected["spec"]["Status"] == "REJECTED"
+    assert "data (HDD 1 TiB)" in rejected["metadata"]["annotations"]["kustodian.io/message"]
+    assert (ctl.confirmations, ctl.overturned) == (2, 1)
+    assert (cluster.get("fits") or {})["spec"]["Status"] == "RESERVED"  # the fresh plan kept its drive

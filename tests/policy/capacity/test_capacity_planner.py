@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from kustodian.policy.capacity import PlanOptions, ReservationDecision, plan
+from kustodian.policy.capacity.planner import plannable
 
 from .capacity_builders import NOW, GiB, MiB, ac, acr, held, req
 
@@ -469,3 +470,17 @@ def test_a_drive_tainted_no_schedule_is_never_planned(value: str, status: str) -
     obj = ac("hdd", "n1", "HDD", GiB)
     obj["metadata"]["labels"]["drive.csi-baremetal.dell.com/taint"] = value
     assert plan(acr("pod", [req("v", "HDD", MiB)], ["n1"]), [obj], [], NOW).status == status
+
+
+@pytest.mark.parametrize(("the_acr", "expected"), [
+    (acr("pod", [req("v", "HDD", 1024 * GiB)], ["a"]), True),  # too big for today's ACs, not for tomorrow's
+    (acr("pod", [req("v", "HDD", GiB)], []), False),
+    (acr("pod", [req("v", "HDD", GiB), req("w", "TAPE", -5)], ["a"]), False),
+])
+def test_plannable_tells_a_rejection_the_acs_decide_from_one_they_never_change(
+        the_acr: dict[str, Any], expected: bool) -> None:
+    """The controller checks a rejection on a fresh AC list only when the ACs decide it."""
+    assert plannable(the_acr) is expected
+    if not expected:  # rejected whatever the ACs: even with a drive that would fit
+        decision = plan(the_acr, [ac("a1", "a", "HDD", 10 * GiB)], [], NOW)
+        assert decision.status == "REJECTED"
