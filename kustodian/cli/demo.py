@@ -361,8 +361,8 @@ def main() -> int:
             else:
                 capacity_story(d)
                 orphan_story(d, disk)
-            d.say("Done. Everything above ran against a real API server with the real webhook, "
-                  "controllers and node agent.")
+            d.say("Done. Everything above ran against a real API server with the real webhook"
+                  + (", controllers and node agent." if upstream is not None else " and controllers."))
             failed = False
             return 0
         finally:
