@@ -9,6 +9,7 @@ prints what a user would see.  Everything is torn down at the end.
 from __future__ import annotations
 
 import base64
+import json
 import os
 import shlex
 import ssl
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +27,21 @@ import yaml
 from kustodian.testing.crds import rook_crds
 from kustodian.testing.testserver import TestServer, find_script, free_port
 from kustodian.testing.tools import ensure_tools
+from kustodian.testing.upstream import UpstreamMissing, upstream_dir
 from kustodian.testing.webhooks import webhook_configurations
+
+
+def color() -> bool:
+    """Escape codes only for a terminal, and never when NO_COLOR is set (no-color.org)."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def bold(text: str) -> str:
+    return f"\033[1m{text}\033[0m" if color() else text
+
+
+ORPHAN_CRD = (Path(__file__).resolve().parents[2] / "charts" / "kustodian" / "crds"
+              / "orphanedreplicadirs.kustodian.io.yaml")
 
 
 class Demo:
@@ -33,7 +49,21 @@ class Demo:
         self.work, self.kubeconfig, self.tools = work, kubeconfig, tools
 
     def say(self, text: str) -> None:
-        print(f"\n\033[1m# {text}\033[0m", flush=True)
+        print(f"\n{bold(f'# {text}')}", flush=True)
+
+    def wait(self, what: str, cond: Callable[[], bool], timeout: float = 30) -> None:
+        """Poll ``cond`` until true; a demo that cannot show its end state fails loudly."""
+        deadline = time.monotonic() + timeout
+        while not cond():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"demo: timed out waiting for {what}")
+            time.sleep(0.2)
+
+    def gone(self, *args: str) -> bool:
+        return "NotFound" in self.kubectl("get", *args, show=False)
+
+    def jsonpath(self, path: str, *args: str) -> str:
+        return self.kubectl("get", *args, "-o", f"jsonpath={path}", show=False)
 
     def kubectl(self, *args: str, stdin: str | None = None, show: bool = True) -> str:
         if show:
@@ -102,7 +132,6 @@ def stories(d: Demo) -> None:
 
 def reclaim_story(d: Demo) -> None:
     d.say("Story 2 - reclaim-space policy: annotate the StorageClass once, every new PVC carries it")
-    d.kubectl("create", "namespace", "apps")
     d.apply({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
              "provisioner": "rook-ceph.rbd.csi.ceph.com", "metadata": {"name": "rook-ceph-block",
                           "annotations": {"reclaimspace.csiaddons.openshift.io/schedule": "@daily"}}})
@@ -119,44 +148,231 @@ def reclaim_story(d: Demo) -> None:
               "reclaimspace.csiaddons.openshift.io/schedule=every day")
 
 
+LOCAL_SC = "local-storage"
+LONGHORN_NS = "longhorn-system"
+DISK_UUID = "3b1e6d3c-0e3f-4f5e-9d2a-00000000d150"
+ORPHAN_DIR = "pvc-9e2c9311-1686-456e-a61c-70473d952566-22c03ab0"
+GIB = 1 << 30
+
+
+def node_cleanup_story(d: Demo) -> None:
+    d.say("Story 3 - node cleanup: a Node is deleted; its local PVC and PV are cleaned after the delay "
+          "(2s here)")
+    node = "worker-2"
+    d.apply({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": LOCAL_SC},
+             "provisioner": "kubernetes.io/no-provisioner", "volumeBindingMode": "WaitForFirstConsumer"},
+            {"apiVersion": "v1", "kind": "Node",
+             "metadata": {"name": node, "labels": {"kubernetes.io/hostname": node}}}, show=False)
+    d.kubectl("create", "-f", "-", show=False, stdin=yaml.safe_dump(
+        {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+         "metadata": {"name": "db-0", "namespace": "apps"},
+         "spec": {"storageClassName": LOCAL_SC, "volumeName": "local-pv-worker-2",
+                  "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}))
+    uid = d.jsonpath("{.metadata.uid}", "pvc", "db-0", "-n", "apps")
+    d.apply({"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "local-pv-worker-2"},
+             "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                      "storageClassName": LOCAL_SC, "persistentVolumeReclaimPolicy": "Delete",
+                      "local": {"path": "/mnt/disks/ssd1"},
+                      "claimRef": {"namespace": "apps", "name": "db-0", "uid": uid},
+                      "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
+                          {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}},
+            show=False)
+    print(f"(created Node {node}, StorageClass {LOCAL_SC}, PVC apps/db-0 bound to local PV "
+          "local-pv-worker-2)")
+    d.kubectl("delete", "node", node)
+    d.wait("the PVC of the lost node to be deleted", lambda: d.gone("pvc", "db-0", "-n", "apps"))
+    d.kubectl("get", "events", "-n", "apps", "--field-selector", "involvedObject.name=db-0",
+              "-o", "custom-columns=TYPE:.type,REASON:.reason,MESSAGE:.message")
+    print("(kube-testserver runs no volume controller: the PV is marked Released, "
+          "as kube-controller-manager would)")
+    d.kubectl("patch", "pv", "local-pv-worker-2", "--subresource=status", "--type=merge",
+              "-p", '{"status": {"phase": "Released"}}', show=False)
+    d.wait("the stale PV to be deleted", lambda: d.gone("pv", "local-pv-worker-2"))
+    d.kubectl("get", "pvc", "db-0", "-n", "apps")
+    d.kubectl("get", "pv", "local-pv-worker-2")
+
+
+def capacity_story(d: Demo) -> None:
+    d.say("Story 4 - capacity reservation (csi-baremetal): an ACR is reserved on every node where "
+          "the volume fits")
+    api = "csi-baremetal.dell.com/v1"
+    nodes = ["node-a", "node-b", "node-c"]
+    d.apply(*[{"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": f"k8s-{n}", "annotations": {"nodes.csi-baremetal.dell.com/uuid": n}}}
+              for n in nodes],
+            *[{"apiVersion": api, "kind": "AvailableCapacity", "metadata": {"name": f"ac-{n}"},
+               "spec": {"Location": f"drive-{n}", "NodeId": n, "storageClass": "HDD", "Size": 100 * GIB}}
+              for n in nodes],
+            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"},
+             "spec": {"containers": [{"name": "c", "image": "busybox"}]}}, show=False)
+    print("(created Nodes k8s-node-a/b/c, one 100Gi HDD AvailableCapacity on each, and Pod default/web)")
+    print("(the extender asks for 10Gi of HDD for Pod default/web on all three nodes:)")
+    d.apply({"apiVersion": api, "kind": "AvailableCapacityReservation", "metadata": {"name": "default-web"},
+             "spec": {"Namespace": "default", "Status": "REQUESTED", "NodeRequests": {"Requested": nodes},
+                      "ReservationRequests": [{"CapacityRequest": {"Name": "data", "StorageClass": "HDD",
+                                                                   "Size": 10 * GIB}}]}})
+    columns = "custom-columns=NAME:.metadata.name,STATUS:.spec.Status,RESERVED:.spec.NodeRequests.Reserved"
+    d.wait("the ACR to be RESERVED", lambda: d.jsonpath("{.spec.Status}", "acr", "default-web") == "RESERVED")
+    d.kubectl("get", "acr", "default-web", "-o", columns)
+    d.say("The scheduler binds the pod to node-b: the other nodes' reservations are released")
+    print("(kube-testserver serves no pods/binding: the binding's effect, spec.nodeName, is set directly)")
+    d.kubectl("patch", "pod", "web", "-n", "default", "--type=merge",
+              "-p", '{"spec": {"nodeName": "k8s-node-b"}}', show=False)
+    d.wait("the reservation to narrow to node-b",
+           lambda: d.jsonpath("{.spec.NodeRequests.Reserved}", "acr", "default-web") == '["node-b"]')
+    d.kubectl("get", "acr", "default-web", "-o", columns)
+
+
+def orphan_story(d: Demo, disk: Path) -> None:
+    d.say("Story 5 - Longhorn orphans: a replica directory no Replica owns is reported, "
+          "and removed on delete")
+    node = "worker-1"
+    status = {"conditions": [{"type": "Ready", "status": "True", "reason": "", "message": "",
+                              "lastTransitionTime": "2024-05-01T00:00:00Z"}],
+              "diskStatus": {"disk1": {"diskUUID": DISK_UUID, "diskName": "disk1", "diskPath": str(disk),
+                                       "diskType": "filesystem", "scheduledReplica": {},
+                                       "conditions": [{"type": "Ready", "status": "True", "reason": "",
+                                                       "message": "",
+                                                       "lastTransitionTime": "2024-05-01T00:00:00Z"}]}}}
+    d.apply({"apiVersion": "longhorn.io/v1beta2", "kind": "Node",
+             "metadata": {"name": node, "namespace": LONGHORN_NS},
+             "spec": {"name": node, "allowScheduling": True, "evictionRequested": False, "tags": [],
+                      "disks": {"disk1": {"path": str(disk), "allowScheduling": True,
+                                          "evictionRequested": False, "diskType": "filesystem",
+                                          "storageReserved": 0, "tags": []}}}},
+            show=False)
+    d.kubectl("patch", "nodes.longhorn.io", node, "-n", LONGHORN_NS, "--subresource=status", "--type=merge",
+              "-p", json.dumps({"status": status}), show=False)
+    replica = disk / "replicas" / ORPHAN_DIR
+    replica.mkdir(parents=True)
+    (replica / "volume.meta").write_text(json.dumps(
+        {"Size": 16 << 20, "Head": "volume-head-000.img", "Dirty": False, "Rebuilding": False, "Error": "",
+         "Parent": "", "SectorSize": 512, "BackingFilePath": ""}))
+    # left by an engine that stopped an hour ago: the agent never removes a directory written to
+    # within its write grace (10 min), since a live replica is being written
+    an_hour_ago = time.time() - 3600
+    for path in (replica / "volume.meta", replica):
+        os.utime(path, (an_hour_ago, an_hour_ago))
+    print(f"(Longhorn Node {node} has disk1 at a temporary directory; a replica directory last written")
+    print(f" an hour ago is left on it, that no Replica object owns: replicas/{ORPHAN_DIR})")
+    d.wait("the OrphanedReplicaDir to be reported",
+           lambda: bool(d.jsonpath("{.items[*].metadata.name}", "orphanedreplicadirs", "-n", LONGHORN_NS)))
+    name = d.jsonpath("{.items[0].metadata.name}", "orphanedreplicadirs", "-n", LONGHORN_NS)
+    d.kubectl("get", "orphanedreplicadirs", "-n", LONGHORN_NS, "-o",
+              "custom-columns=NAME:.metadata.name,NODE:.spec.nodeID,DIR:.spec.parameters.DataName")
+    d.say("Deleting the OrphanedReplicaDir removes the directory from the disk")
+    d.kubectl("delete", "orphanedreplicadir", name, "-n", LONGHORN_NS, "--timeout=30s")
+    print(f"$ ls {disk / 'replicas'}")
+    left = sorted(p.name for p in (disk / "replicas").iterdir())
+    print("\n".join(left) if left else "(empty: the orphaned replica directory is gone)")
+
+
+def _start(name: str, args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    with log.open("w") as out:
+        return subprocess.Popen([sys.executable, "-m", "kustodian", name, *args], stdout=out,
+                                stderr=subprocess.STDOUT,
+                                env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text", **env})
+
+
+def _stop(procs: list[tuple[subprocess.Popen[bytes], Path]], failed: bool) -> None:
+    for proc, log in procs:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if failed and log.is_file():
+            print(f"--- {log.name} ---\n{log.read_text()}", file=sys.stderr)
+
+
 def main() -> int:
     script = find_script()
     if script is None:
         print("kube-testserver not found (expected ../shared/kube-testserver)", file=sys.stderr)
         return 1
+    try:
+        upstream: Path | None = upstream_dir()
+    except UpstreamMissing:
+        upstream = None
     print("Starting a throwaway Kubernetes API server (first run builds it: ~5 min)...", flush=True)
     tools = ensure_tools()
     server = TestServer(script).start()
-    work = Path(tempfile.mkdtemp(prefix="kustodian-demo-"))
-    hook = None
-    try:
-        certs = work / "certs"
-        subprocess.run([sys.executable, "-m", "kustodian", "certs", "issue", "--service", "kustodian",
-                        "--namespace", "kustodian", "--out", str(certs), "--ip", "127.0.0.1"], check=True)
-        d = Demo(work, server.kubeconfig, tools)
-        d.apply(*rook_crds(), show=False)
-        d.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all", show=False)
-        port = free_port()
-        url = f"https://127.0.0.1:{port}"
-        hook = subprocess.Popen(
-            [sys.executable, "-m", "kustodian", "webhook", "--kubeconfig", str(server.kubeconfig),
-             "--webhook-host", "127.0.0.1", "--webhook-port", str(port),
-             "--tls-cert-file", str(certs / "tls.crt"), "--tls-key-file", str(certs / "tls.key"),
-             "--log-level", "warning"],
-            env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
-        _wait_ready(url, certs / "ca.crt", hook)
-        bundle = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
-        d.apply(*webhook_configurations(url, bundle), show=False)
-        print(f"kustodian webhook is serving on {url}; webhook configurations registered.")
-        stories(d)
-        reclaim_story(d)
-        d.say("Done. Everything above ran against a real API server with the real webhook.")
-        return 0
-    finally:
-        if hook is not None:
-            hook.terminate()
-            hook.wait(15)
-        server.destroy()
+    procs: list[tuple[subprocess.Popen[bytes], Path]] = []
+    failed = True
+    # certificates, keys, logs and the Longhorn disk live here and are deleted at exit
+    with tempfile.TemporaryDirectory(prefix="kustodian-demo-") as tmp:
+        work = Path(tmp)
+        try:
+            certs = work / "certs"
+            subprocess.run([sys.executable, "-m", "kustodian", "certs", "issue", "--service", "kustodian",
+                            "--namespace", "kustodian", "--out", str(certs), "--ip", "127.0.0.1"], check=True,
+                           stdout=subprocess.DEVNULL)
+            d = Demo(work, server.kubeconfig, tools)
+            d.apply(*rook_crds(), show=False)
+            if upstream is not None:
+                d.kubectl("apply", "-f", str(upstream / "csi-baremetal" / "crds"), show=False)
+                d.kubectl("apply", "-f", str(upstream / "longhorn" / "crds.yaml"), show=False)
+                d.kubectl("apply", "-f", str(ORPHAN_CRD), show=False)
+            d.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all", show=False)
+            for ns in ("kustodian", "apps", LONGHORN_NS):
+                d.kubectl("create", "namespace", ns, show=False)
+            port = free_port()
+            url = f"https://127.0.0.1:{port}"
+            hook_log = work / "webhook.log"
+            # error level: the guard's rules name kinds of every supported provider, and a kind this
+            # throwaway cluster does not serve is only logged (at warning) and skipped
+            hook = _start("webhook", ["--kubeconfig", str(server.kubeconfig), "--webhook-host", "127.0.0.1",
+                                      "--webhook-port", str(port), "--tls-cert-file", str(certs / "tls.crt"),
+                                      "--tls-key-file", str(certs / "tls.key"), "--log-level", "error"],
+                          hook_log, {})
+            procs.append((hook, hook_log))
+            _wait_ready(url, certs / "ca.crt", hook)
+            bundle = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
+            d.apply(*webhook_configurations(url, bundle), show=False)
+            print(f"kustodian webhook is serving on {url}; webhook configurations registered.")
+            ctl_log = work / "controllers.log"
+            procs.append((_start("controllers", ["--kubeconfig", str(server.kubeconfig),
+                                                 "--log-level", "error"], ctl_log, {
+                "KUSTODIAN_KUBE__NAMESPACE": "kustodian", "KUSTODIAN_METRICS__LISTEN_ADDRESS": "",
+                "KUSTODIAN_RECLAIM__ENABLED": "false", "KUSTODIAN_NODE_CLEANUP__ENABLED": "true",
+                "KUSTODIAN_NODE_CLEANUP__STORAGE_CLASSES": f'["{LOCAL_SC}"]',
+                "KUSTODIAN_NODE_CLEANUP__DELAY": "2s",
+                "KUSTODIAN_CAPACITY__ENABLED": "true" if upstream is not None else "false"}), ctl_log))
+            print("kustodian controllers is running (node cleanup with a 2s delay"
+                  + (", capacity reservations)." if upstream is not None else ")."))
+            disk = work / "longhorn-disk"
+            if upstream is not None:
+                (disk / "replicas").mkdir(parents=True)
+                (disk / "longhorn-disk.cfg").write_text(json.dumps(
+                    {"diskName": "disk1", "diskUUID": DISK_UUID, "diskDriver": "", "state": "ready"},
+                    separators=(",", ":")))
+                agent_log = work / "node-agent.log"
+                procs.append((_start("node-agent", [
+                    "--kubeconfig", str(server.kubeconfig), "--namespace", LONGHORN_NS,
+                    "--node-agent-node-name", "worker-1", "--node-agent-longhorn-namespace", LONGHORN_NS,
+                    "--log-level", "error"], agent_log, {
+                    "KUSTODIAN_METRICS__LISTEN_ADDRESS": "", "KUSTODIAN_NODE_AGENT__SCAN_INTERVAL": "1s",
+                    "KUSTODIAN_NODE_AGENT__DISKS": f'["disk1={disk}@{DISK_UUID}"]',
+                    "KUSTODIAN_NODE_AGENT__AUTO_DELETE": "false"}), agent_log))
+                print("kustodian node-agent is running for node worker-1 "
+                      "(its Longhorn disk: a temporary directory).")
+            stories(d)
+            reclaim_story(d)
+            node_cleanup_story(d)
+            if upstream is None:
+                print("\n../shared/upstream not found: skipping stories 4 (csi-baremetal) and 5 (Longhorn), "
+                      "which apply those projects' CRDs from it.")
+            else:
+                capacity_story(d)
+                orphan_story(d, disk)
+            d.say("Done. Everything above ran against a real API server with the real webhook"
+                  + (", controllers and node agent." if upstream is not None else " and controllers."))
+            failed = False
+            return 0
+        finally:
+            _stop(procs, failed)
+            server.destroy()
 
 
 if __name__ == "__main__":
