@@ -207,10 +207,10 @@ class PodRecovery:
             log.info("pod %s changed identity before deletion; left alone", key)
             return None
         waited = max(0.0, (self.cleanup.clock() - planned.claim.deleted_at).total_seconds())
-        self.metrics.recovered.inc()
-        self.metrics.recovery_seconds.observe(waited)
-        if self.cleanup.recorder is not None:
+        if self.cleanup.recorder is not None:  # queued before counting: a count means its event is queued
             self.cleanup.recorder.record(pod, "Normal", EVENT_REASON_POD_RECOVERY, planned.message)
+        self.metrics.recovery_seconds.observe(waited)
+        self.metrics.recovered.inc()
         log.info("deleted StatefulSet pod %s (%s; PVC %s deleted by node cleanup %.0fs before)", key,
                  planned.why, planned.claim.name, waited,
                  extra={"kind": "Pod", "namespace": planned.namespace, "object": planned.name})

@@ -504,6 +504,7 @@ def test_a_statefulset_pod_left_waiting_for_a_pvc_node_cleanup_deleted_is_delete
     on_live = make_pod(kube_api, ns, "web-1", "data-0", owner=sts, node=live, phase="Running")
     unowned = make_pod(kube_api, ns, "lone-0", "data-0")
     other_claim = make_pod(kube_api, ns, "web-2", "data-2", owner=sts)  # data-2: never cleaned
+    on_gone = make_pod(kube_api, ns, "web-3", "data-0", owner=sts, node=world["node"], phase="Running")
 
     pod_deletes: list[dict[str, Any]] = []
     delete = client.delete
@@ -522,19 +523,28 @@ def test_a_statefulset_pod_left_waiting_for_a_pvc_node_cleanup_deleted_is_delete
         client.delete(NODES, world["node"])
         wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", ns), "PVC deleted")
         wait_for(lambda: not exists(kube_api, PODS, "web-0", ns), "the stuck StatefulSet pod deleted")
-        assert pod_deletes == [{"name": "web-0", "uid": stuck["metadata"]["uid"]}]
+        wait_for(lambda: not exists(kube_api, PODS, "web-3", ns), "the pod bound to the gone node deleted")
+        assert sorted(pod_deletes, key=lambda d: d["name"]) == [
+            {"name": "web-0", "uid": stuck["metadata"]["uid"]}, {"name": "web-3", "uid": on_gone["metadata"]["uid"]}]
+        # the metrics and the event follow the DELETE the API server already shows: wait for them
+        wait_for(lambda: app.registry.get_sample_value(
+            "kustodian_node_cleanup_statefulset_pods_recovered_total") == 2, "both recoveries counted")
         for pod in (on_live, unowned, other_claim):
             assert client.get(PODS, pod["metadata"]["name"], ns)["metadata"]["uid"] == pod["metadata"]["uid"]
         app.recorder.flush()
-        (event,) = [e for e in client.list(EVENTS, ns)[0] if e["reason"] == "RecoveredFromNodeLoss"]
-        assert event["involvedObject"]["name"] == "web-0"
+        recovered = {e["involvedObject"]["name"]: e for e in client.list(EVENTS, ns)[0]
+                     if e["reason"] == "RecoveredFromNodeLoss"}
+        assert sorted(recovered) == ["web-0", "web-3"]
+        assert f"bound to node {world['node']}, which is gone" in recovered["web-3"]["message"]
+        event = recovered["web-0"]
+        assert event["type"] == "Normal"
         assert event["involvedObject"]["uid"] == stuck["metadata"]["uid"]
         assert "Pending and cannot be scheduled" in event["message"]
         assert "its PVC data-0 was deleted by node cleanup" in event["message"]
         assert f"node {world['node']} is gone" in event["message"]
         registry = app.registry
-        assert registry.get_sample_value("kustodian_node_cleanup_statefulset_pods_recovered_total") == 1
-        assert registry.get_sample_value("kustodian_node_cleanup_statefulset_pod_recovery_seconds_count") == 1
+        assert registry.get_sample_value("kustodian_node_cleanup_statefulset_pods_recovered_total") == 2
+        assert registry.get_sample_value("kustodian_node_cleanup_statefulset_pod_recovery_seconds_count") == 2
         # a pod the StatefulSet creates afresh next to a fresh PVC of the same name is not touched
         client.create(PERSISTENT_VOLUME_CLAIMS, {
             "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data-0", "namespace": ns},
@@ -544,7 +554,7 @@ def test_a_statefulset_pod_left_waiting_for_a_pvc_node_cleanup_deleted_is_delete
         make_pod(kube_api, ns, "web-0", "data-0", owner=sts)
         wait_for(lambda: all(q.wait_idle(5) for q in queues(app)), "queues idle")
         assert exists(kube_api, PODS, "web-0", ns)
-        assert len(pod_deletes) == 1
+        assert len(pod_deletes) == 2
     finally:
         app.stop()
         with contextlib.suppress(NotFound):
