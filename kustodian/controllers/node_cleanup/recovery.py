@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from kustodian.kube.cache import WatchCache
 from kustodian.kube.errors import Conflict, KubeError, NotFound
 from kustodian.kube.resources import PERSISTENT_VOLUME_CLAIMS, PODS, STORAGE_CLASSES
 from kustodian.policy.node_cleanup import (
@@ -116,7 +117,7 @@ class PodRecovery:
         self.metrics = PodRecoveryMetrics(registry)
 
     @property
-    def caches(self) -> list[Any]:
+    def caches(self) -> list[WatchCache]:
         return [self.pods]
 
     # -- events ---------------------------------------------------------------------------------
