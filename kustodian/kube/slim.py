@@ -34,6 +34,13 @@ def slim_pod(pod: Obj) -> Obj:
         slim_meta["namespace"] = _i(meta["namespace"])
     if meta.get("deletionTimestamp"):
         slim_meta["deletionTimestamp"] = meta["deletionTimestamp"]
+    # the controller's reference only when it is a StatefulSet (node cleanup recovers its pods)
+    owners = [{"apiVersion": _i(o.get("apiVersion")), "kind": "StatefulSet", "name": o.get("name"),
+               "controller": True}
+              for o in meta.get("ownerReferences") or []
+              if isinstance(o, dict) and o.get("kind") == "StatefulSet" and o.get("controller") is True]
+    if owners:
+        slim_meta["ownerReferences"] = owners
     out: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": slim_meta,
                 "spec": {"nodeName": _i(spec.get("nodeName")), "volumes": claims}}
     phase = (pod.get("status") or {}).get("phase")

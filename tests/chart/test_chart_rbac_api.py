@@ -118,6 +118,9 @@ TABLE = [
     (CONTROLLERS, "get", "secrets", NAMESPACE, False),
     (CONTROLLERS, "patch", "validatingwebhookconfigurations.admissionregistration.k8s.io", None, False),
     (CONTROLLERS, "delete", "nodes", None, False),
+    (CONTROLLERS, "delete", "pods", "app", True),  # node cleanup recovers StatefulSet pods
+    (CONTROLLERS, "watch", "pods", None, True),
+    (CONTROLLERS, "get", "storageclasses.storage.k8s.io", None, True),
     (AGENT, "delete", "persistentvolumes", None, False),
     (AGENT, "list", "persistentvolumes", None, False),
     (AGENT, "get", "secrets", NAMESPACE, False),

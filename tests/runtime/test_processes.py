@@ -86,7 +86,7 @@ def test_kustodian_controllers_is_one_manager_with_every_controller_under_the_le
     manager = build_controllers(settings, kube_api.client, recorder)
     assert manager.leader_election is not None
     assert manager.describe() == [("reclaim-space", True), ("node-cleanup", True),
-                                  ("node-cleanup-pvs", True), ("capacity", True),
+                                  ("node-cleanup-pvs", True), ("node-cleanup-pods", True), ("capacity", True),
                                   ("capacity-timer", True)]
     [cleanup] = [r for r in manager.reconcilers if isinstance(r, NodeCleanup)]
     # the timer store is chosen by RBAC here too (the test server's admin may patch PVs)
@@ -101,7 +101,8 @@ def test_kustodian_node_cleanup_is_one_manager_wired_as_in_kustodian_controllers
     app = build_node_cleanup(settings, kube_api.client)
     app.recorder.close()
     assert app.manager.leader_election is not None
-    assert app.manager.describe() == [("node-cleanup", True), ("node-cleanup-pvs", True)]
+    assert app.manager.describe() == [("node-cleanup", True), ("node-cleanup-pvs", True),
+                                      ("node-cleanup-pods", True)]
     assert app.cleanup.timer == "annotation"
 
 

@@ -38,6 +38,7 @@ from kustodian.controllers.node_cleanup.gather import (
     NodeCleanupSource,
     gather,
 )
+from kustodian.controllers.node_cleanup.recovery import CleanedClaims
 from kustodian.controllers.node_cleanup.timers import NodeMissingTimers, TimersInMemory, TimersOnVolume
 from kustodian.kube.cache import WatchCache, standalone_caches
 from kustodian.kube.client import KubeClient
@@ -51,6 +52,7 @@ from kustodian.policy.node_cleanup import (
     PV_BY_CLAIM,
     PV_BY_NODE,
     ClaimAction,
+    CleanedClaim,
     DeleteVolume,
     KeepClaim,
     KeepVolume,
@@ -58,6 +60,7 @@ from kustodian.policy.node_cleanup import (
     NodeCleanupInput,
     NodeCleanupRules,
     WarnNodeGone,
+    affinity_node_names,
     confirms,
     decide_node_cleanup,
 )
@@ -107,6 +110,9 @@ class NodeCleanup:
         self.clock = clock
         self.metrics = NodeCleanupMetrics(registry)
         cache = caches if caches is not None else standalone_caches(client)
+        self.cache_factory = cache
+        # the PVCs this cleanup deleted: the StatefulSet pods left waiting for them are recovered
+        self.cleaned = CleanedClaims()
         self.nodes = cache(NODES)
         self.pvs = cache(PERSISTENT_VOLUMES, indexers=dict(INDEXERS["PersistentVolume"]))
         self.pvcs = cache(PERSISTENT_VOLUME_CLAIMS)
@@ -285,6 +291,11 @@ class NodeCleanup:
         except KubeError:
             self.metrics.pvc_delete_failed.inc()
             raise
+        pv = self.pvs.get(None, pv_name)
+        self.cleaned.add(CleanedClaim(
+            action.namespace, action.name, action.uid,
+            str_field(pvc, "spec", "storageClassName") or str_field(pv, "spec", "storageClassName"),
+            ",".join(sorted(affinity_node_names(pv).node_names)) if pv is not None else "", now))
         self.metrics.pvc_deleted.inc()
         log.info("deleted PVC %s/%s bound to PV %s on a deleted node", action.namespace, action.name, pv_name,
                  extra={"kind": "PersistentVolumeClaim", "namespace": action.namespace,

@@ -17,6 +17,7 @@ from prometheus_client import CollectorRegistry
 
 from kustodian.clock import Clock, utc_now
 from kustodian.controllers.node_cleanup.controller import NodeCleanup
+from kustodian.controllers.node_cleanup.recovery import PodRecovery
 from kustodian.kube.access import can_i
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
@@ -82,7 +83,8 @@ class NodeCleanupApp:
 
 def install(manager: Manager, cleaning: NodeCleanupGroup, *, recorder: EventRecorder,
             clock: Clock = utc_now) -> tuple[NodeCleanup, WorkQueue]:
-    """Node cleanup on ``manager``: the claim reconciler (timer store by RBAC) and the PV reconciler.
+    """Node cleanup on ``manager``: the claim reconciler (timer store by RBAC), the PV reconciler,
+    and (when RBAC allows it) the pod reconciler that recovers StatefulSet pods.
 
     The one wiring of node cleanup, for ``kustodian node-cleanup`` and ``kustodian controllers``.
     """
@@ -95,7 +97,22 @@ def install(manager: Manager, cleaning: NodeCleanupGroup, *, recorder: EventReco
     queue = manager.add(cleanup, resync=cleaning.resync.total_seconds())
     # one worker, as upstream's deleter: PVs are cleaned in response to Node and PV events
     manager.add(cleanup.stale_volumes, workers=1, resync=0)
+    if may_recover_pods(client):
+        manager.add(PodRecovery(cleanup, registry=manager.registry), workers=1, resync=0)
     return cleanup, queue
+
+
+def may_recover_pods(client: KubeClient) -> bool:
+    """Whether this ServiceAccount may watch and delete pods (Kustodian's chart: yes; upstream's: no).
+
+    Without it node cleanup runs as upstream does, and the StatefulSet pods left waiting for a
+    PVC it deleted are left to a person (logged once).
+    """
+    allowed = all(can_i(client, verb, "pods") for verb in ("list", "watch", "delete"))
+    if not allowed:
+        log.warning("StatefulSet pods waiting for a PVC deleted by node cleanup are not recovered: "
+                    "this ServiceAccount may not list, watch and delete pods")
+    return allowed
 
 
 def build(settings: NodeCleanupSettings, client: KubeClient, clock: Clock = utc_now, *,

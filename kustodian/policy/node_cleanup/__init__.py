@@ -38,7 +38,7 @@ from kustodian.policy.node_cleanup.decisions import (
     pv_delete_decision,
     pvc_cleanup_decision,
 )
-from kustodian.policy.node_cleanup.indexers import INDEXERS, PV_BY_CLAIM, PV_BY_NODE
+from kustodian.policy.node_cleanup.indexers import INDEXERS, POD_BY_CLAIM, PV_BY_CLAIM, PV_BY_NODE
 from kustodian.policy.node_cleanup.inputs import (
     NodeCleanupDecision,
     NodeCleanupInput,
@@ -48,25 +48,43 @@ from kustodian.policy.node_cleanup.inputs import (
 )
 from kustodian.policy.node_cleanup.nodes import NodeDirectory, NodeSnapshot, node_exists, node_uid
 from kustodian.policy.node_cleanup.reasons import NodeCleanupReason
+from kustodian.policy.node_cleanup.recovery import (
+    ANNOTATION_RECOVER_PODS,
+    EVENT_REASON_POD_RECOVERY,
+    CleanedClaim,
+    KeepPod,
+    PodRecoveryDecision,
+    PodRecoveryInput,
+    RecoverPod,
+    decide_pod_recovery,
+    pod_claim_names,
+    recovery_confirms,
+    statefulset_owner,
+)
 from kustodian.policy.node_cleanup.timefmt import format_rfc3339, go_duration, parse_rfc3339
 
 __all__ = [
     "ANNOTATION_NODE_MISSING_CHECKED",
     "ANNOTATION_NODE_MISSING_SINCE",
     "ANNOTATION_NODE_UID",
+    "ANNOTATION_RECOVER_PODS",
     "CHECK_REFRESH",
     "CONTINUITY",
     "EVENT_REASON_NODE_DELETED",
+    "EVENT_REASON_POD_RECOVERY",
     "HOSTNAME_LABEL",
     "INDEXERS",
+    "POD_BY_CLAIM",
     "PV_BY_CLAIM",
     "PV_BY_NODE",
     "AffinityNodes",
     "ClaimAction",
     "ClaimCleanupDecision",
+    "CleanedClaim",
     "DeleteClaim",
     "DeleteVolume",
     "KeepClaim",
+    "KeepPod",
     "KeepVolume",
     "NodeCleanupDecision",
     "NodeCleanupInput",
@@ -75,12 +93,16 @@ __all__ = [
     "NodeDirectory",
     "NodeSnapshot",
     "PVStatus",
+    "PodRecoveryDecision",
+    "PodRecoveryInput",
+    "RecoverPod",
     "VolumeAction",
     "WarnNodeGone",
     "affinity_node_names",
     "classify_pv",
     "confirms",
     "decide_node_cleanup",
+    "decide_pod_recovery",
     "format_rfc3339",
     "go_duration",
     "missing_since",
@@ -88,6 +110,9 @@ __all__ = [
     "node_exists",
     "node_uid",
     "parse_rfc3339",
+    "pod_claim_names",
     "pv_delete_decision",
     "pvc_cleanup_decision",
+    "recovery_confirms",
+    "statefulset_owner",
 ]

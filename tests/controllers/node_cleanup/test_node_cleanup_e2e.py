@@ -13,8 +13,17 @@ import pytest
 
 from kustodian.controllers.node_cleanup.main import NodeCleanupApp, build
 from kustodian.kube.errors import NotFound
-from kustodian.kube.resources import EVENTS, NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+from kustodian.kube.resources import (
+    EVENTS,
+    NODES,
+    PERSISTENT_VOLUME_CLAIMS,
+    PERSISTENT_VOLUMES,
+    PODS,
+    STORAGE_CLASSES,
+    Resource,
+)
 from kustodian.policy.node_cleanup import format_rfc3339, parse_rfc3339
+from kustodian.runtime.manager import Controller
 from kustodian.runtime.workqueue import Result
 from kustodian.settings import NodeCleanupSettings
 from tests.conftest import KubeApi
@@ -145,7 +154,7 @@ def test_a_pv_of_a_deleted_node_is_deleted_in_response_to_events_with_no_list_of
     monkeypatch.setattr(client, "request", counting)
     app = start(kube_api, world, lambda: datetime.now(UTC), delay="0s")
     try:
-        assert [r.name for r in app.manager.reconcilers] == ["node-cleanup", "node-cleanup-pvs"]
+        assert [r.name for r in app.manager.reconcilers] == ["node-cleanup", "node-cleanup-pvs", "node-cleanup-pods"]
         assert len(pv_lists) >= 1  # the initial list: the counter sees PV lists
         listed_at_sync, relists_at_sync = len(pv_lists), app.cleanup.pvs.relists
         cache_lists: list[str | None] = []
@@ -455,3 +464,128 @@ def test_a_stale_stamp_from_an_earlier_loss_never_shortens_the_grace(
                  "PVC deleted after the full delay")
     finally:
         app.stop()
+
+
+STATEFUL_SETS = Resource("apps", "v1", "statefulsets", "StatefulSet", True)
+
+
+def make_pod(kube_api: KubeApi, ns: str, name: str, claim: str, *, owner: dict[str, Any] | None = None,
+             node: str = "", phase: str = "Pending") -> dict[str, Any]:
+    """A pod as the StatefulSet controller writes it (no kubelet, no scheduler: phase set by hand)."""
+    meta: dict[str, Any] = {"name": name, "namespace": ns}
+    if owner is not None:
+        meta["ownerReferences"] = [{"apiVersion": "apps/v1", "kind": "StatefulSet", "name": owner["metadata"]["name"],
+                                    "uid": owner["metadata"]["uid"], "controller": True,
+                                    "blockOwnerDeletion": True}]
+    spec: dict[str, Any] = {"containers": [{"name": "c", "image": "busybox"}],
+                            "volumes": [{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]}
+    if node:
+        spec["nodeName"] = node
+    pod = kube_api.client.create(PODS, {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec})
+    pod["status"] = {"phase": phase}
+    return kube_api.client.replace(PODS, pod, subresource="status")
+
+
+def test_a_statefulset_pod_left_waiting_for_a_pvc_node_cleanup_deleted_is_deleted_and_nothing_else(
+        kube_api: KubeApi, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 37: the StatefulSet's Pending pod naming the cleaned PVC is deleted (UID precondition,
+    an event saying why and after how long); a pod on a live node, a pod no StatefulSet owns, and a
+    pod naming a PVC Kustodian did not clean are left alone."""
+    client, ns = kube_api.client, world["ns"]
+    live = f"live-{uuid.uuid4().hex[:6]}"
+    client.create(NODES, {"apiVersion": "v1", "kind": "Node",
+                          "metadata": {"name": live, "labels": {"kubernetes.io/hostname": live}}})
+    sts = client.create(STATEFUL_SETS, {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "web", "namespace": ns},
+        "spec": {"serviceName": "web", "replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                 "template": {"metadata": {"labels": {"app": "web"}},
+                              "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}})
+    stuck = make_pod(kube_api, ns, "web-0", "data-0", owner=sts)
+    on_live = make_pod(kube_api, ns, "web-1", "data-0", owner=sts, node=live, phase="Running")
+    unowned = make_pod(kube_api, ns, "lone-0", "data-0")
+    other_claim = make_pod(kube_api, ns, "web-2", "data-2", owner=sts)  # data-2: never cleaned
+    on_gone = make_pod(kube_api, ns, "web-3", "data-0", owner=sts, node=world["node"], phase="Running")
+
+    pod_deletes: list[dict[str, Any]] = []
+    delete = client.delete
+
+    def recording(res: Any, name: str, namespace: str | None = None, **kw: Any) -> Any:
+        if res is PODS:
+            pod_deletes.append({"name": name, **kw})
+        return delete(res, name, namespace, **kw)
+
+    monkeypatch.setattr(client, "delete", recording)
+    app = start(kube_api, world, lambda: datetime.now(UTC), delay="1s")
+    try:
+        assert [name for name, _ in app.manager.describe()][-1] == "node-cleanup-pods"
+        assert app.controller.wait_idle(5)
+        assert exists(kube_api, PODS, "web-0", ns)  # nothing was cleaned yet: untouched
+        client.delete(NODES, world["node"])
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", ns), "PVC deleted")
+        wait_for(lambda: not exists(kube_api, PODS, "web-0", ns), "the stuck StatefulSet pod deleted")
+        wait_for(lambda: not exists(kube_api, PODS, "web-3", ns), "the pod bound to the gone node deleted")
+        assert sorted(pod_deletes, key=lambda d: d["name"]) == [
+            {"name": "web-0", "uid": stuck["metadata"]["uid"]}, {"name": "web-3", "uid": on_gone["metadata"]["uid"]}]
+        # the metrics and the event follow the DELETE the API server already shows: wait for them
+        wait_for(lambda: app.registry.get_sample_value(
+            "kustodian_node_cleanup_statefulset_pods_recovered_total") == 2, "both recoveries counted")
+        for pod in (on_live, unowned, other_claim):
+            assert client.get(PODS, pod["metadata"]["name"], ns)["metadata"]["uid"] == pod["metadata"]["uid"]
+        app.recorder.flush()
+        recovered = {e["involvedObject"]["name"]: e for e in client.list(EVENTS, ns)[0]
+                     if e["reason"] == "RecoveredFromNodeLoss"}
+        assert sorted(recovered) == ["web-0", "web-3"]
+        assert f"bound to node {world['node']}, which is gone" in recovered["web-3"]["message"]
+        event = recovered["web-0"]
+        assert event["type"] == "Normal"
+        assert event["involvedObject"]["uid"] == stuck["metadata"]["uid"]
+        assert "Pending and cannot be scheduled" in event["message"]
+        assert "its PVC data-0 was deleted by node cleanup" in event["message"]
+        assert f"node {world['node']} is gone" in event["message"]
+        registry = app.registry
+        assert registry.get_sample_value("kustodian_node_cleanup_statefulset_pods_recovered_total") == 2
+        assert registry.get_sample_value("kustodian_node_cleanup_statefulset_pod_recovery_seconds_count") == 2
+        # a pod the StatefulSet creates afresh next to a fresh PVC of the same name is not touched
+        client.create(PERSISTENT_VOLUME_CLAIMS, {
+            "apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "data-0", "namespace": ns},
+            "spec": {"storageClassName": world["sc"], "accessModes": ["ReadWriteOnce"],
+                     "resources": {"requests": {"storage": "1Gi"}}}})
+        wait_for(lambda: app.cleanup.pvcs.get(ns, "data-0") is not None, "the fresh PVC cached")
+        make_pod(kube_api, ns, "web-0", "data-0", owner=sts)
+        wait_for(lambda: all(q.wait_idle(5) for q in queues(app)), "queues idle")
+        assert exists(kube_api, PODS, "web-0", ns)
+        assert len(pod_deletes) == 2
+    finally:
+        app.stop()
+        with contextlib.suppress(NotFound):
+            client.delete(NODES, live)
+
+
+def queues(app: NodeCleanupApp) -> list[Any]:
+    return [r.queue for r in app.manager.runnables if isinstance(r, Controller)]
+
+
+def test_a_storage_class_that_opts_out_keeps_the_stuck_pod(kube_api: KubeApi, world: dict[str, Any]) -> None:
+    client, ns = kube_api.client, world["ns"]
+    client.create(STORAGE_CLASSES, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                    "metadata": {"name": world["sc"],
+                                                 "annotations": {"kustodian.io/recover-statefulset-pods": "false"}},
+                                    "provisioner": "kubernetes.io/no-provisioner"})
+    sts = client.create(STATEFUL_SETS, {
+        "apiVersion": "apps/v1", "kind": "StatefulSet", "metadata": {"name": "db", "namespace": ns},
+        "spec": {"serviceName": "db", "replicas": 1, "selector": {"matchLabels": {"app": "db"}},
+                 "template": {"metadata": {"labels": {"app": "db"}},
+                              "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}})
+    make_pod(kube_api, ns, "db-0", "data-0", owner=sts)
+    app = start(kube_api, world, lambda: datetime.now(UTC), delay="1s")
+    try:
+        client.delete(NODES, world["node"])
+        wait_for(lambda: app.registry.get_sample_value(
+            "local_volume_node_cleanup_persistentvolumeclaim_delete_total") == 1, "PVC deleted and recorded")
+        wait_for(lambda: all(q.wait_idle(5) for q in queues(app)), "queues idle")
+        assert exists(kube_api, PODS, "db-0", ns)
+        assert app.registry.get_sample_value("kustodian_node_cleanup_statefulset_pods_recovered_total") == 0
+    finally:
+        app.stop()
+        with contextlib.suppress(NotFound):
+            client.delete(STORAGE_CLASSES, world["sc"])
