@@ -131,9 +131,10 @@ CASES: list[tuple[str, Obj, list[Obj], dict[str, list[str]]]] = [
         [rns(), RNS_PV],
         {"CephBlockPoolRadosNamespaces": ["namespace-a"], "PersistentVolumes": ["pvc-rns"]},
     ),
-    # A hashed clusterID names its CR only through the CR: once the RNS is gone (overridden), its
-    # volumes cannot be attributed to the cluster any more (Rook does not see them either).
-    ("cluster-orphan-hashed-volume-unattributable", cluster(), [RNS_PV], {}),
+    # Once the RNS CR is gone (overridden) its volumes still name the pool and the RADOS namespace:
+    # hashed again from the PV's own attributes, they still count for the cluster (issue 32).
+    ("cluster-orphan-hashed-volume-attributed-by-its-attributes", cluster(), [RNS_PV],
+     {"PersistentVolumes": ["pvc-rns"]}),
     # --- CephFilesystemSubVolumeGroup is a provider ---
     ("svg-holds-its-volumes", svg(), [SVG_PV, CEPHFS_PV], {"PersistentVolumes": ["pvc-svg"]}),
     (
