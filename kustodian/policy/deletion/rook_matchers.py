@@ -489,6 +489,12 @@ def multisite_peer_zones_indexes(rule: Rule, m: MultisitePeerZones) -> list[Inde
     return multisite_indexes()
 
 
+#: on a CephObjectZoneGroup: the admin's word that none of its zones is outside this Kubernetes
+#: cluster (``radosgw-admin zonegroup get`` lists them all); exactly this value, nothing looser
+ZONES_OUTSIDE_ANNOTATION = "kustodian.io/zones-outside-cluster"
+ZONES_OUTSIDE_NONE = "none"
+
+
 def find_multisite_peer_zones(
     rule: Rule, m: MultisitePeerZones, provider: Provider, view: ClusterView
 ) -> list[RawObject]:
@@ -496,6 +502,14 @@ def find_multisite_peer_zones(
     if role is None or not role[1]:
         return []
     zone = role[0]
+    if m.outside_cluster:
+        # Rook asks radosgw-admin, which sees the zones of every cluster; Kubernetes shows only
+        # ours, so a master zone's store waits for the admin's word that there are no others
+        zone_group = _one(view, OBJECT_ZONE_GROUP, namespace(zone), str_field(zone, "spec", "zoneGroup"))
+        if zone_group is None:
+            return []
+        said = map_field(zone_group, "metadata", "annotations").get(ZONES_OUTSIDE_ANNOTATION)
+        return [] if said == ZONES_OUTSIDE_NONE else [zone_group]
     me = (namespace(zone), name(zone))
     group = str_field(zone, "spec", "zoneGroup")
     return [z for z in _zones_by_group().lookup(view, [group]) if (namespace(z), name(z)) != me]
