@@ -505,9 +505,11 @@ def find_multisite_peer_zones(
     if m.outside_cluster:
         # Rook asks radosgw-admin, which sees the zones of every cluster; Kubernetes shows only
         # ours, so a master zone's store waits for the admin's word that there are no others
-        zone_group = _one(view, OBJECT_ZONE_GROUP, namespace(zone), str_field(zone, "spec", "zoneGroup"))
-        if zone_group is None:
-            return []
+        group_name = str_field(zone, "spec", "zoneGroup")
+        zone_group = _one(view, OBJECT_ZONE_GROUP, namespace(zone), group_name)
+        if zone_group is None:  # gone (or never here): nobody said anything, so it still blocks
+            return [{"apiVersion": "ceph.rook.io/v1", "kind": "CephObjectZoneGroup",
+                     "metadata": {"name": group_name or "<unnamed>", "namespace": namespace(zone)}}]
         said = map_field(zone_group, "metadata", "annotations").get(ZONES_OUTSIDE_ANNOTATION)
         return [] if said == ZONES_OUTSIDE_NONE else [zone_group]
     me = (namespace(zone), name(zone))

@@ -477,6 +477,12 @@ CASES: list[tuple[str, Obj, list[Obj], dict[str, list[str]]]] = [
         {f"CephObjectZoneGroups ({OUTSIDE_NOTE})": ["zonegroup-a"], f"CephObjectZones ({MASTER_NOTE})": ["zone-b"]},
     ),
     (
+        "multisite-master-zone-group-gone-still-refused",
+        MULTISITE_STORE,
+        [REALM, zone("zone-a")],
+        {f"CephObjectZoneGroups ({OUTSIDE_NOTE})": ["zonegroup-a"]},
+    ),
+    (
         "multisite-peer-zone-store-needs-no-word",
         object_store("store-b", zone={"name": "zone-b"}),
         [REALM, UNSAID_ZONEGROUP, zone("zone-a"), zone("zone-b", created="2026-02-01T00:00:00Z")],
