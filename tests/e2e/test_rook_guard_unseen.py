@@ -51,7 +51,20 @@ def test_a_master_zone_store_waits_for_the_word_that_its_zone_group_has_no_zones
         kube_api: KubeApi, rook_upstream: Path, webhook: WebhookProcess, namespace: str) -> None:
     ns = namespace
     # the master zone of a zone group whose peer zone lives in another Kubernetes cluster
-    apply(kube_api, *example(rook_upstream, "object-multisite.yaml", ns))
+    docs = example(rook_upstream, "object-multisite.yaml", ns)
+    apply(kube_api, *docs)
+    try:
+        _master_zone_store(kube_api, ns)
+    finally:
+        # zones of a zone group are peers in any namespace: leave none behind for later tests
+        for doc in reversed(docs):
+            kind, name = doc["kind"].lower(), doc["metadata"]["name"]
+            kube_api.kubectl("annotate", "--overwrite", kind, name, "-n", ns,
+                             "kustodian.io/allow-delete-with-dependents=true", check=False)
+            kube_api.kubectl("delete", kind, name, "-n", ns, "--ignore-not-found", "--wait=false", check=False)
+
+
+def _master_zone_store(kube_api: KubeApi, ns: str) -> None:
     store = ["cephobjectstore", "multisite-store", "-n", ns]
     refusal = deny_message(f'CephObjectStore "{ns}/multisite-store"',
                            {f"CephObjectZoneGroups ({OUTSIDE_NOTE})": ["zonegroup-a"]})
