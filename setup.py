@@ -17,6 +17,8 @@ setup(
         Extension(
             "kustodian.policy.capacity._native",
             ["kustodian/policy/capacity/_native.pyx"],
+            # included by ``_native.pyx`` (the one AC parse, compiled in): a change rebuilds
+            depends=["kustodian/policy/capacity/reading.py"],
             # optional: a machine without a C compiler or Python's headers still installs
             # (setuptools warns and goes on), with the pure-Python planner.
             optional=True,

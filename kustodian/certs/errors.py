@@ -1,6 +1,7 @@
 """Errors raised by the ``certs`` package.
 
-The tree, drawn once here (as httpx does in ``_exceptions.py``)::
+This package's branch of the one tree drawn in :mod:`kustodian.errors` (there, the
+drawing a test checks; ``CertificateError`` is a ``ConfigError``)::
 
     CertificateError                  anything this package refuses, with every reason
     ├── InvalidCertificateRequest     the caller asked for a certificate we will not issue
@@ -10,7 +11,7 @@ The tree, drawn once here (as httpx does in ``_exceptions.py``)::
                                       unparseable, key does not match certificate): the
                                       usual cure is to issue a fresh bundle
 
-Each error carries ``problems``, one entry per defect, each prefixed with the field it is
+Each error carries ``problems``, one ``FieldProblem`` per defect, with the field it is
 about (``ips[1] "10.0.0.300": ...``), and the message joins them all, so a person fixes
 everything in one round instead of discovering the defects one at a time.
 """
@@ -19,21 +20,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from kustodian.errors import EXIT_CONFIG, KustodianError
+from kustodian.errors import ConfigError, FieldProblem
 
 
-class CertificateError(KustodianError, ValueError):
+class CertificateError(ConfigError):
     """A certificate could not be issued, parsed or loaded; ``problems`` lists every reason.
 
-    A user-input error (exit 2) under :class:`kustodian.errors.KustodianError`; ``problems`` stays a
-    tuple of strings, each already prefixed with its field."""
+    A user-input error (exit 2), a :class:`kustodian.errors.ConfigError`: each problem is a
+    ``FieldProblem`` whose path is the field it is about (``ips[1] "10.0.0.300"``); one line,
+    ``what: problem; problem``."""
 
-    exit_code = EXIT_CONFIG
+    inline = True
 
-    def __init__(self, what: str, problems: Sequence[str]) -> None:
-        self.what = what
-        self.problems: tuple[str, ...] = tuple(problems)
-        super().__init__(f"{what}: {'; '.join(self.problems)}")
+    def __init__(self, what: str, problems: Sequence[str | FieldProblem]) -> None:
+        super().__init__(what, [p if isinstance(p, FieldProblem) else FieldProblem.parse(p)
+                                for p in problems])
 
 
 class InvalidCertificateRequest(CertificateError):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Iterable
 
+from kustodian.certs.errors import InvalidBundle
 from kustodian.kube.client import KubeClient, Obj, retry_on_conflict
 from kustodian.kube.resources import MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, Resource
 
@@ -38,7 +39,7 @@ def _inject_one(client: KubeClient, res: Resource, name: str, bundle_b64: str) -
 def inject_ca_bundle(client: KubeClient, bundle_pem: bytes, *, validating: Iterable[str] = (),
                      mutating: Iterable[str] = ()) -> list[str]:
     if b"-----BEGIN CERTIFICATE-----" not in bundle_pem:
-        raise ValueError("the CA file holds no PEM certificate")
+        raise InvalidBundle("cannot inject the CA bundle", ["the CA file holds no PEM certificate"])
     bundle_b64 = base64.b64encode(bundle_pem).decode()
     done = [_inject_one(client, VALIDATING_WEBHOOKS, n, bundle_b64) for n in validating]
     done += [_inject_one(client, MUTATING_WEBHOOKS, n, bundle_b64) for n in mutating]

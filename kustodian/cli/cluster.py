@@ -45,15 +45,15 @@ def _contexts(source: str, path: Path) -> list[str]:
     try:
         doc: Any = yaml.safe_load(path.read_text())
     except OSError as exc:
-        raise ConfigError(f"{source} {path}: {exc.strerror or exc}") from None
+        raise ConfigError.at(f"{source} {path}", f"{exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 1})" if where is not None else ""
-        raise ConfigError(f"{source} {path}: not valid YAML{line}") from None
+        raise ConfigError.at(f"{source} {path}", f"not valid YAML{line}") from None
     if doc is None:
         return []
     if not isinstance(doc, dict) or not isinstance(doc.get("contexts", []), list | None):
-        raise ConfigError(f"{source} {path}: not a kubeconfig (expected a mapping with 'contexts')")
+        raise ConfigError.at(f"{source} {path}", "not a kubeconfig (expected a mapping with 'contexts')")
     return [str(c.get("name")) for c in doc.get("contexts") or [] if isinstance(c, dict)]
 
 
@@ -66,11 +66,11 @@ def resolve_config(kube: KubeGroup) -> ClusterConfig:
     existing = [p for p in paths if p.is_file()]
     if named and not existing:
         missing = os.pathsep.join(str(p) for p in paths)
-        raise ConfigError(f"{source} {missing}: no such file")
+        raise ConfigError.at(f"{source} {missing}", "no such file")
     if not existing and not _in_cluster():
         if context:
-            raise ConfigError(f"--context {context}: no kubeconfig to find it in (pass --kubeconfig PATH "
-                              "or set KUBECONFIG)")
+            raise ConfigError.at(f"--context {context}",
+                                 "no kubeconfig to find it in (pass --kubeconfig PATH or set KUBECONFIG)")
         if not endpoint:
             raise ConfigError("no cluster to talk to: pass --kubeconfig PATH, set KUBECONFIG or "
                               "--kube-api-endpoint URL, or run in a pod (~/.kube/config does not exist)")
@@ -78,8 +78,8 @@ def resolve_config(kube: KubeGroup) -> ClusterConfig:
         known = [name for p in existing for name in _contexts(source, p)]
         if context not in known:
             where = ", ".join(str(p) for p in existing)
-            raise ConfigError(f"--context {context}: no such context in {where} "
-                              f"(contexts: {', '.join(known) or 'none'})")
+            raise ConfigError.at(f"--context {context}", f"no such context in {where} "
+                                 f"(contexts: {', '.join(known) or 'none'})")
     else:
         for p in existing:
             _contexts(source, p)  # a malformed file is named here rather than deep in the loader
@@ -88,8 +88,8 @@ def resolve_config(kube: KubeGroup) -> ClusterConfig:
                            context=context)
     except KubeError as exc:
         where = ", ".join(str(p) for p in existing) or "in-cluster configuration"
-        raise ConfigError(f"{source} {where}: {exc}".replace("cannot load a Kubernetes configuration: ",
-                                                              "")) from None
+        why = str(exc).replace("cannot load a Kubernetes configuration: ", "")
+        raise ConfigError.at(f"{source} {where}", why) from None
 
 
 _SERVERS: list[str] = []  # this process's API servers, for the one-line "cannot read" error

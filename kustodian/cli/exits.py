@@ -9,10 +9,15 @@ without reading the text::
     2  usage or configuration: a bad flag, env variable, file or value (fix the command line)
     3  not found: the object the command names does not exist
     4  the cluster could not be read: the API server is unreachable, timed out, or refused us
+   70  internal error: a bug in Kustodian (``EX_SOFTWARE`` of BSD's sysexits.h)
+  130  interrupted (Ctrl-C)
 
-Every error a user can cause prints exactly one line per problem on stderr, prefixed with the
-command (``kustodian explain-delete: ...``), naming the flag, path or field at fault; never a
-traceback.  An unexpected exception still shows its traceback: that is a bug to report.
+Every error a user can cause is a ``KustodianError`` (a ``ConfigError`` for a mistake in the
+command line, env, files or values) and prints exactly one line per problem on stderr,
+prefixed with the command (``kustodian explain-delete: ...``), naming the flag, path or field
+at fault; never a traceback.  Any other exception, whatever its type, is a bug: its traceback,
+then one line saying so, and exit 70, so a script never mistakes a crash for a user mistake (2)
+or for a "no" (1).
 """
 
 from __future__ import annotations
@@ -23,10 +28,11 @@ from kustodian.errors import EXIT_BLOCKED, EXIT_CONFIG, EXIT_NOT_FOUND, EXIT_OK,
 from kustodian.kube.errors import KubeError
 from kustodian.kube.errors import NotFound as ApiNotFound
 
-__all__ = ["EPILOG", "EXIT_BLOCKED", "EXIT_CONFIG", "EXIT_NOT_FOUND", "EXIT_OK", "EXIT_UNREACHABLE",
-           "describe"]
+__all__ = ["EPILOG", "EXIT_BLOCKED", "EXIT_CONFIG", "EXIT_INTERNAL", "EXIT_NOT_FOUND", "EXIT_OK",
+           "EXIT_UNREACHABLE", "describe"]
 
 EXIT_UNREACHABLE = 4  # the API server could not be reached, timed out or refused the request
+EXIT_INTERNAL = 70  # an exception that is not a KustodianError: a bug (sysexits' EX_SOFTWARE)
 
 EPILOG = """\
 exit codes:
@@ -35,6 +41,7 @@ exit codes:
   2  usage or configuration error: bad flag, env variable, file or value
   3  not found: the object the command names does not exist
   4  the cluster could not be read: API server unreachable, timed out, or refused us
+ 70  internal error: a bug in kustodian (a traceback is printed); please report it
 
 Flags follow kubectl's: --kubeconfig, --context, -n/--namespace (the object's namespace),
 -o table|json|yaml on every command that reads. Kustodian's own namespace is

@@ -33,7 +33,7 @@ def iter_manifests(directory: Path) -> Iterator[dict[str, Any]]:
             docs = list(yaml.safe_load_all(path.read_text()))
         except (yaml.YAMLError, UnicodeDecodeError) as exc:
             why = yaml_problem(exc) if isinstance(exc, yaml.YAMLError) else "not a text file"
-            raise ConfigError(f"--from {directory}: {path}: {why}") from None
+            raise ConfigError.at(f"--from {directory}", f"{path}: {why}") from None
         for doc in docs:
             if not isinstance(doc, dict):
                 continue
@@ -66,7 +66,7 @@ def load_view(args: argparse.Namespace, rules: RuleSet) -> ClusterView:
     if args.from_dir:
         directory = Path(args.from_dir)
         if not directory.is_dir():
-            raise ConfigError(f"--from {args.from_dir}: no such directory")
+            raise ConfigError.at(f"--from {args.from_dir}", "no such directory")
         return view_from_manifests(iter_manifests(directory), rules.indexers())
     from kustodian.cli.live_view import live_view
 
@@ -90,8 +90,8 @@ def explain_delete(args: argparse.Namespace) -> int:
     key = _resolve_kind(args.kind, known)
     if key not in known:
         guarded = ", ".join(sorted(k.split(".", 1)[0] for k in rules.provider_kinds()))
-        raise ConfigError(f"KIND {args.kind}: no deletion rule names this kind, so the deletion guard never "
-                          f"blocks deleting one (guarded kinds: {guarded})")
+        raise ConfigError.at(f"KIND {args.kind}", "no deletion rule names this kind, so the deletion guard "
+                             f"never blocks deleting one (guarded kinds: {guarded})")
     view = load_view(args, rules)
     kind_name = key.split(".", 1)[0]
     namespace = args.object_namespace

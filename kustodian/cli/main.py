@@ -5,13 +5,14 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from importlib import metadata
 from pathlib import Path
 from typing import NoReturn
 
-from kustodian.cli.exits import EPILOG, describe
+from kustodian.cli.exits import EPILOG, EXIT_INTERNAL, describe
 from kustodian.cli.output import add_output_flag
 from kustodian.cli.progress import Progress, add_progress_flag
 from kustodian.errors import EXIT_CONFIG, ConfigError, KustodianError
@@ -36,8 +37,9 @@ def _component(run_target: str, model: type[Settings]) -> Command:
     ``run_target`` is ``"module:function"``, imported only when the command runs (the
     webhook's dependencies are not the node agent's).  Bad settings (including a
     ``KUSTODIAN_*`` variable no command reads) raise ``ConfigError`` before anything starts;
-    ``main`` prints one line per problem and exits 2.  A ``ValueError`` raised while the
-    component assembles itself (bad rules, bad configuration) refuses the start the same way.
+    ``main`` prints one line per problem and exits 2.  A ``ConfigError`` raised while the
+    component assembles itself (bad rules, bad configuration) refuses the start the same way;
+    any other exception is a bug (``main``: a traceback and exit 70).
     """
 
     def command(args: argparse.Namespace) -> int:
@@ -46,13 +48,7 @@ def _component(run_target: str, model: type[Settings]) -> Command:
         module, _, name = run_target.partition(":")
         run = getattr(importlib.import_module(module), name)
         setup_logging(settings.log.format, settings.log.level)
-        try:
-            rc = run(settings)
-        except KustodianError:
-            raise
-        except ValueError as exc:
-            sys.stderr.write(f"kustodian {args.command}: {exc}\n")
-            return EXIT_CONFIG
+        rc = run(settings)
         return int(rc or 0)  # a component returns its exit code (1: could not sync, lost the Lease)
 
     return command
@@ -70,7 +66,7 @@ def _preflight(settings: Settings) -> None:
         if tls.mode != "builtin":
             for flag, path in (("--tls-cert-file", tls.cert_file), ("--tls-key-file", tls.key_file)):
                 if path and not Path(path).is_file():
-                    raise ConfigError(f"{flag} {path}: no such file")
+                    raise ConfigError.at(f"{flag} {path}", "no such file")
         check_rules_file(settings.deletion_guard.rules_file, "--deletion-guard-rules-file")
 
 
@@ -96,25 +92,22 @@ def _cmd_completion(args: argparse.Namespace) -> int:
 
 
 def _cmd_certs_issue(args: argparse.Namespace) -> int:
-    from kustodian.certs import CertificateError, issue_ca, issue_serving, write_bundle
+    from kustodian.certs import issue_ca, issue_serving, write_bundle
 
     for flag, days in (("--days", args.days), ("--ca-days", args.ca_days)):
         if days <= 0:
-            raise ConfigError(f"{flag} {days}: must be a positive number of days")
+            raise ConfigError.at(f"{flag} {days}", "must be a positive number of days")
     now = datetime.now(UTC)
-    try:
-        ca = issue_ca(now=now, validity=timedelta(days=args.ca_days))
-        serving = issue_serving(ca, service=args.service, namespace=args.namespace, dns=args.dns or [],
-                                ips=args.ip or [], now=now, validity=timedelta(days=args.days))
-    except CertificateError as exc:
-        sys.stderr.write(f"kustodian certs issue: {exc}\n")
-        return 2
+    # a CertificateError (a bad --service, --ip, ...) is a ConfigError: one line, exit 2
+    ca = issue_ca(now=now, validity=timedelta(days=args.ca_days))
+    serving = issue_serving(ca, service=args.service, namespace=args.namespace, dns=args.dns or [],
+                            ips=args.ip or [], now=now, validity=timedelta(days=args.days))
     out = Path(args.out)
     try:
         write_bundle(out, ca, serving)
     except OSError as exc:
         why = (exc.strerror or str(exc)).lower()
-        raise ConfigError(f"--out {args.out}: cannot write there: {why}") from None
+        raise ConfigError.at(f"--out {args.out}", f"cannot write there: {why}") from None
     print(f"wrote {out / 'ca.crt'}, {out / 'tls.crt'}, {out / 'tls.key'} (mode 0600)")
     return 0
 
@@ -128,9 +121,9 @@ def _cmd_certs_inject(args: argparse.Namespace) -> int:
     try:
         bundle = Path(args.ca_file).read_bytes()
     except OSError as exc:
-        raise ConfigError(f"--ca-file {args.ca_file}: {(exc.strerror or str(exc)).lower()}") from None
+        raise ConfigError.at(f"--ca-file {args.ca_file}", (exc.strerror or str(exc)).lower()) from None
     if b"-----BEGIN CERTIFICATE-----" not in bundle:
-        raise ConfigError(f"--ca-file {args.ca_file}: holds no PEM certificate")
+        raise ConfigError.at(f"--ca-file {args.ca_file}", "holds no PEM certificate")
     if not (args.validating or args.mutating):
         raise ConfigError("name at least one configuration: --validating NAME or --mutating NAME")
     client = connect(settings.kube)
@@ -308,7 +301,8 @@ def _cmd_plan(name: str) -> Command:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; a ``KustodianError`` (a user mistake, a refusal, a missing object) is
     printed as one line per problem, prefixed with the command, and its ``exit_code`` returned:
-    never a traceback for a user mistake."""
+    never a traceback for a user mistake.  Any other exception is a bug, whatever its type (a
+    ``ValueError`` too): its traceback, one line saying so, and ``EXIT_INTERNAL`` (70)."""
     args = build_parser().parse_args(argv)
     func: Command = args.func
     actions = ("certs_command", "reclaim_command", "capacity_command")
@@ -328,6 +322,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write(f"kustodian {name}: interrupted\n")
         return 130
+    except Exception as exc:  # a bug: say so, with its traceback, under its own code
+        traceback.print_exc()
+        sys.stderr.write(f"kustodian {name}: internal error ({type(exc).__name__}): this is a bug in "
+                         f"kustodian, please report it with the traceback above\n")
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

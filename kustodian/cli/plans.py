@@ -15,7 +15,7 @@ from typing import Any
 from kustodian.cli.explain import iter_manifests
 from kustodian.cli.output import dump, print_rows, records
 from kustodian.cli.progress import Progress
-from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError
+from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, FieldProblem
 from kustodian.policy.store import kind_key
 from kustodian.settings import ToolSettings, settings_from_args
 
@@ -25,7 +25,7 @@ def _objects(args: argparse.Namespace, kinds: dict[str, Any]) -> dict[str, list[
     found: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     if args.from_dir:
         if not Path(args.from_dir).is_dir():
-            raise ConfigError(f"--from {args.from_dir}: no such directory")
+            raise ConfigError.at(f"--from {args.from_dir}", "no such directory")
         for doc in iter_manifests(Path(args.from_dir)):
             key = kind_key(str(doc.get("apiVersion", "")), str(doc.get("kind", "")))
             if key in found:
@@ -55,8 +55,8 @@ RECLAIM_KINDS = ("PersistentVolumeClaim", "Namespace", "StorageClass.storage.k8s
 
 def reclaim_rows(objs: dict[str, list[dict[str, Any]]], config_ref: tuple[str, str],
                  csi_addons_ref: tuple[str, str], now: datetime) -> list[Any]:
-    """Plan rows from gathered objects (``RECLAIM_KINDS``); ValueError names a bad ConfigMap."""
-    from kustodian.policy.reclaim.config import ConfigError, parse_config
+    """Plan rows from gathered objects (``RECLAIM_KINDS``); ``ConfigError`` names a bad ConfigMap."""
+    from kustodian.policy.reclaim.config import ReclaimConfigError, parse_config
     from kustodian.policy.reclaim.plan import plan
     from kustodian.policy.reclaim.upstream import CsiAddonsConfigError, parse_csi_addons_config
 
@@ -68,15 +68,15 @@ def reclaim_rows(objs: dict[str, list[dict[str, Any]]], config_ref: tuple[str, s
         if ref == config_ref:
             try:
                 config = parse_config(cm)
-            except ConfigError as exc:
-                raise ValueError(f"reclaim config {'/'.join(config_ref)} is invalid: {exc}") from None
+            except ReclaimConfigError as exc:
+                raise ConfigError(f"reclaim config {'/'.join(config_ref)} is invalid: {exc}") from None
         if ref == csi_addons_ref:
             csi_addons_cm = cm
     try:
         csi_addons = parse_csi_addons_config(csi_addons_cm)
     except CsiAddonsConfigError as exc:
         where = "/".join(csi_addons_ref)
-        raise ValueError(f"csi-addons config {where} would stop csi-addons: {exc}") from None
+        raise ConfigError(f"csi-addons config {where} would stop csi-addons: {exc}") from None
     return plan(objs["PersistentVolumeClaim"], objs["Namespace"], objs["StorageClass.storage.k8s.io"],
                 config, now,
                 csi_addons=csi_addons, pvs=objs["PersistentVolume"],
@@ -88,10 +88,7 @@ def reclaim_plan(args: argparse.Namespace) -> int:
     objs = _objects(args, dict.fromkeys(RECLAIM_KINDS))
     csi_ns, _, csi_name = str(args.csi_addons_config).partition("/")
     config_ns = args.config_namespace or settings_from_args(ToolSettings, args).kube.namespace
-    try:
-        rows = reclaim_rows(objs, (config_ns, args.config_name), (csi_ns, csi_name), datetime.now(UTC))
-    except ValueError as exc:
-        raise ConfigError(str(exc)) from None
+    rows = reclaim_rows(objs, (config_ns, args.config_name), (csi_ns, csi_name), datetime.now(UTC))
     rows = [r for r in rows if not args.object_namespace or r.namespace == args.object_namespace]
     if args.output != "table":
         dump({"pvcs": [{"namespace": r.namespace, "name": r.pvc, "schedule": r.schedule or None,
@@ -127,7 +124,7 @@ def capacity_plan(args: argparse.Namespace) -> int:
                 meta = obj.get("metadata")
                 label = meta.get("name") if isinstance(meta, dict) else None
                 who = label if isinstance(label, str) and label else f"#{i + 1} (no name)"
-                problems.append(f"{kind} {who}: " + "; ".join(errors))
+                problems.append(FieldProblem(f"{kind} {who}", "; ".join(errors)))
     if problems:
         raise ConfigError("invalid", problems)
     options = PlanOptions(sequential_lvg=args.sequential_lvg)

@@ -49,9 +49,10 @@ def duration_flag(flag: str, text: str) -> timedelta:
     try:
         value = parse_go_duration(text.strip())
     except DurationError as exc:
-        raise ConfigError(f"{flag} {text}: not a duration like 30m, 6h or 1h30m ({exc.reason})") from None
+        why = f"not a duration like 30m, 6h or 1h30m ({exc.reason})"
+        raise ConfigError.at(f"{flag} {text}", why) from None
     if value <= timedelta(0):
-        raise ConfigError(f"{flag} {text}: must be above zero (e.g. 30m, 6h)")
+        raise ConfigError.at(f"{flag} {text}", "must be above zero (e.g. 30m, 6h)")
     return value
 
 

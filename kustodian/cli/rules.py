@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from kustodian.errors import ConfigError, KustodianError
-from kustodian.policy.deletion import RuleSet
+from kustodian.errors import ConfigError, FieldProblem
+from kustodian.policy.deletion import RuleError, RuleSet
 
 __all__ = ["check_rules_file", "load_rules", "yaml_problem"]
 
@@ -28,13 +28,13 @@ def check_rules_file(path: str | None, flag: str) -> None:
     try:
         text = Path(path).read_text()
     except OSError as exc:
-        raise ConfigError(f"{flag} {path}: {(exc.strerror or str(exc)).lower()}") from None
+        raise ConfigError.at(f"{flag} {path}", (exc.strerror or str(exc)).lower()) from None
     except UnicodeDecodeError:
-        raise ConfigError(f"{flag} {path}: not a text file") from None
+        raise ConfigError.at(f"{flag} {path}", "not a text file") from None
     try:
         yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{flag} {path}: {yaml_problem(exc)}") from None
+        raise ConfigError.at(f"{flag} {path}", yaml_problem(exc)) from None
 
 
 def load_rules(path: str | None, flag: str = "--rules") -> RuleSet:
@@ -43,7 +43,7 @@ def load_rules(path: str | None, flag: str = "--rules") -> RuleSet:
     check_rules_file(path, flag)
     try:
         return load_deletion_rules(path)
-    except KustodianError:
+    except RuleError:
         raise  # rule errors name the file and the rule: rules.yaml[2].kind
-    except ValueError as exc:  # "<path>: expected a list of rules"
-        raise ConfigError(f"{flag} {exc}") from None
+    except ConfigError as exc:  # "<path>: expected a list of rules"
+        raise ConfigError("", [FieldProblem(f"{flag} {p.path}", p.message) for p in exc.problems]) from None

@@ -2,7 +2,8 @@
 
 Every ``httpx`` failure and every non-2xx answer of the API server is wrapped once,
 here, so business code never tests ``status == 404``.  ``KubeError`` sits under
-:class:`kustodian.errors.KustodianError`::
+:class:`kustodian.errors.KustodianError`; this is its branch of the one tree drawn (and
+checked by a test) in :mod:`kustodian.errors`::
 
     KubeError
      ├── ApiError                 the server answered with a failure Status
@@ -12,7 +13,9 @@ here, so business code never tests ``status == 404``.  ``KubeError`` sits under
      │    ├── Forbidden           401, 403 (also: denied by an admission webhook)
      │    ├── Gone                410 (resourceVersion too old: re-list)
      │    └── Invalid             400, 422
-     └── Unavailable              5xx, 429, timeouts, refused or dropped connections
+     ├── Unavailable              5xx, 429, timeouts, refused or dropped connections
+     └── Fenced                   a destructive call refused before it was sent: this replica
+                                  may no longer hold its Lease
 """
 
 from __future__ import annotations

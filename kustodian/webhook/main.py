@@ -21,6 +21,7 @@ import yaml
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
 
+from kustodian.errors import ConfigError, FieldProblem
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
@@ -64,7 +65,8 @@ def load_deletion_rules(path: str | None) -> RuleSet:
     if isinstance(data, dict) and "rules" in data:
         data = data["rules"]
     if not isinstance(data, list):
-        raise ValueError(f"{path}: expected a list of rules (or a mapping with a 'rules' list)")
+        problem = FieldProblem(path, "expected a list of rules (or a mapping with a 'rules' list)")
+        raise ConfigError("", [problem])
     return rules.merged(load_rules(data, source=path))
 
 

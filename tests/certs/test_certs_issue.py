@@ -284,7 +284,7 @@ def test_bad_serving_request_is_refused(ca: KeyPair, overrides: dict[str, Any], 
     with pytest.raises(InvalidCertificateRequest) as caught:
         issue_serving(ca, **{**GOOD, **overrides})
     assert len(caught.value.problems) == len(expected)
-    for problem, fragment in zip(caught.value.problems, expected, strict=True):
+    for problem, fragment in zip(map(str, caught.value.problems), expected, strict=True):
         assert problem.startswith(fragment)
 
 
@@ -348,7 +348,7 @@ def test_unusable_ca_is_refused(ca: KeyPair, make_ca: Any, expected: list[str]) 
     with pytest.raises(InvalidCertificateRequest) as caught:
         issue_serving(make_ca(ca), **GOOD)
     assert len(caught.value.problems) == len(expected)
-    for problem, fragment in zip(caught.value.problems, expected, strict=True):
+    for problem, fragment in zip(map(str, caught.value.problems), expected, strict=True):
         assert problem.startswith(fragment)
 
 
@@ -369,7 +369,7 @@ def test_bad_ca_request_is_refused(overrides: dict[str, Any], expected: list[str
     with pytest.raises(InvalidCertificateRequest, match=r"^cannot issue CA certificate: ") as caught:
         issue_ca(**{"now": NOW, **overrides})
     assert len(caught.value.problems) == len(expected)
-    for problem, fragment in zip(caught.value.problems, expected, strict=True):
+    for problem, fragment in zip(map(str, caught.value.problems), expected, strict=True):
         assert problem.startswith(fragment)
 
 

@@ -179,7 +179,7 @@ def test_merge_refuses_an_unusable_new_ca(
     with pytest.raises(InvalidBundle, match=r"^cannot build caBundle: ") as caught:
         merge_ca_bundle(cas["mid"].cert_pem, pem, OLD_EXPIRED)
     assert len(caught.value.problems) == 1
-    assert caught.value.problems[0].startswith(expected)
+    assert str(caught.value.problems[0]).startswith(expected)
 
 
 def test_merge_refuses_naive_now(cas: dict[str, KeyPair]) -> None:

@@ -44,7 +44,7 @@ ALL_ON: dict[str, Any] = {
     "nodeCleanup": {"enabled": True, "storageClasses": ["local-nvme"], "delay": "15m",
                     "detectRecreatedNodes": True},
     "capacity": {"enabled": True, "sequentialLvg": True},
-    "orphans": {"enabled": True, "disks": ["/var/lib/longhorn", "/mnt/disk2"], "autoDelete": True},
+    "nodeAgent": {"enabled": True, "disks": ["/var/lib/longhorn", "/mnt/disk2"], "autoDelete": True},
     "tls": {"mode": "builtin", "builtin": {"inProcessRotation": True}},
 }
 

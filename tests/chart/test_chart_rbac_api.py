@@ -16,7 +16,6 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -42,7 +41,7 @@ from kustodian.kube.resources import (
     VALIDATING_WEBHOOKS,
 )
 from tests.conftest import KubeApi
-from tests.support import free_port
+from tests.support import free_port, wait_for, wait_while_running
 
 from .conftest import ALL_ON, FULLNAME, NAMESPACE, Doc, one, render
 
@@ -223,11 +222,7 @@ def test_the_node_agent_writes_only_its_own_nodes_record(kube_api_rbac: KubeApi,
 
 
 def _until(proc: subprocess.Popen[bytes], log: Path, cond: Any, what: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert proc.poll() is None, f"exited {proc.returncode}:\n{log.read_text()}"
-        assert time.monotonic() < deadline, f"{what}\n{log.read_text()}"
-        time.sleep(0.1)
+    wait_while_running(proc, log, cond, what, timeout)
 
 
 def _ready(port: int) -> bool:
@@ -393,17 +388,17 @@ def test_the_webhooks_account_changes_only_the_ca_bundle_of_its_configurations(
 
         # the policy is enforced once the API server has compiled it: wait on a refused change
         ca = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
-        deadline = time.monotonic() + 30
-        while True:
+        def failure_policy_refused(res: Any = res) -> bool:
             try:
                 patched([{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}])
             except (Forbidden, Invalid) as exc:
                 assert "caBundle" in str(exc), exc
-                break
+                return True
             admin.patch(res, FULLNAME, [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}],
                         patch_type="json")
-            assert time.monotonic() < deadline, f"{kind}: the failurePolicy change was never refused"
-            time.sleep(0.2)
+            return False
+
+        wait_for(failure_policy_refused, f"{kind}: the webhook account's failurePolicy change refused", 30, 0.2)
         patched([{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": ca}])
         assert admin.get(res, FULLNAME)["webhooks"][0]["clientConfig"]["caBundle"] == ca
         before = admin.get(res, FULLNAME)

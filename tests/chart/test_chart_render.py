@@ -340,7 +340,7 @@ def test_the_node_agent_mounts_only_the_configured_disks(rendered: dict[str, lis
     ds = one(docs, "DaemonSet")
     spec = ds["spec"]["template"]["spec"]
     host = [v["hostPath"]["path"] for v in spec["volumes"] if "hostPath" in v]
-    assert host == ALL_ON["orphans"]["disks"]
+    assert host == ALL_ON["nodeAgent"]["disks"]
     (container,) = spec["containers"]
     assert container["args"] == ["node-agent"]
     mounted = [m["mountPath"] for m in container["volumeMounts"] if m["name"].startswith("disk-")]

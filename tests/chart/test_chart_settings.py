@@ -112,7 +112,7 @@ def _controllers_values(v: dict[str, Any]) -> Values:
 
 
 def _node_agent_values(v: dict[str, Any]) -> Values:
-    orphans = v["orphans"]
+    orphans = v["nodeAgent"]
     agent: dict[str, Any] = {"node_name": NODE, "disks": orphans["disks"], "auto_delete": orphans["autoDelete"],
                              "longhorn_namespace": "longhorn-system",
                              "brake_share": orphans.get("brakeShare", 0.5),

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kustodian.cli.exits import EXIT_UNREACHABLE
+from kustodian.cli.exits import EXIT_INTERNAL, EXIT_UNREACHABLE
 from kustodian.errors import EXIT_BLOCKED, EXIT_CONFIG, EXIT_NOT_FOUND
 from kustodian.settings import (
     ControllersSettings,
@@ -54,6 +54,12 @@ KUBECONFIG_ONE_CONTEXT = yaml.safe_dump({
     "contexts": [{"name": "a", "context": {"cluster": "a", "user": "a"}}]})
 
 MANIFESTS = {"m/pool.yaml": yaml.safe_dump_all([POOL, PV])}
+RECLAIM_CM = {"apiVersion": "v1", "kind": "ConfigMap",
+              "metadata": {"name": "kustodian-reclaim-config", "namespace": "kustodian"},
+              "data": {"config.json": "{bad"}}
+CSI_ADDONS_CM = {"apiVersion": "v1", "kind": "ConfigMap",
+                 "metadata": {"name": "csi-addons-config", "namespace": "csi-addons-system"},
+                 "data": {"max-group-pvcs": "1000"}}
 CERT = {"cert.pem": "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"}
 
 CASES = [
@@ -104,6 +110,17 @@ CASES = [
     Case("webhook-rules-file-missing", ("webhook", "--webhook-insecure-http", "--deletion-guard-rules-file",
                                         "/nope.yaml", "--kube-api-endpoint", "https://127.0.0.1:1"),
          EXIT_CONFIG, ("--deletion-guard-rules-file /nope.yaml",)),
+    # found while the component assembles itself (a ConfigError, no longer any ValueError)
+    Case("webhook-rules-file-not-a-list", ("webhook", "--webhook-insecure-http", "--webhook-port", "{port}",
+                                           "--metrics-listen-address", "", "--deletion-guard-rules-file",
+                                           "{tmp}/rules.yaml", "--kube-api-endpoint", "https://127.0.0.1:1"),
+         EXIT_CONFIG, ("rules.yaml", "expected a list of rules"), files={"rules.yaml": "just text\n"}),
+    Case("reclaim-plan-bad-configmap", ("reclaim", "plan", "--from", "{tmp}/m"), EXIT_CONFIG,
+         ("reclaim config kustodian/kustodian-reclaim-config is invalid", "config.json: not valid JSON"),
+         files={"m/cm.yaml": yaml.safe_dump(RECLAIM_CM)}),
+    Case("reclaim-plan-bad-csi-addons-configmap", ("reclaim", "plan", "--from", "{tmp}/m"), EXIT_CONFIG,
+         ("csi-addons config csi-addons-system/csi-addons-config", "data[max-group-pvcs]"),
+         files={"m/cm.yaml": yaml.safe_dump(CSI_ADDONS_CM)}),
     Case("certs-inject-ca-file-missing", ("certs", "inject", "--ca-file", "/nope.pem", "--validating", "nope",
                                           "--kube-api-endpoint", "https://127.0.0.1:1"),
          EXIT_CONFIG, ("--ca-file /nope.pem",)),
@@ -119,6 +136,9 @@ CASES = [
                                    "--days", "0"), EXIT_CONFIG, ("--days 0",)),
     Case("certs-issue-days-not-a-number", ("certs", "issue", "--service", "s", "--namespace", "n", "--out",
                                            "{tmp}/o", "--ca-days", "ten"), EXIT_CONFIG, ("--ca-days", "'ten'")),
+    Case("certs-issue-bad-service-and-ip", ("certs", "issue", "--service", "Bad_Name", "--namespace", "n",
+                                            "--out", "{tmp}/o", "--ip", "10.0.0.300"), EXIT_CONFIG,
+         ("cannot issue serving certificate", "service 'Bad_Name'", "ips[0] '10.0.0.300'")),
     Case("explain-delete-unguarded-kind", ("explain-delete", "Widget", "x", "--from", "{tmp}/m"), EXIT_CONFIG,
          ("KIND Widget", "CephBlockPool"), files=MANIFESTS),
     Case("from-dir-missing", ("reclaim", "plan", "--from", "/nonexistent-dir"), EXIT_CONFIG,
@@ -209,5 +229,6 @@ def test_the_exit_codes_are_documented_in_help(tmp_path: Path) -> None:
     assert proc.returncode == 0
     text = proc.stdout
     for code, meaning in ((0, "ok"), (EXIT_BLOCKED, "blocked"), (EXIT_CONFIG, "usage or configuration"),
-                          (EXIT_NOT_FOUND, "not found"), (EXIT_UNREACHABLE, "cluster could not be read")):
+                          (EXIT_NOT_FOUND, "not found"), (EXIT_UNREACHABLE, "cluster could not be read"),
+                          (EXIT_INTERNAL, "a bug in kustodian")):
         assert any(line.strip().startswith(f"{code} ") and meaning in line for line in text.splitlines()), code

@@ -14,13 +14,11 @@ from prometheus_client import CollectorRegistry
 from kustodian.errors import Terminal
 from kustodian.kube.errors import Conflict, Forbidden, Invalid, Unavailable
 from kustodian.runtime.workqueue import ControllerMetrics, Result, WorkQueue
+from tests.support import wait_for
 
 
 def wait(cond: Callable[[], bool], timeout: float = 5) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline
-        time.sleep(0.005)
+    wait_for(cond, "the work queue to reach the expected state", timeout, poll=0.005)
 
 
 def test_keys_queued_many_times_run_once_and_never_concurrently() -> None:
@@ -51,7 +49,7 @@ def test_keys_queued_many_times_run_once_and_never_concurrently() -> None:
         gate.set()
         wait(lambda: runs["a"] == 2 and runs["b"] == 1)
         assert ctl.wait_idle(2)
-        time.sleep(0.05)
+        wait(lambda: ctl.pending() == 0)  # nothing ready, delayed or running: no pass can follow
         assert runs == Counter({"a": 2, "b": 1}) and overlap == []
     finally:
         ctl.stop()
@@ -142,7 +140,7 @@ def test_a_terminal_error_is_logged_once_counted_and_dropped_until_enqueued_agai
         ctl.enqueue("k")
         wait(lambda: registry.get_sample_value("kustodian_controller_reconcile_total",
                                                {"controller": "t", "result": "error"}) == 1.0)
-        time.sleep(0.1)  # ten backoff periods: a retry would have happened by now
+        wait(lambda: ctl.pending() == 0)  # no retry planned: none can ever run without a new enqueue
         assert calls == ["k"] and ctl.pending() == 0
         assert "failed permanently" in caplog.text and caplog.text.count("failed permanently") == 1
         assert registry.get_sample_value("kustodian_controller_terminal_errors_total", {"controller": "t"}) == 1.0
@@ -169,7 +167,7 @@ def test_a_persistent_forbidden_or_invalid_is_given_up_after_a_few_attempts(
         ctl.enqueue("k")
         wait(lambda: registry.get_sample_value("kustodian_controller_terminal_errors_total",
                                                {"controller": "t"}) == 1.0)
-        time.sleep(0.2)
+        wait(lambda: ctl.pending() == 0)  # no retry planned: none can ever run without a new enqueue
         assert len(calls) == 4 and ctl.pending() == 0
         assert caplog.text.count("failed permanently") == 1
     finally:
@@ -188,8 +186,31 @@ def test_delayed_adds_keep_one_timer_per_key_the_earliest() -> None:
         assert ctl.pending() == 1
         wait(lambda: len(runs) == 1)
         assert 0.05 <= runs[0] < 1
-        time.sleep(0.1)
+        wait(lambda: ctl.pending() == 0)  # the pass is over and no other timer is left for "k"
         assert len(runs) == 1 and ctl.pending() == 0
+    finally:
+        ctl.stop()
+
+
+def test_replaced_timers_never_fire_when_their_time_comes() -> None:
+    """The same story on the queue's injected clock, moved by hand past every timer it dropped:
+    the real-time test above cannot wait 5 s to see the replaced timers stay silent."""
+    now = [0.0]
+    runs: list[tuple[str, float]] = []
+    ctl = WorkQueue("t", lambda key: runs.append((key, now[0])), workers=1, clock=lambda: now[0]).start()
+    try:
+        for _ in range(100):
+            ctl.enqueue_after("k", 5)
+        ctl.enqueue_after("k", 0.05)
+        ctl.enqueue_after("k", 3)
+        assert ctl.wait_idle(5) and runs == []  # not due on the queue's clock
+        now[0] = 0.05
+        wait(lambda: ctl.pending() == 0)
+        assert runs == [("k", 0.05)]
+        now[0] = 10.0  # past the 3 s and 5 s timers that were replaced
+        ctl.enqueue("other")  # wakes the worker: it looks at its timers with the new time first
+        wait(lambda: ctl.pending() == 0)
+        assert runs == [("k", 0.05), ("other", 10.0)]
     finally:
         ctl.stop()
 
@@ -201,7 +222,7 @@ def test_enqueue_now_runs_a_delayed_key_at_once_and_the_timer_does_not_run_it_tw
         ctl.enqueue_after("k", 0.1)
         ctl.enqueue("k")
         wait(lambda: len(runs) >= 1)
-        time.sleep(0.2)
+        wait(lambda: ctl.pending() == 0)  # the planned pass has run too, and nothing is left to run
         assert runs == ["k", "k"]  # the immediate pass, then the planned one (it may re-decide)
     finally:
         ctl.stop()
@@ -231,7 +252,7 @@ def test_stop_ends_every_worker_and_leaves_queued_keys_alone() -> None:
     ctl.stop()
     assert not any(t.is_alive() for t in threading.enumerate() if t.name.startswith("t-"))
     ctl.enqueue("k")
-    time.sleep(0.05)
+    assert ctl.pending() == 1  # queued and left alone: no worker is alive to take it
     assert runs == []
 
 

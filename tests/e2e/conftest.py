@@ -7,7 +7,6 @@ import os
 import ssl
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ import yaml
 from kustodian.testing.crds import rook_crds
 from kustodian.testing.webhooks import webhook_configurations
 from tests.conftest import KubeApi
-from tests.support import free_port
+from tests.support import eventually, free_port
 
 
 @pytest.fixture(scope="session")
@@ -67,18 +66,20 @@ def start_webhook(kube_api: KubeApi, workdir: Path, *extra: str) -> WebhookProce
              "--tls-key-file", str(certs_dir / "tls.key"), *extra],
             stdout=log_out, stderr=subprocess.STDOUT, text=True, env=env)
     hook = WebhookProcess(f"https://127.0.0.1:{port}", certs_dir / "ca.crt", proc, log_file)
-    deadline = time.monotonic() + 60
     with hook.http() as http:
-        while True:
+        answers: list[bool] = []
+
+        def ready_or_exited() -> bool:
             try:
-                if http.get("/readyz").status_code == 200:
-                    return hook
+                answers.append(http.get("/readyz").status_code == 200)
             except httpx.TransportError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                proc.kill()
-                raise AssertionError(f"webhook did not become ready:\n{hook.logs()}")
-            time.sleep(0.1)
+                answers.append(False)
+            return answers[-1] or proc.poll() is not None
+
+        if not eventually(ready_or_exited, timeout=60, poll=0.1) or not answers[-1]:
+            proc.kill()
+            raise AssertionError(f"webhook did not become ready:\n{hook.logs()}")
+    return hook
 
 
 def stop_webhook(hook: WebhookProcess) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 import uuid
@@ -10,6 +11,7 @@ from typing import Any
 import yaml
 
 from tests.conftest import KubeApi
+from tests.support import eventually, wait_for
 
 SCHEDULE = "reclaimspace.csiaddons.openshift.io/schedule"
 SOURCE = "reclaimspace.kustodian.io/source"
@@ -29,15 +31,16 @@ def rbd_pv(name: str, cluster_ns: str, pool: str) -> dict[str, Any]:
 
 def until(kube_api: KubeApi, args: list[str], want: str, timeout: float = 15) -> str:
     """Run kubectl until its output contains ``want`` (the webhook's cache catching up)."""
-    deadline = time.monotonic() + timeout
-    while True:
+    outs: list[str] = []
+
+    def printed() -> bool:
         proc = kube_api.kubectl(*args, check=False)
-        out = proc.stdout + proc.stderr
-        if want in out:
-            return out
-        if time.monotonic() > deadline:
-            raise AssertionError(f"kubectl {' '.join(args)} never printed {want!r}; last output:\n{out}")
-        time.sleep(0.1)
+        outs.append(proc.stdout + proc.stderr)
+        return want in outs[-1]
+
+    wait_for(printed, lambda: f"kubectl {' '.join(args)} to print {want!r}; last output:\n{outs[-1]}", timeout,
+             poll=0.1)
+    return outs[-1]
 
 
 def blocked_events(kube_api: KubeApi, namespace: str) -> list[dict[str, Any]]:
@@ -63,6 +66,8 @@ def deletion_guard_story(kube_api: KubeApi, namespace: str) -> None:
     out = until(kube_api, ["delete", "cephblockpool", "replicapool", "-n", namespace, "--dry-run=server"],
                 "PersistentVolumes: [")
     assert expected in out
+    # real time is the subject: an absence has no event to wait for, so the check is that no
+    # Event appears within half a second of the dry run (the recorder writes within milliseconds)
     time.sleep(0.5)
     assert blocked_events(kube_api, namespace) == []
 
@@ -71,9 +76,14 @@ def deletion_guard_story(kube_api: KubeApi, namespace: str) -> None:
     assert f"Error from server (Forbidden): {expected}" in proc.stderr
     kube_api.kubectl("get", "cephblockpool", "replicapool", "-n", namespace)  # still there, not Terminating
 
-    deadline = time.monotonic() + 10
-    while not (events := blocked_events(kube_api, namespace)) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    seen: list[list[dict[str, Any]]] = []
+
+    def blocked() -> bool:  # the recorder writes Events off the request path
+        seen.append(blocked_events(kube_api, namespace))
+        return bool(seen[-1])
+
+    eventually(blocked, timeout=10, poll=0.1)
+    events = seen[-1]
     assert len(events) == 1
     assert events[0]["type"] == "Warning"
     assert events[0]["involvedObject"]["kind"] == "CephBlockPool"
@@ -113,16 +123,14 @@ def pvc_mutation_story(kube_api: KubeApi, namespace: str) -> None:
     try:
         # the webhook learns about the StorageClass from its watch; PVCs created before that
         # would simply not be mutated (failurePolicy Ignore), so wait for the first one to be
-        deadline = time.monotonic() + 15
-        i = 0
-        while True:
-            name = f"probe-{i}"
+        probes = itertools.count()
+
+        def mutated() -> bool:
+            name = f"probe-{next(probes)}"
             kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc(name, namespace, sc)))
-            if pvc_annotations(kube_api, namespace, name).get(SCHEDULE):
-                break
-            assert time.monotonic() < deadline, "the schedule never appeared"
-            i += 1
-            time.sleep(0.1)
+            return bool(pvc_annotations(kube_api, namespace, name).get(SCHEDULE))
+
+        wait_for(mutated, "the schedule to appear on a new PVC", 15, poll=0.1)
 
         kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc("data", namespace, sc)))
         got = pvc_annotations(kube_api, namespace, "data")

@@ -137,11 +137,10 @@ def test_the_webhook_process_in_builtin_mode_serves_what_it_published(kube_api: 
     import ssl
     import subprocess
     import sys
-    import time
 
     import httpx
 
-    from tests.support import free_port
+    from tests.support import free_port, wait_while_running
 
     name = f"tls-{namespace}"
     configs(kube_api, name)
@@ -154,8 +153,7 @@ def test_the_webhook_process_in_builtin_mode_serves_what_it_published(kube_api: 
              "--kubeconfig", str(kube_api.kubeconfig), "--webhook-host", "127.0.0.1", "--webhook-port", str(port)],
             stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
     try:
-        deadline = time.monotonic() + 30
-        while True:
+        def serving_the_published_ca() -> bool:
             try:
                 (bundle,) = bundles(kube_api, name)
                 if b"BEGIN CERTIFICATE" in bundle:
@@ -163,13 +161,13 @@ def test_the_webhook_process_in_builtin_mode_serves_what_it_published(kube_api: 
                     ca.write_bytes(bundle)
                     ctx = ssl.create_default_context(cafile=str(ca))
                     ctx.check_hostname = False  # the certificate names the Service, we dial 127.0.0.1
-                    if httpx.get(f"https://127.0.0.1:{port}/readyz", verify=ctx).status_code == 200:
-                        break
+                    return httpx.get(f"https://127.0.0.1:{port}/readyz", verify=ctx).status_code == 200
             except (httpx.TransportError, KeyError, ValueError):
                 pass
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+            return False
+
+        wait_while_running(proc, log, serving_the_published_ca,
+                           "a CA bundle published and the server ready behind it", 30, poll=0.2)
     finally:
         proc.terminate()
         proc.wait(15)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -16,7 +16,7 @@ import yaml
 from kustodian.kube.resources import LEASES
 from tests.conftest import KubeApi
 from tests.e2e.stories import SCHEDULE, SOURCE, pvc, pvc_annotations, storage_class
-from tests.support import free_port
+from tests.support import free_port, wait_while_running
 
 pytestmark = pytest.mark.api
 
@@ -35,12 +35,8 @@ def test_existing_pvcs_are_reconciled_at_start_and_follow_changes(kube_api: Kube
              "--metrics-listen-address", f"127.0.0.1:{port}"],
             stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
     try:
-        def until(cond: object, what: str, timeout: float = 20) -> None:
-            deadline = time.monotonic() + timeout
-            while not cond():  # type: ignore[operator]
-                assert proc.poll() is None, log.read_text()
-                assert time.monotonic() < deadline, f"{what}\n{log.read_text()}"
-                time.sleep(0.1)
+        def until(cond: Callable[[], bool], what: str, timeout: float = 20) -> None:
+            wait_while_running(proc, log, cond, what, timeout)
 
         until(lambda: pvc_annotations(kube_api, namespace, "before").get(SCHEDULE) == "@daily",
               "the PVC that existed before the start was not reconciled")
@@ -90,17 +86,24 @@ def test_node_cleanup_runs_in_the_sidecar_configured_as_the_chart_configures_it(
         proc = subprocess.Popen([sys.executable, "-m", "kustodian", "controllers", "--kubeconfig",
                                  str(kube_api.kubeconfig)], stdout=out, stderr=subprocess.STDOUT, env=env)
     try:
-        time.sleep(1.0)
+        def leading() -> bool:  # the process is up: the node goes while it runs
+            try:
+                lease = client.get(LEASES, "kustodian-controllers", namespace)
+            except NotFound:
+                return False
+            return bool(lease["spec"].get("holderIdentity") == "sidecar-1")
+
+        wait_while_running(proc, log, leading, "the sidecar to hold the Lease")
         client.delete(NODES, node)
-        deadline = time.monotonic() + 20
-        while True:
+
+        def pvc_gone() -> bool:
             try:
                 client.get(PERSISTENT_VOLUME_CLAIMS, "data-0", namespace)
             except NotFound:
-                break
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.1)
+                return True
+            return False
+
+        wait_while_running(proc, log, pvc_gone, "the PVC to be deleted", 20)
     finally:
         proc.terminate()
         proc.wait(15)

@@ -165,7 +165,9 @@ def test_no_delete_is_allowed_before_the_caches_caught_up_after_an_api_server_re
         server.restart_apiserver(between=while_down)
         back = time.monotonic()
         if variant == "crd-gone":
-            time.sleep(3)  # the API stays away for a while: every answer meanwhile must be a refusal
+            # real time is the subject: the API stays away for a while (3 s by the clock) with the
+            # server up, and every answer meanwhile must be a refusal
+            time.sleep(3)
             private_api.kubectl("create", "-f", "-",
                                 input=yaml.safe_dump(next(d for d in rook_crds()
                                                           if d["metadata"]["name"] == "cephnfses.ceph.rook.io")))
@@ -176,7 +178,8 @@ def test_no_delete_is_allowed_before_the_caches_caught_up_after_an_api_server_re
 
         wait_for(caught_up, "the guard to deny with the dependent written while the API server was down", 60)
         caught = time.monotonic()
-        time.sleep(0.3)
+        wait_for(lambda: sum(1 for s in list(hammer.answers) if s.at >= caught) >= 50,
+                 "50 answers after catch-up", 30)
     finally:
         hammer.stop()
         hook.stop()
@@ -248,7 +251,8 @@ def test_rook_installed_after_the_webhook_is_guarded_once_its_caches_are_fresh(
                 break
             assert "retry in a few seconds" in out, out  # the only other acceptable answer: 503
         caught_up = time.monotonic() - objects_in
-        time.sleep(0.2)
+        wait_for(lambda: sum(1 for a in list(answers) if a[0] >= objects_in + caught_up) >= 20,
+                 "20 answers after the denial", 30)
         stop.set()
         asker.join(5)
         assert "pool-b" in denied and "CephBlockPools" in denied, denied

@@ -3,7 +3,6 @@ metrics address, apart from the TLS admission port (the webhook) or on the contr
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import httpx
@@ -16,7 +15,7 @@ from kustodian.testing.webhooks import webhook_configurations
 from tests.conftest import KubeApi
 from tests.e2e.conftest import start_webhook, stop_webhook
 from tests.e2e.stories import deletion_guard_story
-from tests.support import free_port
+from tests.support import free_port, wait_for
 
 pytestmark = pytest.mark.api
 
@@ -114,17 +113,18 @@ def test_the_metrics_address_may_not_be_the_admission_port(tmp_path: Path) -> No
 
 
 def leader_metrics(port: int, timeout: float = 20) -> Scrape:
-    deadline = time.monotonic() + timeout
-    while True:
+    scrapes: list[Scrape] = []
+
+    def leading() -> bool:
         try:
             got = scrape(f"http://127.0.0.1:{port}/metrics")
-            leader = got.get("kustodian_leader_election_is_leader", ("", {}))[1]
-            if any(v == 1 for v in leader.values()):
-                return got
         except httpx.TransportError:
-            pass
-        assert time.monotonic() < deadline, "the controllers never reported leading"
-        time.sleep(0.2)
+            return False
+        scrapes.append(got)
+        return any(v == 1 for v in got.get("kustodian_leader_election_is_leader", ("", {}))[1].values())
+
+    wait_for(leading, "the controllers to report leading", timeout, poll=0.2)
+    return scrapes[-1]
 
 
 def test_the_controllers_serve_leader_workqueue_and_process_metrics(kube_api: KubeApi, namespace: str,

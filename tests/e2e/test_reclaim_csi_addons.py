@@ -21,7 +21,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -46,7 +45,7 @@ from kustodian.testing.upstream import build
 from kustodian.testing.webhooks import webhook_configurations
 from tests.conftest import KubeApi, unavailable
 from tests.e2e.conftest import WebhookProcess, start_webhook, stop_webhook
-from tests.support import free_port
+from tests.support import eventually, free_port, wait_for
 
 pytestmark = pytest.mark.api
 
@@ -115,15 +114,18 @@ def start_csi_addons(kube_api: KubeApi, binary: Path, workdir: Path, precedence:
             stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "TZ": "UTC",
                                                        "KUBECONFIG": str(kube_api.kubeconfig)})
     handle = Proc(proc, log)
-    deadline = time.monotonic() + 60
-    while True:
+    answers: list[bool] = []
+
+    def ready_or_exited() -> bool:
+        answers.append(False)
         with contextlib.suppress(httpx.TransportError):
-            if httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200:
-                return handle
-        if proc.poll() is not None or time.monotonic() > deadline:
-            handle.stop()
-            raise AssertionError(f"csi-addons-manager did not become ready:\n{handle.text()[-4000:]}")
-        time.sleep(0.2)
+            answers[-1] = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200
+        return answers[-1] or proc.poll() is not None
+
+    if not eventually(ready_or_exited, timeout=60, poll=0.2) or not answers[-1]:
+        handle.stop()
+        raise AssertionError(f"csi-addons-manager did not become ready:\n{handle.text()[-4000:]}")
+    return handle
 
 
 @dataclass
@@ -229,17 +231,18 @@ class Cluster:
     def step(self, what: str, change: Callable[[], None]) -> None:
         change()
         predicted = self.predict()
-        deadline = time.monotonic() + SETTLE
-        while True:
-            actual = self.actual()
-            if actual == predicted:
-                break
-            if time.monotonic() > deadline:
-                wrong = {k: (actual.get(k), predicted.get(k)) for k in sorted(set(actual) | set(predicted))
-                         if actual.get(k) != predicted.get(k)}
-                self.misses.append(f"{what}: {len(wrong)} PVC(s) differ (actual, predicted): {wrong}")
-                return
-            time.sleep(0.2)
+        seen: list[dict[str, tuple[dict[str, str | None], str | None]]] = []
+
+        def converged() -> bool:
+            seen.append(self.actual())
+            return seen[-1] == predicted
+
+        if not eventually(converged, timeout=SETTLE, poll=0.2):
+            actual = seen[-1]
+            wrong = {k: (actual.get(k), predicted.get(k)) for k in sorted(set(actual) | set(predicted))
+                     if actual.get(k) != predicted.get(k)}
+            self.misses.append(f"{what}: {len(wrong)} PVC(s) differ (actual, predicted): {wrong}")
+            return
         # the prediction is a fixed point: once reached, the plan predicts the same again
         if self.predict() != predicted:
             self.misses.append(f"{what}: the plan changed its mind after convergence")
@@ -275,10 +278,8 @@ def pvc_precedence_story(kube_api: KubeApi, binary: Path, tmp: Path, csi: Proc) 
     # PVCs created before Kustodian started: csi-addons copies the StorageClass schedule onto them
     for name in before:
         c.bound_pvc(name)
-    deadline = time.monotonic() + SETTLE
-    while any(a[1] != "@daily" for a in c.actual().values()):
-        assert time.monotonic() < deadline, f"csi-addons did not schedule the PVCs:\n{csi.text()[-3000:]}"
-        time.sleep(0.2)
+    wait_for(lambda: all(a[1] == "@daily" for a in c.actual().values()),
+             lambda: f"csi-addons to schedule the PVCs:\n{csi.text()[-3000:]}", SETTLE, poll=0.2)
     k = start_kustodian(kube_api, tmp)
     try:
         everyone = before + after
@@ -333,6 +334,68 @@ def test_kustodian_and_csi_addons_agree_with_the_plan_after_every_step(
     misses = pvc_precedence_story(kube_api, csi_addons_manager, tmp_path, csi_addons_pvc_mode)
     assert not misses, "\n".join(misses)
     assert csi_addons_pvc_mode.proc.poll() is None, csi_addons_pvc_mode.text()[-3000:]
+
+
+FALLBACK = "reclaimspace.kustodian.io/csi-addons-fallback"
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("admin", ["fixes", "removes"])
+def test_csi_addons_weekly_fallback_follows_the_storageclass_once_it_is_fixed(
+        kube_api: KubeApi, csi_addons_manager: Path, csi_addons_pvc_mode: Proc, tmp_path: Path, admin: str) -> None:
+    """Issue 34: a PVC created while its StorageClass schedule was invalid gets csi-addons' ``@weekly``;
+    once the admin fixes the StorageClass, the PVC and its ReclaimSpaceCronJob follow within 10 s (and
+    once the admin removes the schedule instead, the fallback and the cron job go)."""
+    ns = f"rs-{uuid.uuid4().hex[:8]}"
+    sc = f"rsc-{uuid.uuid4().hex[:8]}"
+    client = kube_api.client
+    client.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    # before Kustodian's webhook is installed: it refuses such a value
+    client.create(STORAGE_CLASSES, {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
+                                    "metadata": {"name": sc, "annotations": {SCHEDULE: "daily"}},
+                                    "provisioner": DRIVER})
+    c = Cluster(kube_api, ns, sc)
+    before, after = ["before-0", "before-1"], ["after-0", "after-1"]
+    for name in before:
+        c.bound_pvc(name)
+
+    def fallback_everywhere(names: list[str]) -> Callable[[], bool]:
+        def check() -> bool:
+            actual = c.actual()
+            return all(n in actual and actual[n] == ({SCHEDULE: "@weekly", SOURCE: None, APPLIED: None}, "@weekly")
+                       for n in names)
+        return check
+
+    wait_for(fallback_everywhere(before), lambda: f"csi-addons' @weekly fallback:\n{csi_addons_pvc_mode.text()[-3000:]}",
+             SETTLE, poll=0.2)
+    k = start_kustodian(kube_api, tmp_path)
+    try:
+        everyone = before + after
+        c.step("Kustodian starts beside csi-addons' fallback", lambda: None)
+        c.step("PVCs created through the webhook while the StorageClass is invalid", c.bind_all(after))
+        wait_for(fallback_everywhere(everyone), "csi-addons' @weekly fallback on the new PVCs", SETTLE, poll=0.2)
+
+        def recorded() -> bool:
+            pvcs, _ = client.list(PERSISTENT_VOLUME_CLAIMS, namespace=ns)
+            return sorted(p["metadata"]["name"] for p in pvcs
+                          if (p["metadata"].get("annotations") or {}).get(FALLBACK) == "@weekly") == sorted(everyone)
+
+        wait_for(recorded, lambda: f"Kustodian to record csi-addons' fallback:\n{k.controllers.text()[-3000:]}",
+                 SETTLE, poll=0.2)
+        if admin == "removes":
+            c.step("the admin removes the StorageClass schedule", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: None}))
+            c.require("the admin removes the StorageClass schedule", everyone, None)
+        else:
+            c.step("the admin fixes the StorageClass", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "@daily"}))
+            c.require("the admin fixes the StorageClass", everyone, "@daily")
+            c.step("the StorageClass changes again", c.annotate(STORAGE_CLASSES, sc, {SCHEDULE: "0 2 * * *"}))
+            c.require("the StorageClass changes again", everyone, "0 2 * * *")
+    finally:
+        stop_kustodian(kube_api, k)
+        with contextlib.suppress(NotFound):
+            client.delete(STORAGE_CLASSES, sc)
+    assert "Traceback" not in k.controllers.text(), k.controllers.text()[-4000:]
+    assert not c.misses, "\n".join(c.misses)
 
 
 @pytest.mark.timeout(300)

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
 import json
-import time
 import uuid
 
 import pytest
@@ -12,6 +12,7 @@ import yaml
 from tests.conftest import KubeApi
 from tests.e2e.conftest import WebhookProcess
 from tests.e2e.stories import SCHEDULE, SOURCE, pvc, pvc_annotations, pvc_mutation_story, storage_class
+from tests.support import wait_for
 
 pytestmark = pytest.mark.api
 
@@ -64,16 +65,16 @@ def test_central_configmap_applies_and_a_bad_one_that_slips_in_keeps_the_last_go
         refused = kube_api.kubectl("apply", "-f", "-", input=configmap("{not json"), check=False)
         assert refused.returncode != 0 and "config.json" in refused.stderr
 
-        deadline = time.monotonic() + 15
-        i = 0
-        while True:  # wait for the webhook's cache to see the ConfigMap
-            kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc(f"a{i}", namespace, sc)))
-            if pvc_annotations(kube_api, namespace, f"a{i}").get(SCHEDULE) == "@weekly":
-                break
-            assert time.monotonic() < deadline
-            i += 1
-            time.sleep(0.1)
-        assert pvc_annotations(kube_api, namespace, f"a{i}")[SOURCE] == "configmap/kustodian/kustodian-reclaim-config"
+        probes = itertools.count()
+        names: list[str] = []
+
+        def configmap_applied() -> bool:  # a new PVC each time: mutated once the webhook's cache has the ConfigMap
+            names.append(f"a{next(probes)}")
+            kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc(names[-1], namespace, sc)))
+            return pvc_annotations(kube_api, namespace, names[-1]).get(SCHEDULE) == "@weekly"
+
+        wait_for(configmap_applied, "the webhook's cache to see the ConfigMap", 15, poll=0.1)
+        assert pvc_annotations(kube_api, namespace, names[-1])[SOURCE] == "configmap/kustodian/kustodian-reclaim-config"
 
         # the validating webhook is down for a moment and a bad config gets in
         kube_api.kubectl("delete", "validatingwebhookconfiguration", "kustodian")
@@ -82,17 +83,19 @@ def test_central_configmap_applies_and_a_bad_one_that_slips_in_keeps_the_last_go
         finally:
             kube_api.kubectl("apply", "-f", "-",
                              input=yaml.safe_dump(webhook_configurations(webhook.url, webhook.ca_bundle())[0]))
-        time.sleep(1)  # let the cache see the bad version
-        kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc("after-bad", namespace, sc)))
-        assert pvc_annotations(kube_api, namespace, "after-bad")[SCHEDULE] == "@weekly"  # last good config
-        deadline = time.monotonic() + 10
-        while True:
+        # a new PVC each time until the webhook says (in an Event) that its cache has the bad
+        # version; every one of them, the last included, gets the last good config
+        after_bad = itertools.count()
+
+        def bad_version_seen() -> bool:
+            name = f"after-bad-{next(after_bad)}"
+            kube_api.kubectl("create", "-f", "-", input=yaml.safe_dump(pvc(name, namespace, sc)))
+            assert pvc_annotations(kube_api, namespace, name)[SCHEDULE] == "@weekly"  # last good config
             out = kube_api.kubectl("get", "events", "-n", "kustodian", "--field-selector", "reason=InvalidConfig",
                                    "-o", "jsonpath={.items[*].message}").stdout
-            if "sometimes" in out:
-                break
-            assert time.monotonic() < deadline, "no InvalidConfig event"
-            time.sleep(0.1)
+            return "sometimes" in out
+
+        wait_for(bad_version_seen, "an InvalidConfig event", 10, poll=0.1)
     finally:
         kube_api.kubectl("delete", "configmap", "kustodian-reclaim-config", "-n", "kustodian", "--ignore-not-found")
         kube_api.kubectl("delete", "storageclass", sc, "--ignore-not-found")

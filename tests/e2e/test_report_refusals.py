@@ -5,7 +5,7 @@ per-provider dependents metric, scraped from the real /metrics with more provide
 from __future__ import annotations
 
 import json
-import time
+import subprocess
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -20,6 +20,7 @@ from kustodian.testing.webhooks import webhook_configurations
 from tests.conftest import KubeApi
 from tests.e2e.conftest import WebhookProcess, kustodian, start_webhook, stop_webhook, unregister_and_stop
 from tests.e2e.stories import apply, pvc, rbd_pv, storage_class, until
+from tests.support import eventually, wait_for
 
 pytestmark = pytest.mark.api
 
@@ -36,13 +37,11 @@ def pool(name: str, ns: str) -> dict[str, Any]:
 
 def wait_for_events(kube_api: KubeApi, reason: str, name: str, timeout: float = 15) -> None:
     """The recorder writes Events off the request path: wait until one about ``name`` is stored."""
-    deadline = time.monotonic() + timeout
-    while True:
+    def stored() -> bool:
         out = kube_api.kubectl("get", "events", "-A", "--field-selector", f"reason={reason}", "-o", "json").stdout
-        if any(e["involvedObject"].get("name") == name for e in json.loads(out)["items"]):
-            return
-        assert time.monotonic() < deadline, f"no {reason} Event about {name}"
-        time.sleep(0.2)
+        return any(e["involvedObject"].get("name") == name for e in json.loads(out)["items"])
+
+    wait_for(stored, f"a {reason} Event about {name}", timeout, poll=0.2)
 
 
 def report(kube_api: KubeApi, *args: str) -> Any:
@@ -96,11 +95,13 @@ def test_report_since_shows_what_warn_and_audit_let_through(kube_api: KubeApi, r
         assert "Warning: kustodian (warn mode, not enforced)" in proc.stderr  # warn: allowed with a warning
         # audit says nothing: the StorageClass's claim must be in the cache before the real delete
         until(kube_api, ["get", "pvc", "data-0", "-n", namespace], "data-0")
-        for _ in range(100):
+        def claim_seen() -> bool:
             if f"[{namespace}/data-0]" in hook.logs():
-                break
+                return True
             kube_api.kubectl("delete", "storageclass", sc, "--dry-run=server")
-            time.sleep(0.1)
+            return False
+
+        eventually(claim_seen, timeout=30, poll=0.1)
         proc = kube_api.kubectl("delete", "storageclass", sc)
         assert proc.stderr.strip() == ""  # audit: allowed silently
         wait_for_events(kube_api, "DeletionWarned", "replicapool")
@@ -200,13 +201,15 @@ def test_per_provider_metric_is_capped(kube_api: KubeApi, rook_crds_installed: N
     pvs = [rbd_pv(f"pv-{namespace}-{p}-{i}", namespace, p) for p, n in want.items() for i in range(n)]
     try:
         apply(kube_api, *(pool(p, namespace) for p in want), *pvs)
-        deadline = time.monotonic() + 30
-        while True:
-            series, gauges = provider_series(hook)
-            if series.get((POOL, namespace, "p9")) == 9 and series.get((POOL, namespace, "p7")) == 7:
-                break
-            assert time.monotonic() < deadline, (series, gauges, hook.logs()[-3000:])
-            time.sleep(0.5)
+        seen: list[tuple[dict[tuple[str, str, str], float], dict[str, float]]] = []
+
+        def counted() -> bool:
+            seen.append(provider_series(hook))
+            series = seen[-1][0]
+            return bool(series.get((POOL, namespace, "p9")) == 9 and series.get((POOL, namespace, "p7")) == 7)
+
+        wait_for(counted, lambda: f"p9 and p7 counted: {seen[-1]}\n{hook.logs()[-3000:]}", 30, poll=0.5)
+        series, gauges = seen[-1]
         # never more series than the cap, whatever the cluster holds; the fold takes one
         assert len(series) <= cap
         assert ("_folded", "", "") in series
@@ -254,12 +257,14 @@ def test_without_list_on_events_the_report_still_lists_protections(kube_api_rbac
 
         apply(kube_api_rbac, {**role, "rules": [*reads, {"apiGroups": [""], "resources": ["events"],
                                                           "verbs": ["list"]}]})
-        deadline = time.monotonic() + 10  # the authorizer's cache picks the new rule up
-        while True:
-            got = kustodian("report", "--kubeconfig", kubeconfig)
-            if not got.stderr or time.monotonic() > deadline:
-                break
-            time.sleep(0.3)
+        reports: list[subprocess.CompletedProcess[str]] = []
+
+        def allowed() -> bool:  # the authorizer's cache picks the new rule up
+            reports.append(kustodian("report", "--kubeconfig", kubeconfig))
+            return not reports[-1].stderr
+
+        eventually(allowed, timeout=10, poll=0.3)
+        got = reports[-1]
         assert got.returncode == 0 and got.stderr == "", got.stderr
         assert "no DELETE refused in the last 1h" in got.stdout
     finally:

@@ -14,7 +14,6 @@ import base64
 import os
 import ssl
 import subprocess
-import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from tests.conftest import KubeApi
 from tests.e2e.conftest import rook_crds_installed
 from tests.e2e.stories import deletion_guard_story, pvc_mutation_story
 from tests.image.conftest import podman
-from tests.support import free_port
+from tests.support import free_port, wait_for
 
 __all__ = ["rook_crds_installed"]
 
@@ -124,18 +123,18 @@ def container(built_image: str, kube_api: KubeApi, rook_crds_installed: None,
                     webhook["lifecycle"]["preStop"]["exec"]["command"])
     config_name = f"kustodian-image-{uuid.uuid4().hex[:6]}"
     try:
-        deadline = time.monotonic() + 90
         with box.http() as http:
-            while True:
+            def ready() -> bool:
                 try:
                     if http.get("/readyz").status_code == 200:
-                        break
+                        return True
                 except httpx.TransportError:
                     pass
                 state = podman("inspect", "--format", "{{.State.Status}}", name, check=False).stdout.strip()
                 assert state == "running", f"the container stopped ({state}):\n{box.logs()}"
-                assert time.monotonic() < deadline, f"the container never became ready:\n{box.logs()}"
-                time.sleep(0.3)
+                return False
+
+            wait_for(ready, lambda: f"the container to become ready:\n{box.logs()}", 90, poll=0.3)
         ca_bundle = base64.b64encode(box.ca_file.read_bytes()).decode()
         kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(
             webhook_configurations(box.url, ca_bundle, name=config_name)))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -12,13 +13,15 @@ from kustodian.kube.errors import Conflict
 from kustodian.kube.leader import LeaderElector
 from kustodian.kube.resources import CONFIG_MAPS, LEASES
 from tests.conftest import KubeApi
+from tests.support import eventually, wait_for
 
 pytestmark = pytest.mark.api
 
 
-def elector(kube_api: KubeApi, ns: str, identity: str) -> LeaderElector:
+def elector(kube_api: KubeApi, ns: str, identity: str,
+            clock: Callable[[], float] = time.monotonic) -> LeaderElector:
     return LeaderElector(kube_api.client, namespace=ns, name="kustodian-controllers", identity=identity,
-                         lease_duration=2.0, renew_deadline=1.5, retry_period=0.2)
+                         lease_duration=2.0, renew_deadline=1.5, retry_period=0.2, clock=clock)
 
 
 def test_only_one_candidate_leads_and_the_other_takes_over_after_release(kube_api: KubeApi,
@@ -35,7 +38,13 @@ def test_only_one_candidate_leads_and_the_other_takes_over_after_release(kube_ap
     ta = run(a)
     assert a.is_leader.wait(5)
     tb = run(b)
-    time.sleep(1.0)  # b keeps retrying while a renews
+    renewals: set[str] = set()
+
+    def renewed_by_a_five_times() -> bool:  # b keeps retrying (every 0.2 s) while a renews
+        renewals.add(str(kube_api.client.get(LEASES, "kustodian-controllers", namespace)["spec"].get("renewTime")))
+        return len(renewals) > 5
+
+    wait_for(renewed_by_a_five_times, "five renewals of the Lease while b runs")
     assert not b.is_leader.is_set() and started == ["a"]
     lease = kube_api.client.get(LEASES, "kustodian-controllers", namespace)
     assert lease["spec"]["holderIdentity"] == "a" and lease["spec"]["leaseDurationSeconds"] == 2
@@ -43,9 +52,7 @@ def test_only_one_candidate_leads_and_the_other_takes_over_after_release(kube_ap
     a.stop()  # releases the lease on the way out
     ta.join(5)
     assert b.is_leader.wait(5)
-    deadline = time.monotonic() + 2
-    while len(started) < 2 and time.monotonic() < deadline:  # on_started runs in its own thread
-        time.sleep(0.01)
+    eventually(lambda: len(started) >= 2, timeout=2, poll=0.01)  # on_started runs in its own thread
     assert started == ["a", "b"]
     assert kube_api.client.get(LEASES, "kustodian-controllers", namespace)["spec"]["holderIdentity"] == "b"
     b.stop()
@@ -55,12 +62,13 @@ def test_only_one_candidate_leads_and_the_other_takes_over_after_release(kube_ap
 def test_a_lease_held_by_a_dead_leader_is_taken_after_it_expires(kube_api: KubeApi, namespace: str) -> None:
     dead = elector(kube_api, namespace, "dead")
     assert dead.try_acquire_or_renew()  # acquires once and never renews
-    heir = elector(kube_api, namespace, "heir")
+    now = [0.0]  # the heir's clock, moved by hand: expiry is judged by it, from when it first saw the record
+    heir = elector(kube_api, namespace, "heir", clock=lambda: now[0])
     assert not heir.try_acquire_or_renew()
-    deadline = time.monotonic() + 6
-    while not heir.try_acquire_or_renew():
-        assert time.monotonic() < deadline, "the expired lease was never taken over"
-        time.sleep(0.2)
+    now[0] += 1.9  # not yet a lease duration (2 s) since the heir saw the record
+    assert not heir.try_acquire_or_renew()
+    now[0] += 0.2
+    assert heir.try_acquire_or_renew(), "the expired lease was never taken over"
     lease = kube_api.client.get(LEASES, "kustodian-controllers", namespace)
     assert lease["spec"]["holderIdentity"] == "heir" and lease["spec"]["leaseTransitions"] == 1
 

@@ -21,7 +21,7 @@ import pytest
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.errors import Fenced, KubeError, NotFound
-from kustodian.kube.resources import CONFIG_MAPS
+from kustodian.kube.resources import CONFIG_MAPS, LEASES
 from kustodian.runtime.manager import LeaderElection, Manager
 from tests.conftest import KubeApi
 from tests.support import wait_for
@@ -157,7 +157,13 @@ def test_a_partitioned_leader_stops_acting_before_another_replica_starts(kube_ap
     try:
         wait_for(lambda: len(a.sent) >= 5, timeout=20, what="replica a leads and acts")
         threads.append(run(b))
-        time.sleep(1.5)
+        renewals: set[str] = set()
+
+        def renewed_by_a_three_times() -> bool:  # b keeps trying the Lease all along (every 0.5 s)
+            renewals.add(str(kube_api.client.get(LEASES, lease, namespace)["spec"].get("renewTime")))
+            return len(renewals) > 3
+
+        wait_for(renewed_by_a_three_times, "three renewals of the Lease while b runs", timeout=20)
         assert b.sent == [] and a.manager.acting  # b waits for the Lease
         assert a.client.timeout <= 1.0  # bounded by lease - renew deadline at start
 

@@ -107,7 +107,7 @@ def test_an_unexpected_error_is_retried_with_backoff_until_it_succeeds_and_termi
 
     manager = Manager(kube_api.client, name="retry", sync_timeout=10.0, resync_period=0)
     rec = Recorder(manager, namespace, behave)
-    manager.add(rec)
+    queue = manager.add(rec)
     for name in ("flaky", "doomed"):
         kube_api.client.create(CONFIG_MAPS, {"apiVersion": "v1", "kind": "ConfigMap",
                                              "metadata": {"name": name, "namespace": namespace}})
@@ -123,7 +123,8 @@ def test_an_unexpected_error_is_retried_with_backoff_until_it_succeeds_and_termi
         reg = manager.registry
         assert (reg.get_sample_value("kustodian_controller_reconcile_total",
                                      {"controller": "recorder", "result": "retry"}) or 0) >= 1
-        time.sleep(1.0)  # many backoff periods: a retry of "doomed" would have happened by now
+        # nothing ready, planned or running: no retry of "doomed" can come any more
+        wait_for(lambda: queue.pending() == 0, "the queue to hold no key")
         assert [k for k, _ in rec.calls].count(f"{namespace}/doomed") == 1
         assert reg.get_sample_value("kustodian_controller_terminal_errors_total",
                                     {"controller": "recorder"}) == 1.0

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,7 +15,7 @@ import uvicorn
 from kustodian.webhook.app import create_app
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.server import CertReloader, TLSFiles, build_server
-from tests.support import free_port
+from tests.support import free_port, wait_for
 
 
 @dataclass
@@ -46,9 +45,7 @@ def serve(app: object, tls_dir: Path, *, reload_interval: float = 0.1, **kw: Any
                                     reload_interval=reload_interval, graceful_timeout=2, **kw)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: server.started, "the webhook server to start", poll=0.01)
     assert server.started, "webhook server did not start"
     return RunningServer(f"https://127.0.0.1:{port}", tls_dir / "ca.crt", server, reloader, thread)
 

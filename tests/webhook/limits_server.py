@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import sys
 import threading
-import time
 
 from kustodian.webhook.app import create_app
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.review import Answer
 from kustodian.webhook.server import RequestLimits, TLSFiles, build_server
+from tests.support import wait_for
 
 
 def main() -> None:
@@ -28,8 +28,7 @@ def main() -> None:
                              tls=TLSFiles(f"{tls_dir}/tls.crt", f"{tls_dir}/tls.key"), limits=limits)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    while not server.started:
-        time.sleep(0.01)
+    wait_for(lambda: server.started, "the webhook server to start", timeout=60, poll=0.01)
     print("ready", flush=True)
     thread.join()
 

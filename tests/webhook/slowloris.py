@@ -18,7 +18,7 @@ import time
 
 
 async def hold(port: int, ctx: ssl.SSLContext, mode: str, seconds: float, gate: asyncio.Semaphore,
-               connected: list[int], closed_after: list[float]) -> None:
+               connected: list[int], closed_after: list[float], all_connected: asyncio.Event, n: int) -> None:
     async with gate:
         try:
             reader, writer = await asyncio.wait_for(
@@ -26,6 +26,8 @@ async def hold(port: int, ctx: ssl.SSLContext, mode: str, seconds: float, gate: 
         except (OSError, TimeoutError):
             return
     connected.append(1)
+    if len(connected) == n:
+        all_connected.set()
     start = time.monotonic()
     if mode == "headers":
         stream = b"POST /validate HTTP/1.1\r\nHost: x\r\n" + b"X-Slow: " + b"a" * 10_000
@@ -64,12 +66,18 @@ async def main() -> None:
     gate = asyncio.Semaphore(50)
     connected: list[int] = []
     closed_after: list[float] = []
-    tasks = [asyncio.ensure_future(hold(port, ctx, mode, seconds, gate, connected, closed_after))
+    all_connected = asyncio.Event()
+    tasks = [asyncio.ensure_future(hold(port, ctx, mode, seconds, gate, connected, closed_after, all_connected, n))
              for _ in range(n)]
-    while len(connected) < n and not all(t.done() for t in tasks):  # noqa: ASYNC110 - a bounded poll
-        await asyncio.sleep(0.05)
+
+    async def over() -> None:  # some connections failed: the count is final once every task is over
+        await asyncio.gather(*tasks)
+        all_connected.set()
+
+    watcher = asyncio.ensure_future(over())
+    await all_connected.wait()
     print(f"connected {len(connected)}", flush=True)
-    await asyncio.gather(*tasks)
+    await watcher
     print(json.dumps({"connected": len(connected), "closed_by_server": len(closed_after),
                       "closed_after_max": max(closed_after, default=None),
                       "closed_after_min": min(closed_after, default=None)}), flush=True)

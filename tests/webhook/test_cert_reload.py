@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shutil
 import ssl
-import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from kustodian.webhook.certwatch import CertificateWatch
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.server import describe_pair
+from tests.support import wait_for
 from tests.webhook.conftest import RunningServer, serve
 
 NAME = "kustodian.kustodian.svc"
@@ -47,11 +47,9 @@ def handshake_ok(srv: RunningServer, ca: Path) -> bool:
 
 def wait_checked(srv: RunningServer, before: int) -> None:
     """Until the reloader has looked at the files again (refused or loaded)."""
-    assert srv.reloader is not None
-    deadline = time.monotonic() + 10
-    while srv.reloader.refused + srv.reloader.reloads <= before:
-        assert time.monotonic() < deadline, "the reloader never looked at the new files"
-        time.sleep(0.02)
+    reloader = srv.reloader
+    assert reloader is not None
+    wait_for(lambda: reloader.refused + reloader.reloads > before, "the reloader to look at the new files")
 
 
 def replace(path: Path, data: bytes) -> None:

@@ -6,7 +6,6 @@ import base64
 import json
 import shutil
 import ssl
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ from kustodian.runtime.health import Checks
 from kustodian.webhook.app import create_app
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied, patched
+from tests.support import wait_for
 from tests.webhook.conftest import RunningServer, serve
 
 
@@ -175,15 +175,14 @@ def test_certificates_are_reloaded_without_a_restart(tls_dir: Path, tmp_path: Pa
             shutil.copy(fresh / name, live / name.replace(".", ".tmp."))
             (live / name.replace(".", ".tmp.")).replace(live / name)
         ctx = ssl.create_default_context(cafile=str(fresh / "ca.crt"))
-        deadline = time.monotonic() + 10
-        while True:
+
+        def serves_the_new_pair() -> bool:
             try:
-                assert httpx.get(srv.url + "/healthz", verify=ctx).status_code == 200
-                break
+                return httpx.get(srv.url + "/healthz", verify=ctx).status_code == 200
             except httpx.ConnectError:
-                if time.monotonic() > deadline:
-                    raise
-                time.sleep(0.05)
+                return False
+
+        wait_for(serves_the_new_pair, "a handshake with the rotated pair and a 200 from /healthz")
         assert srv.reloader is not None and srv.reloader.reloads >= 1
     finally:
         srv.stop()

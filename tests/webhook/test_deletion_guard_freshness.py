@@ -27,7 +27,7 @@ from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import PendingAnswer, Registry
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed
 from tests.policy.deletion.builders import NS, blockpool, nfs, rbd_pv, storage_class
-from tests.support import wait_for
+from tests.support import eventually, wait_for
 from tests.webhook.conftest import serve
 
 POOL = "CephBlockPool.ceph.rook.io"
@@ -326,11 +326,8 @@ def test_a_vanished_crd_is_judged_after_its_own_watch_has_ended(
     if deleted_before_the_watch_ends:
         cache._apply("DELETED", cache._prepare(nfs("nfs-a", "replicapool")))
     cache.stop()  # the API server ends the kind's watch once the CRD is gone
-    deadline = threading.Event()
-    for _ in range(100):
-        if kinds.changes and (NFS not in kinds.caches or kinds.caches[NFS].ghost):
-            break
-        deadline.wait(0.05)
+    eventually(lambda: bool(kinds.changes) and (NFS not in kinds.caches or kinds.caches[NFS].ghost),
+               timeout=5, poll=0.05)
     assert (NFS in kinds.caches) is ghost and NFS in kinds.unserved()
     empty = with_meta(blockpool("emptypool"))
     answer = decide(guard, review("CephBlockPool", empty))

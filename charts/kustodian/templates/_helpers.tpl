@@ -37,11 +37,187 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{- define "kustodian.serviceAccountName" -}}
-{{ include "kustodian.fullname" . }}
+{{- with (.Values.webhook.serviceAccount | default dict).name }}{{ . }}{{ else }}{{ include "kustodian.fullname" . }}{{ end -}}
 {{- end -}}
 
 {{- define "kustodian.controllersServiceAccountName" -}}
-{{ include "kustodian.fullname" . | trunc 51 | trimSuffix "-" }}-controllers
+{{- with (.Values.controllers.serviceAccount | default dict).name }}{{ . }}{{ else }}{{ include "kustodian.fullname" . | trunc 51 | trimSuffix "-" }}-controllers{{ end -}}
+{{- end -}}
+
+{{- define "kustodian.nodeAgentServiceAccountName" -}}
+{{- with ((.Values.nodeAgent | default dict).serviceAccount | default dict).name }}{{ . }}{{ else }}{{ include "kustodian.nodeAgentName" $ }}{{ end -}}
+{{- end -}}
+
+{{/* Set every key of .over on .base (a key's value replaced whole; false and 0 kept, unlike merge). */}}
+{{- define "kustodian.overlay" -}}
+{{- range $k, $v := .over }}{{ $_ := set $.base $k $v }}{{ end -}}
+{{- end -}}
+
+{{/*
+Today's names of values renamed in this release, moved to their new places (idempotent: every
+template that reads a renamed value includes it first). Removed in the next release; NOTES.txt
+warns while they are set.
+*/}}
+{{- define "kustodian.normalize" -}}
+{{- $v := .Values -}}
+{{- if ne $v.replicaCount nil }}{{ $_ := set $v.webhook "replicas" $v.replicaCount }}{{ end -}}
+{{- with $v.controllersDeployment }}{{ if ne .replicas nil }}{{ $_ := set $v.controllers "replicas" .replicas }}{{ end }}{{ end -}}
+{{- with $v.podDisruptionBudget }}{{ $_ := include "kustodian.overlay" (dict "base" $v.webhook.podDisruptionBudget "over" (deepCopy .)) }}{{ end -}}
+{{- with $v.orphans -}}
+{{- $legacy := deepCopy . -}}
+{{- if hasKey $legacy "runAsUser" -}}
+{{- $uid := $legacy.runAsUser -}}
+{{- $_ := include "kustodian.overlay" (dict "base" $v.nodeAgent.podSecurityContext "over" (dict "runAsUser" $uid "runAsNonRoot" (ne (int $uid) 0))) -}}
+{{- $_ := unset $legacy "runAsUser" -}}
+{{- end -}}
+{{- $_ := include "kustodian.overlay" (dict "base" $v.nodeAgent "over" $legacy) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The deprecated value names set in this release's values (NOTES.txt lists them). */}}
+{{- define "kustodian.deprecatedValues" -}}
+{{- $renames := dict "replicaCount" "webhook.replicas" "controllersDeployment" "controllers.replicas" "orphans" "nodeAgent" "podDisruptionBudget" "webhook.podDisruptionBudget" "podAntiAffinity" "webhook.affinity" "podAntiAffinityTopologyKey" "webhook.affinity" "nodeAffinity" "affinity.nodeAffinity" "webhookTopologySpread" "webhook.topologySpreadConstraints" -}}
+{{- range $old := keys $renames | sortAlpha }}
+{{- if ne (index $.Values $old) nil }}
+  {{ $old }} -> {{ index $renames $old }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/*
+A component's pod settings: (dict "root" $ "c" <component values>) -> merged YAML.
+Objects are merged (the component's keys win), scalars and lists replaced when the component sets them.
+*/}}
+{{- define "kustodian.podSecurityContext" -}}
+{{- $c := .c | default dict -}}
+{{- $root := .root | default . -}}{{/* the root context alone: the shared value */}}
+{{- $out := deepCopy ($root.Values.podSecurityContext | default dict) -}}
+{{- $_ := include "kustodian.overlay" (dict "base" $out "over" ($c.podSecurityContext | default dict)) -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{- define "kustodian.containerSecurityContext" -}}
+{{- $c := .c | default dict -}}
+{{- $root := .root | default . -}}
+{{- $out := deepCopy ($root.Values.securityContext | default dict) -}}
+{{- $_ := include "kustodian.overlay" (dict "base" $out "over" ($c.securityContext | default dict)) -}}
+{{- toYaml $out -}}
+{{- end -}}
+
+{{/* The webhook's / controllers' affinity: top-level merged with the component's (tpl-rendered), and the deprecated podAntiAffinity / nodeAffinity. */}}
+{{- define "kustodian.affinity" -}}
+{{- $root := .root -}}
+{{- $aff := deepCopy ($root.Values.affinity | default dict) -}}
+{{- $_ := include "kustodian.overlay" (dict "base" $aff "over" (deepCopy (.c.affinity | default dict))) -}}
+{{- with $root.Values.nodeAffinity }}{{ $_ := set $aff "nodeAffinity" (deepCopy .) }}{{ end -}}
+{{- if and (eq .component "webhook") (ne $root.Values.podAntiAffinity nil) -}}
+{{- $term := dict "topologyKey" ($root.Values.podAntiAffinityTopologyKey | default "kubernetes.io/hostname") "labelSelector" (dict "matchLabels" (dict "app.kubernetes.io/name" (include "kustodian.name" $root) "app.kubernetes.io/instance" $root.Release.Name "app.kubernetes.io/component" "webhook")) -}}
+{{- if eq $root.Values.podAntiAffinity "hard" -}}
+{{- $_ := set $aff "podAntiAffinity" (dict "requiredDuringSchedulingIgnoredDuringExecution" (list $term)) -}}
+{{- else if eq $root.Values.podAntiAffinity "soft" -}}
+{{- $_ := set $aff "podAntiAffinity" (dict "preferredDuringSchedulingIgnoredDuringExecution" (list (dict "weight" 100 "podAffinityTerm" $term))) -}}
+{{- else -}}
+{{- $_ := unset $aff "podAntiAffinity" -}}
+{{- end -}}
+{{- end -}}
+{{- if $aff }}{{ tpl (toYaml $aff) $root }}{{ end -}}
+{{- end -}}
+
+{{/* The webhook's topologySpreadConstraints: webhook.topologySpreadConstraints, or the deprecated webhookTopologySpread. */}}
+{{- define "kustodian.topologySpread" -}}
+{{- $root := .root -}}
+{{- $tsc := .c.topologySpreadConstraints | default list -}}
+{{- if and (eq .component "webhook") (ne $root.Values.webhookTopologySpread nil) -}}
+{{- $old := dict "enabled" true "maxSkew" 1 "whenUnsatisfiable" "ScheduleAnyway" "topologyKeys" (list "topology.kubernetes.io/zone" "kubernetes.io/hostname") -}}
+{{- $_ := include "kustodian.overlay" (dict "base" $old "over" (deepCopy $root.Values.webhookTopologySpread)) -}}
+{{- $tsc = list -}}
+{{- if $old.enabled -}}
+{{- range $old.topologyKeys -}}
+{{- $tsc = append $tsc (dict "maxSkew" $old.maxSkew "topologyKey" . "whenUnsatisfiable" $old.whenUnsatisfiable "labelSelector" (dict "matchLabels" (dict "app.kubernetes.io/name" (include "kustodian.name" $root) "app.kubernetes.io/instance" $root.Release.Name "app.kubernetes.io/component" "webhook"))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if $tsc }}{{ tpl (toYaml $tsc) $root }}{{ end -}}
+{{- end -}}
+
+{{/* Scheduling, pull secrets and security of a pod: (dict "root" $ "c" <component or nil> "component" <name>). */}}
+{{- define "kustodian.podScheduling" -}}
+{{- $root := .root -}}
+{{- $c := .c | default dict -}}
+{{- $agent := eq (.component | default "") "node-agent" -}}
+{{- $pc := $c.priorityClassName | default (ternary "" $root.Values.priorityClassName $agent) -}}
+{{- with $pc }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- with $root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- include "kustodian.podSecurityContext" . | nindent 2 }}
+{{- $ns := $c.nodeSelector | default (ternary dict $root.Values.nodeSelector $agent) -}}
+{{- with $ns }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- $tol := $c.tolerations | default (ternary list $root.Values.tolerations $agent) -}}
+{{- with $tol }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- if or (eq (.component | default "") "webhook") (eq (.component | default "") "controllers") }}
+{{- with include "kustodian.affinity" . }}
+affinity:
+  {{- . | nindent 2 }}
+{{- end }}
+{{- with include "kustodian.topologySpread" . }}
+topologySpreadConstraints:
+  {{- . | nindent 2 }}
+{{- end }}
+{{- else }}
+{{- $aff := $c.affinity | default (ternary dict $root.Values.affinity $agent) -}}
+{{- with $aff }}
+affinity:
+  {{- tpl (toYaml .) $root | nindent 2 }}
+{{- end }}
+{{- with $c.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- tpl (toYaml .) $root | nindent 2 }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* A container's resources: the component's, else the top-level ones, else the given default. */}}
+{{- define "kustodian.resources" -}}
+{{- $r := (.c | default dict).resources | default .root.Values.resources | default .default -}}
+{{- toYaml ($r | default dict) -}}
+{{- end -}}
+
+{{/* extraEnv / extraVolumes / extraVolumeMounts: top-level then the component's. */}}
+{{- define "kustodian.extra" -}}
+{{- $c := .c | default dict -}}
+{{- $all := concat (index .root.Values .key | default list) (index $c .key | default list) -}}
+{{- with $all }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+
+{{- define "kustodian.podLabels" -}}
+{{- $c := .c | default dict -}}
+{{- $out := deepCopy (.root.Values.podLabels | default dict) -}}
+{{- $_ := include "kustodian.overlay" (dict "base" $out "over" ($c.podLabels | default dict)) -}}
+{{- with $out }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+
+{{- define "kustodian.podAnnotations" -}}
+{{- $c := .c | default dict -}}
+{{- $out := deepCopy (.root.Values.podAnnotations | default dict) -}}
+{{- $_ := include "kustodian.overlay" (dict "base" $out "over" ($c.podAnnotations | default dict)) -}}
+{{- with $out }}{{ toYaml . }}{{ end -}}
+{{- end -}}
+
+{{/* Does this component get a ServiceAccount from the chart? */}}
+{{- define "kustodian.createServiceAccount" -}}
+{{- $sa := .serviceAccount | default dict -}}
+{{- if ne $sa.create nil }}{{ ternary "true" "" $sa.create }}{{ else }}{{ ternary "true" "" $.rootCreate }}{{ end -}}
 {{- end -}}
 
 {{- define "kustodian.nodeAgentName" -}}
@@ -70,22 +246,6 @@ namespaceSelector:
         {{- toYaml (concat (list "kube-system" "kube-node-lease" .Release.Namespace) .Values.webhook.excludeNamespaces | uniq) | nindent 8 }}
 {{- end -}}
 
-{{- define "kustodian.podSecurityContext" -}}
-runAsNonRoot: true
-runAsUser: 65532
-runAsGroup: 65532
-fsGroup: 65532
-seccompProfile:
-  type: RuntimeDefault
-{{- end -}}
-
-{{- define "kustodian.containerSecurityContext" -}}
-allowPrivilegeEscalation: false
-readOnlyRootFilesystem: true
-privileged: false
-capabilities:
-  drop: [ALL]
-{{- end -}}
 
 {{/* Environment every component shares. */}}
 {{- define "kustodian.commonEnv" -}}

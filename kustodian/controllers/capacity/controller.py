@@ -18,9 +18,14 @@ against *every* other reservation:
   reservations; the others are handed back at once (``narrow_to_node``), so
   reservations stop hoarding capacity.  The Kubernetes node is mapped to its
   csi-baremetal node ID by the ``nodes.csi-baremetal.dell.com/uuid`` annotation/label.
+  One frozen ``ReservationReleaseInput`` gathered from the caches, the pure
+  ``decide_reservation_release``, each write carrying the resourceVersion judged on.
 - ``gc``: ACRs whose pod (``<namespace>-<pod>``) is gone or Running, and RESERVED ACRs
   past the TTL since their last status change, are deleted with a UID precondition and
-  a Warning event.  Requeued every ``gc_interval``; pod events wake it at once.
+  a Warning event.  Gather -> decide -> act: one frozen ``ReservationGcInput`` from the
+  caches (:mod:`controllers.capacity.gather`), the pure ``decide_reservation_gc``, and each
+  delete confirmed by the same decision on that ACR and its pod read from the API server.
+  Requeued every ``gc_interval``; pod events wake it at once.
 
 Our own writes reach the watch cache a moment later; planning the next batch from a
 cache that still shows an ACR as REQUESTED could hand its drives to someone else
@@ -44,6 +49,13 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from kustodian.clock import utc_now
+from kustodian.controllers.capacity.gather import (
+    ReservationApiSource,
+    ReservationCacheSource,
+    ReservationSource,
+    gather,
+    gather_release,
+)
 from kustodian.kube.cache import WatchCache, slim
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import Conflict, NotFound
@@ -51,15 +63,12 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import NODES, PODS, Resource
 from kustodian.policy.capacity import (
     CapacityPlanner,
-    Decision,
     PlanOptions,
-    PodState,
+    ReservationDecision,
     apply_decision,
-    bound_releases,
-    narrow_to_node,
     pod_key,
-    stale_reservations,
 )
+from kustodian.policy.capacity.gc import confirms, decide_reservation_gc
 from kustodian.policy.capacity.model import (
     AC_KIND_KEY,
     ACR_KIND_KEY,
@@ -70,8 +79,10 @@ from kustodian.policy.capacity.model import (
     RESERVED,
     WAIT,
 )
+from kustodian.policy.capacity.release import decide_reservation_release
+from kustodian.policy.capacity.stale import StaleReservation
 from kustodian.policy.jsonpatch import merge_diff
-from kustodian.policy.objects import RawObject, map_field, name, str_field, uid
+from kustodian.policy.objects import RawObject, name, str_field, uid
 from kustodian.runtime.workqueue import Result
 
 log = logging.getLogger(__name__)
@@ -111,10 +122,6 @@ def node_identity(node: Obj, key: str = NODE_ID_KEY) -> Obj:
     if isinstance(node_id, str) and node_id:
         kept["annotations"] = {key: node_id}
     return {"apiVersion": "v1", "kind": "Node", "metadata": kept}
-
-
-def _pod_state(pod: RawObject) -> PodState:
-    return PodState(node_name=str_field(pod, "spec", "nodeName"), phase=str_field(pod, "status", "phase"))
 
 
 def _pod_index(acr: Mapping[str, Any]) -> tuple[str, ...]:
@@ -177,6 +184,11 @@ class CapacityReservations:
         # Without the LVG CRD nothing can mark a volume group failed: plan without it.
         lvg_resource = resources.get(LVG_KIND_KEY)
         self.lvgs = WatchCache(client, lvg_resource) if lvg_resource is not None else None
+        # where garbage collection gathers from: the caches, and the API server to confirm a delete
+        self.cache_source: ReservationSource = ReservationCacheSource(self.snapshot, self.pods, self.nodes,
+                                                                      self.acs, node_id_key)
+        self.api_source: ReservationSource = ReservationApiSource(client, self.acr_resource, self.ac_resource,
+                                                                  node_id_key)
         self._lock = threading.Lock()
         # The kept planner, and the AC/LVG changes it has not seen yet (AC name -> the AC
         # now, None once deleted; any LVG event): applied in place before the next pass.
@@ -321,7 +333,7 @@ class CapacityReservations:
             kept.update(changes, now_lvgs)
         return kept
 
-    def _write(self, acr: Obj, decision: Decision, now: datetime) -> bool:
+    def _write(self, acr: Obj, decision: ReservationDecision, now: datetime) -> bool:
         """Write ``decision`` with ``acr``'s resourceVersion; False after a 409 (fresh copy kept)."""
         acr_name = decision.acr_name
         patch = merge_diff(acr, apply_decision(acr, decision, now))
@@ -364,42 +376,43 @@ class CapacityReservations:
     # -- garbage collection --------------------------------------------------------------------
 
     def collect_garbage(self) -> Result:
-        """Delete ACRs whose pod is gone or Running, and RESERVED ACRs past the TTL."""
+        """Delete ACRs whose pod is gone or Running, and RESERVED ACRs past the TTL.
+
+        Gathered from the caches, decided, and each delete confirmed by the same decision on
+        that ACR and its pod read from the API server (the pod cache may be behind the ACR cache).
+        """
         if not self.synced():
             return Result(requeue_after=0.5)
-        acrs = self.snapshot()  # before the pods: a pod missing afterwards is not merely new
-        pods = {f"{str_field(p, 'metadata', 'namespace')}/{name(p)}": _pod_state(p) for p in self.pods.list()}
-        by_name = {name(a): a for a in acrs}
-        for stale in stale_reservations(acrs, pods, self.clock(), self.reservation_ttl):
-            if stale.pod_gone and self._pod_exists(stale.pod_gone):
-                continue  # the pod cache is behind the ACR cache
-            self._delete(by_name[stale.name], stale.why)
+        observed = gather(self.cache_source, self.reservation_ttl)
+        now = self.clock()
+        by_name = {name(a): a for a in observed.reservations}
+        for stale in decide_reservation_gc(observed, now):
+            self._collect(by_name[stale.name], stale, now)
         return Result(requeue_after=self.gc_interval.total_seconds())
+
+    def _collect(self, acr: RawObject, stale: StaleReservation, now: datetime) -> None:
+        """Delete ``acr`` if the decision on a gather from the API server collects it too."""
+        fresh = decide_reservation_gc(gather(self.api_source, self.reservation_ttl, (stale.name,)), now)
+        if not confirms(fresh, stale):
+            log.debug("ACR %s: %s in the caches, not on the API server; kept", stale.name, stale.why,
+                      extra={"kind": "AvailableCapacityReservation", "object": stale.name})
+            return
+        self._delete(acr, next(s.why for s in fresh if s.name == stale.name))
 
     # -- releasing what the scheduler did not pick ---------------------------------------------
 
-    def _ac_node(self, ac_name: str) -> str:
-        return str_field(self.acs.get(None, ac_name), "spec", "NodeId")
-
     def release_unchosen(self) -> Result | None:
-        """Narrow every RESERVED ACR whose pod is bound to that node's reservations."""
+        """Narrow every RESERVED ACR whose pod is bound to that node's reservations.
+
+        Gathered from the caches, decided, written with the resourceVersion it was judged on.
+        """
         if not self.synced():
             return Result(requeue_after=0.5)
-        acrs = self.snapshot()
-        pods = {f"{str_field(p, 'metadata', 'namespace')}/{name(p)}": _pod_state(p) for p in self.pods.list()}
-        node_ids = {}
-        for node in self.nodes.list():
-            node_id = map_field(node, "metadata", "annotations").get(self.node_id_key)
-            if isinstance(node_id, str) and node_id:
-                node_ids[name(node)] = node_id
-        by_name = {name(a): a for a in acrs}
         retry = False
-        for acr_name, node_id in bound_releases(acrs, pods, node_ids):
-            acr = by_name[acr_name]
-            narrowed = narrow_to_node(acr, node_id, self._ac_node)
-            if narrowed is None:
-                continue
-            patch = merge_diff(acr, narrowed)
+        for release in decide_reservation_release(gather_release(self.cache_source)):
+            acr, node_id = release.reservation, release.node_id
+            acr_name = name(acr)
+            patch = merge_diff(acr, release.narrowed)
             patch.setdefault("metadata", {})["resourceVersion"] = _rv(acr)
             extra = {"kind": "AvailableCapacityReservation", "object": acr_name}
             try:
@@ -418,15 +431,7 @@ class CapacityReservations:
                 self.recorder.record(written, "Normal", EVENT_RELEASED, message)
         return Result(requeue_after=0.2) if retry else None
 
-    def _pod_exists(self, key: str) -> bool:
-        namespace, _, pod_name = key.partition("/")
-        try:
-            self.client.get(PODS, pod_name, namespace)
-        except NotFound:
-            return False
-        return True
-
-    def _delete(self, acr: Obj, why: str) -> None:
+    def _delete(self, acr: RawObject, why: str) -> None:
         acr_name = name(acr)
         extra = {"kind": "AvailableCapacityReservation", "object": acr_name}
         try:

@@ -5,8 +5,9 @@ users can switch; both are woken by events through the shared watch caches (a No
 or back, a PV or PVC changed; the claim reconciler also by its resync and its own requeues):
 
 * :class:`NodeCleanup` (the *cleanup controller*) stamps ``kustodian.io/node-missing-since``
-  on the PV the first time the node is seen missing (so a restart neither resets nor skips
-  the delay), warns on the PVC with ``ReferencedNodeDeleted``, requeues itself for the
+  on the PV the first time the node is seen missing (a stamp from before this process's
+  gap-free watch of the Nodes is no proof and restarts the delay: :meth:`NodeCleanup.watched_since`),
+  warns on the PVC with upstream's ``ReferencedNodeDeleted`` text, requeues itself for the
   deadline, and then deletes the PVC with a UID precondition;
 * :class:`StaleVolumeCleanup` (upstream's *deleter*) deletes the stale PV once it is
   Available, or Released with reclaim policy Delete, with UID and resourceVersion
@@ -23,6 +24,7 @@ makes the same delete.  Data on disks is never touched.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 from typing import Any, Literal
@@ -43,6 +45,7 @@ from kustodian.kube.errors import Conflict, KubeError, NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from kustodian.policy.node_cleanup import (
+    EVENT_REASON_NODE_DELETED,
     HOSTNAME_LABEL,
     INDEXERS,
     PV_BY_CLAIM,
@@ -67,6 +70,7 @@ log = logging.getLogger(__name__)
 _PREFIX = "local_volume_node_cleanup"
 
 _CACHE_LAG_RECHECK = 1.0  # seconds: the watch catches up with a Node event quickly
+_DELETIONS_KEPT = 10_000  # Node deletions remembered (see NodeCleanup.watched_since)
 
 
 class NodeCleanupMetrics:
@@ -113,6 +117,12 @@ class NodeCleanup:
         self.timer = timer
         self.timers: NodeMissingTimers = TimersInMemory() if timer == "memory" else TimersOnVolume(client)
         self.stale_volumes = StaleVolumeCleanup(self)
+        # see watched_since(): the Node cache's list epoch this process watches from, and when
+        self._watch_lock = threading.Lock()
+        self._watch_epoch = -1
+        self._watched_since: datetime | None = None
+        self._deleted_at: dict[str, datetime] = {}  # Node name or hostname -> seen deleted at
+        self.nodes.add_handler(self._node_deleted)
 
     @property
     def opted_in(self) -> frozenset[str]:
@@ -125,7 +135,43 @@ class NodeCleanup:
     # -- gather and confirm ---------------------------------------------------------------------
 
     def gather(self, source: NodeCleanupSource, pv_name: str) -> NodeCleanupInput | None:
-        return gather(source, pv_name, self.rules, self.timers.overlay)
+        return gather(source, pv_name, self.rules, self.timers.overlay, self.watched_since)
+
+    def watched_since(self, node_names: Collection[str] = ()) -> datetime:
+        """Since when this process has seen ``node_names`` continuously absent, at the latest.
+
+        The first pass after the Node cache's first full list, or after any re-list (a watch
+        that broke, a 410: events may have been missed), starts a new watch period, dated by
+        the clock of that pass (never earlier than the list).  A node-missing stamp older than
+        that was not seen through by this process: the node may have come back and gone again
+        while nobody watched (a restart, however short, or a gap), so the delay restarts.
+        So it does when one of the nodes was seen deleted after the stamp: it was back
+        meanwhile, even if no pass saw it back.  The price: a Node watch that breaks more
+        often than the delay (the cache logs each re-list) postpones the PVC's deletion.
+        """
+        epoch = self.nodes.epoch
+        with self._watch_lock:
+            if self._watch_epoch != epoch or self._watched_since is None:
+                self._watch_epoch, self._watched_since = epoch, self.clock()
+                self._deleted_at.clear()  # older than the new period: says nothing more
+            deleted = [self._deleted_at[n] for n in node_names if n in self._deleted_at]
+            return max([self._watched_since, *deleted])
+
+    def _node_deleted(self, etype: str, new: dict[str, Any] | None, old: dict[str, Any] | None) -> None:
+        """Remember when a Node was seen deleted (by name and by hostname label)."""
+        if etype != "DELETED" or old is None:
+            return
+        keys = {str_field(old, "metadata", "name")}
+        hostname = field(old, "metadata", "labels", HOSTNAME_LABEL)
+        if isinstance(hostname, str):
+            keys.add(hostname)
+        now = self.clock()
+        with self._watch_lock:
+            if len(self._deleted_at) >= _DELETIONS_KEPT:  # bounded: drop the oldest half
+                for key in sorted(self._deleted_at, key=self._deleted_at.__getitem__)[:_DELETIONS_KEPT // 2]:
+                    del self._deleted_at[key]
+            for key in keys:
+                self._deleted_at[key] = now
 
     def confirm(self, pv_name: str, now: datetime) -> tuple[NodeCleanupInput, NodeCleanupDecision] | None:
         """The same decision on ``gather(api)``; ``None`` (PV gone, or a read failed): do not delete."""
@@ -218,6 +264,8 @@ class NodeCleanup:
                      action.namespace, action.name, action.requeue_at.isoformat(),
                      extra={"kind": "PersistentVolume", "object": pv_name})
             return Result(requeue_after=max(0.0, (action.requeue_at - now).total_seconds()))
+        if action.warning is not None and self.recorder is not None and pvc is not None:
+            self.recorder.record(pvc, "Warning", EVENT_REASON_NODE_DELETED, action.warning)
         confirmed = self.confirm(pv_name, now)
         if confirmed is None or not confirms(confirmed[1], action):
             log.info("PV %s: the cache says to delete PVC %s/%s but a fresh read does not; not deleting",

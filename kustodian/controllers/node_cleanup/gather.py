@@ -12,6 +12,7 @@ import contextlib
 import threading
 import time
 from collections.abc import Callable, Collection
+from datetime import datetime
 from typing import Any, Protocol
 
 from kustodian.kube.cache import WatchCache
@@ -120,10 +121,15 @@ class NodeCleanupApiSource:
 
 
 def gather(source: NodeCleanupSource, pv_name: str, rules: NodeCleanupRules,
-           overlay: Callable[[Obj], Obj] = lambda pv: pv) -> NodeCleanupInput | None:
+           overlay: Callable[[Obj], Obj] = lambda pv: pv,
+           watched_since: Callable[[Collection[str]], datetime | None] = lambda names: None,
+           ) -> NodeCleanupInput | None:
     """Everything one decision about PV ``pv_name`` reads, from ``source``; ``None``: no such PV.
 
-    ``overlay`` lays the timer annotations kept in memory over the PV (see ``timers``).
+    ``overlay`` lays the timer annotations kept in memory over the PV (see ``timers``);
+    ``watched_since`` says since when this process has watched the Nodes the PV may live on
+    without a gap and without seeing one of them deleted, asked after the reads, so that a gap
+    or a deletion during them is counted.
     """
     pv = source.volume(pv_name)
     if pv is None:
@@ -132,4 +138,6 @@ def gather(source: NodeCleanupSource, pv_name: str, rules: NodeCleanupRules,
     claim_ns = str_field(pv, "spec", "claimRef", "namespace")
     claim_name = str_field(pv, "spec", "claimRef", "name")
     claim = source.claim(claim_ns, claim_name) if claim_ns and claim_name else None
-    return NodeCleanupInput(pv, claim, source.nodes(affinity_node_names(pv).node_names), rules)
+    names = affinity_node_names(pv).node_names
+    nodes = source.nodes(names)
+    return NodeCleanupInput(pv, claim, nodes, rules, watched_since(names))

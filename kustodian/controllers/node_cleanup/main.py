@@ -34,9 +34,9 @@ EVENT_SOURCE = "cleanup-controller"  # upstream's EventSource.Component: alerts 
 def timer_store(client: KubeClient) -> Literal["annotation", "memory"]:
     """Where the node-missing timer lives, by what this ServiceAccount may do (logged once).
 
-    With ``patch`` on PVs (Kustodian's chart) the timer is an annotation and survives a
-    restart; with upstream's ClusterRole (get/list/watch/delete only) it is kept in memory,
-    as upstream keeps it: a restart then restarts the delay, and never shortens it.
+    With ``patch`` on PVs (Kustodian's chart) the timer is an annotation, visible on the PV;
+    with upstream's ClusterRole (get/list/watch/delete only) it is kept in memory, as upstream
+    keeps it.  Either way a restart restarts the delay, and never shortens it (issue 34).
     """
     allowed = can_i(client, "patch", "persistentvolumes")
     if allowed:

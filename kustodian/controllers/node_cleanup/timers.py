@@ -1,10 +1,12 @@
 """Where the node-missing timer lives: on the PV (annotations) or, without patch rights, in memory.
 
-With ``patch`` on PVs (Kustodian's chart) the timer is a set of annotations on the PV and
-survives a restart; with upstream's ClusterRole (get/list/watch/delete only) the same
-annotations are kept here per PV UID, as upstream keeps its timer: a restart then restarts
-the delay, and never shortens it.  Either way the decision sees the same PV: :meth:`overlay`
-lays what is kept in memory over the PV a gather read.
+With ``patch`` on PVs (Kustodian's chart) the timer is a set of annotations on the PV, where
+an admin sees it; with upstream's ClusterRole (get/list/watch/delete only) the same
+annotations are kept here per PV UID, as upstream keeps its timer.  Either way a restart
+restarts the delay and never shortens it: a stamp older than the new process's watch of the
+Nodes is no proof the node stayed gone (``NodeCleanup.watched_since``).  The decision sees
+the same PV in both modes: :meth:`overlay` lays what is kept in memory over the PV a gather
+read.
 """
 
 from __future__ import annotations

@@ -9,15 +9,19 @@ One agent per node (a DaemonSet), two loops that never wait for each other:
   checks each disk's identity and Longhorn's view of it, reports what it cannot trust
   (``Ownership`` and per-disk ``Ready`` / ``AutoDeleteHeld`` conditions in ConfigMap
   ``kustodian-disks-<node>`` + Warning events) and, only when the scans, the ownership
-  or this node's Orphans changed, asks :func:`policy.orphans.sync_orphans` which Orphans
-  to create and which to prune;
+  or this node's Orphans changed, asks :func:`policy.orphans.decide_orphan_sync` (over one
+  frozen ``OrphanSyncInput``) which Orphans to create and which to prune, and prunes only
+  what the same decision on a gather from the API server prunes too;
 * the **orphan controller** (a reconciler on the Manager)
-  reconciles each Orphan of this node: it keeps the ``DataCleanable`` condition
-  current, auto-deletes after the grace period when enabled, and, once the object
-  is being deleted, removes the directory or only drops the finalizer, as
-  :func:`policy.orphans.cleanup_decision` says on a *fresh* scan and a *fresh*
-  Replica list.  :func:`controllers.orphans.scan.remove_replica_dir` re-verifies
-  the disk identity itself right before it deletes anything.
+  reconciles each Orphan of this node, gather -> decide -> act: it gathers one frozen
+  :class:`policy.orphans.OrphanCleanupInput` from what it holds
+  (:mod:`controllers.orphans.gather`), :func:`policy.orphans.decide_orphan_cleanup`
+  decides, and it keeps the ``DataCleanable`` condition current, auto-deletes after the
+  grace period when enabled, and, once the object is being deleted, removes the
+  directory or only drops the finalizer.  That last act is confirmed first: the same
+  decision on a gather from the API server and a *fresh* disk read, compared with the
+  first (:func:`policy.orphans.confirms`).  :func:`controllers.orphans.scan.remove_replica_dir`
+  re-verifies the disk identity itself right before it deletes anything.
 
 A reconcile reads the monitor's last scans (published by swapping a dict, never
 under a lock held across I/O), so a long scan never blocks it.
@@ -33,12 +37,19 @@ import contextlib
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
 from kustodian.clock import utc_now
 from kustodian.controllers.orphans.disks import CONDITION_READY, OWNERSHIP_KEY, DiskRegistry
+from kustodian.controllers.orphans.gather import (
+    OrphanApiSource,
+    OrphanCacheSource,
+    OrphanCleanupSource,
+    gather,
+    gather_sync,
+)
 from kustodian.controllers.orphans.scan import remove_replica_dir, scan_disk
 from kustodian.controllers.orphans.tracker import Longhorn, NoTracker, ReplicaTracker
 from kustodian.kube.cache import object_key
@@ -47,7 +58,7 @@ from kustodian.kube.config import load_config
 from kustodian.kube.errors import AlreadyExists, KubeError, NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import Resource
-from kustodian.policy.objects import field, is_deleting, list_field, str_field
+from kustodian.policy.objects import RawObject, field, is_deleting, list_field, str_field
 from kustodian.policy.orphans import (
     ANNOTATION_KEEP_DATA,
     CONDITION_DATA_CLEANABLE,
@@ -62,14 +73,23 @@ from kustodian.policy.orphans import (
     DiskScan,
     DropFinalizer,
     NoAction,
+    OrphanAction,
+    OrphanCleanupInput,
+    OrphanCleanupRules,
+    OrphanDecision,
     OrphanedReplicaDir,
+    OrphanReason,
+    OrphanSync,
+    OrphanSyncInput,
     Ownership,
     PruneOrphan,
-    Reason,
     RemoveDir,
     Wait,
     auto_deletion,
-    cleanup_decision,
+    confirms,
+    confirms_prune,
+    decide_orphan_cleanup,
+    decide_orphan_sync,
     disk_condition,
     disk_verdict,
     find_orphans,
@@ -77,7 +97,6 @@ from kustodian.policy.orphans import (
     normalize_disk_path,
     orphan_object,
     replica_dir_count,
-    sync_orphans,
 )
 from kustodian.policy.timestamps import format_rfc3339
 from kustodian.runtime.manager import CacheFactory, Manager
@@ -91,6 +110,14 @@ COMPONENT = "kustodian-node-agent"
 ORPHANS = Resource("kustodian.io", "v1alpha1", "orphanedreplicadirs", ORPHAN_KIND, True)
 CONDITION_OWNERSHIP = "OwnershipKnown"
 CONDITION_AUTO_DELETE_HELD = "AutoDeleteHeld"
+
+
+@dataclass(frozen=True)
+class _Confirmed:
+    """The fresh Orphan and the action confirmed on it."""
+
+    orphan: RawObject
+    action: OrphanAction
 
 
 def _scan_fingerprint(scan: DiskScan) -> tuple[Any, ...]:
@@ -121,13 +148,20 @@ class NodeAgent:
         self.brake_share = brake_share
         self.brake_min_orphans = brake_min_orphans
         self.agent_since: datetime | None = None  # deletes requested before this are deferred ones
-        self._owners: Ownership = Ownership(False, Reason.TRACKING_UNKNOWN, "not looked at yet")
+        self._owners: Ownership = Ownership(False, OrphanReason.TRACKING_UNKNOWN, "not looked at yet")
         self._owners_reported: Ownership | None = None
         self._held: Mapping[str, str] = {}  # normalized disk path -> mass-orphan brake message
         self.clock = clock
         self.retry_interval = retry_interval
         self.registry = DiskRegistry(client, namespace=namespace, node=node)
         self.orphans = caches(ORPHANS, namespace=namespace, indexers=INDEXERS[ORPHAN_KIND_KEY])
+        # where reconcile gathers from: what the agent holds, and the API server with the disks read now
+        self.cache_source: OrphanCleanupSource = OrphanCacheSource(
+            node, self.orphans, tracker, last_scans=lambda: list(self._scans.values()),
+            scan_now=lambda: self.scan_disks(record=False))
+        self.api_source: OrphanCleanupSource = OrphanApiSource(
+            client, ORPHANS, tracker, node=node, namespace=namespace,
+            scan_now=lambda: self.scan_disks(record=False))
         self.queue: WorkQueue | None = None  # the Manager's, once installed
         self._enqueue: Callable[[str], None] = lambda key: None
         self._scans: Mapping[str, DiskScan] = {}  # the monitor's last scans by disk path, swapped whole
@@ -239,14 +273,30 @@ class NodeAgent:
             fingerprint = (tuple(_scan_fingerprint(s) for s in scans), owners, generation)
             if fingerprint == self._last_sync:
                 return False
-            existing = self.orphans.by_index(ORPHAN_BY_NODE, self.node)
-            plan = sync_orphans(self.node, scans, owners, existing)
-            ok = all([self._create(o) for o in plan.create] + [self._prune(p) for p in plan.prune])
+            observed = OrphanSyncInput(self.node, tuple(scans), owners,
+                                       tuple(self.orphans.by_index(ORPHAN_BY_NODE, self.node)))
+            plan = decide_orphan_sync(observed)
+            prunes = self._confirmed_prunes(plan)
+            ok = all([self._create(o) for o in plan.create] + [self._prune(p) for p in prunes])
+            ok = ok and len(prunes) == len(plan.prune)  # an unconfirmed prune is decided again next scan
             if ok:
                 self._last_sync = fingerprint
             self.syncs_done += 1
         self.reconcile_all()  # DataCleanable follows the new scan
         return True
+
+    def _confirmed_prunes(self, plan: OrphanSync) -> tuple[PruneOrphan, ...]:
+        """The prunes of ``plan`` that the same decision on a gather from the API server (Longhorn's
+        Node and Replicas, this node's Orphans) and the disks read again makes too."""
+        if not plan.prune:
+            return ()
+        fresh = decide_orphan_sync(gather_sync(self.api_source, self.node))
+        confirmed = tuple(p for p in plan.prune if confirms_prune(fresh, p))
+        for prune in plan.prune:
+            if prune not in confirmed:
+                log.info("Orphan %s/%s: %s in the caches, not on the API server; kept", prune.namespace,
+                         prune.name, prune.reason)
+        return confirmed
 
     def _create(self, orphan: OrphanedReplicaDir) -> bool:
         obj = orphan_object(orphan, namespace=self.namespace)
@@ -298,8 +348,8 @@ class NodeAgent:
                     where = f"disk {scan.disk_name} at {scan.disk_path} on node {self.node}"
                     message = f"{where}: {brake.message}"
                     log.warning(message)
-                    self.recorder.record(self.registry.config_map, "Warning", str(Reason.MASS_ORPHAN_BRAKE),
-                                         message)
+                    self.recorder.record(self.registry.config_map, "Warning",
+                                         str(OrphanReason.MASS_ORPHAN_BRAKE), message)
             elif before is not None and owners.known:
                 message = (f"disk {scan.disk_name} at {scan.disk_path} on node {self.node}: "
                            f"{brake.orphans} of {brake.directories} replica directories are orphans now; "
@@ -351,7 +401,7 @@ class NodeAgent:
             held = self._held.get(normalize_disk_path(scan.disk_path) or scan.disk_path)
             if held:
                 conditions.append({"type": CONDITION_AUTO_DELETE_HELD, "status": "True",
-                                   "reason": str(Reason.MASS_ORPHAN_BRAKE), "message": held})
+                                   "reason": str(OrphanReason.MASS_ORPHAN_BRAKE), "message": held})
             status.append({
                 "name": scan.disk_name, "path": scan.disk_path, "diskUUID": scan.expected_uuid,
                 "conditions": conditions,
@@ -375,33 +425,56 @@ class NodeAgent:
     # -- orphan controller ------------------------------------------------------------------
 
     def reconcile(self, key: str) -> Result | None:
+        """Gather from the caches, decide, act; an act on a deleting Orphan is confirmed first."""
         namespace, _, name = key.rpartition("/")
-        obj = self.orphans.get(namespace, name)
-        if obj is None or str_field(obj, "spec", "nodeID") != self.node:
-            return None
-        scans: Sequence[DiskScan]
-        deleting = is_deleting(obj)
-        if deleting:
-            if ORPHAN_FINALIZER not in list_field(obj, "metadata", "finalizers"):
-                return None
-            # about to remove data: look again, at the disks and at the API server
-            scans = self.scan_disks(record=False)
-            owners = self.tracker.ownership(fresh=True)
-        else:
-            scans = list(self._scans.values()) or self.scan_disks(record=False)
-            owners = self.tracker.ownership()
-        now = self.clock()
         policy = self.auto_deletion()
-        held = self._held
-        if not self.scans_done:
-            # the brake is computed by the monitor's scan: until the first one, hold every disk
-            held = {normalize_disk_path(d.path) or d.path: "no full scan yet" for d in self.disks}
-        decision = cleanup_decision(obj, scans, owners, node=self.node, auto_delete=policy.enabled,
-                                    grace=policy.grace, now=now, agent_since=self.agent_since,
-                                    held_disks=held)
+        rules = OrphanCleanupRules(self.node, policy.enabled, policy.grace, self.agent_since)
+        held = self._held_disks()
+        observed = gather(self.cache_source, namespace, name, rules, held)
+        if observed is None or str_field(observed.orphan, "spec", "nodeID") != self.node:
+            return None
+        deleting = is_deleting(observed.orphan)
+        if deleting and ORPHAN_FINALIZER not in list_field(observed.orphan, "metadata", "finalizers"):
+            return None
+        now = self.clock()
+        decision = decide_orphan_cleanup(observed, now)
         if not deleting:
-            self._write_condition(obj, decision.condition)
-        action = decision.action
+            self._write_condition(observed.orphan, decision.condition)
+            return self._act(observed.orphan, decision.action, now, policy)
+        # about to remove data or to give up the request to: look again, at the disks and at the API server
+        confirmed = self._confirm(namespace, name, observed, decision, now)
+        if confirmed is None:
+            return None  # the Orphan is gone
+        if isinstance(confirmed, Result):
+            return confirmed
+        return self._act(confirmed.orphan, confirmed.action, now, policy)
+
+    def _confirm(self, namespace: str, name: str, observed: OrphanCleanupInput, first: OrphanDecision,
+                 now: datetime) -> _Confirmed | Result | None:
+        """The decision on ``gather(api)`` to act on, compared with ``first`` (made on ``observed``).
+
+        Releasing the Orphan (the data kept) follows the fresh decision, as it always did;
+        a removal is made only when two decisions agree, the last on a fresh gather: when the
+        caches did not see the removal the fresh gather shows, one more fresh gather confirms it.
+        """
+        rules, held = observed.rules, observed.held_disks
+        fresh = gather(self.api_source, namespace, name, rules, held)
+        if fresh is None:
+            return None
+        decision = decide_orphan_cleanup(fresh, now)
+        if isinstance(decision.action, RemoveDir) and not confirms(decision, first.action):
+            again = gather(self.api_source, namespace, name, rules, held)
+            if again is None:
+                return None
+            if not confirms(decide_orphan_cleanup(again, now), decision.action):
+                log.info("Orphan %s/%s: the facts changed while confirming a removal; deciding again soon",
+                         namespace, name)
+                return Result(requeue_after=self.retry_interval)
+            fresh = again
+        return _Confirmed(fresh.orphan, decision.action)
+
+    def _act(self, obj: RawObject, action: OrphanAction, now: datetime,
+             policy: AutoDeletion) -> Result | None:
         if isinstance(action, RemoveDir):
             return self._remove(obj, action)
         if isinstance(action, DropFinalizer):
@@ -419,10 +492,17 @@ class NodeAgent:
         elif isinstance(action, Wait):
             return Result(requeue_after=max(0.0, (action.requeue_at - now).total_seconds()) + 0.05)
         elif isinstance(action, NoAction):
-            log.debug("Orphan %s: nothing to do (%s)", key, action.reason)
+            log.debug("Orphan %s/%s: nothing to do (%s)", str_field(obj, "metadata", "namespace"),
+                      str_field(obj, "metadata", "name"), action.reason)
         return None
 
-    def _remove(self, obj: Obj, action: RemoveDir) -> Result | None:
+    def _held_disks(self) -> Mapping[str, str]:
+        """The monitor's mass-orphan brakes; until its first scan, every disk is held."""
+        if not self.scans_done:
+            return {normalize_disk_path(d.path) or d.path: "no full scan yet" for d in self.disks}
+        return self._held
+
+    def _remove(self, obj: RawObject, action: RemoveDir) -> Result | None:
         result = remove_replica_dir(action.disk_path, action.dir_name, action.expected_uuid)
         if not result.gone:
             message = f"{result.path} not removed ({result.outcome}): {result.reason} {result.message}"
@@ -435,7 +515,7 @@ class NodeAgent:
         self._drop_finalizer(obj)
         return None
 
-    def _drop_finalizer(self, obj: Obj) -> None:
+    def _drop_finalizer(self, obj: RawObject) -> None:
         meta = obj.get("metadata") or {}
         remaining = [f for f in list_field(obj, "metadata", "finalizers") if f != ORPHAN_FINALIZER]
         # resourceVersion makes this a compare-and-swap: a 409 is retried on a fresh read
@@ -444,7 +524,7 @@ class NodeAgent:
                 "finalizers": remaining, "resourceVersion": meta.get("resourceVersion")}},
                 str(meta.get("namespace")))
 
-    def _write_condition(self, obj: Obj, condition: Mapping[str, str]) -> None:
+    def _write_condition(self, obj: RawObject, condition: Mapping[str, str]) -> None:
         conditions = list_field(obj, "status", "conditions")
         current = next((c for c in conditions if field(c, "type") == CONDITION_DATA_CLEANABLE), None)
         if current is not None and all(field(current, k) == condition[k]
@@ -457,7 +537,7 @@ class NodeAgent:
                 "metadata": {"resourceVersion": meta.get("resourceVersion")},
                 "status": {"conditions": merged}}, str(meta.get("namespace")), subresource="status")
 
-    def _event(self, obj: Obj, event_type: str, reason: str, message: str) -> None:
+    def _event(self, obj: RawObject, event_type: str, reason: str, message: str) -> None:
         self.recorder.record(obj, event_type, reason, message)
 
 

@@ -270,7 +270,9 @@ class RemovalResult:
 
 
 class _UnsafeToRemoveError(Exception):
-    pass
+    """Private: the tree being removed holds something that must not be crossed (a mount, a
+    symlink, another filesystem); caught where the removal started and returned as its
+    ``RemovalResult`` ("Unsafe"), so it never reaches a caller (not drawn in ``kustodian.errors``)."""
 
 
 def _same_mount(parent_fd: int, name: str, mnt: int) -> None:

@@ -33,7 +33,7 @@ from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import Forbidden, KubeError, NotFound
 from kustodian.kube.resources import Resource
 from kustodian.policy.objects import str_field
-from kustodian.policy.orphans import Ownership, Reason, TrackedReplica, ownership, tracked_replicas
+from kustodian.policy.orphans import OrphanReason, Ownership, TrackedReplica, ownership, tracked_replicas
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class NoTracker:
         return True
 
     def ownership(self, *, fresh: bool = False) -> Ownership:
-        return Ownership(False, Reason.TRACKING_UNKNOWN, "--tracker=none: no ownership source")
+        return Ownership(False, OrphanReason.TRACKING_UNKNOWN, "--tracker=none: no ownership source")
 
     def longhorn_settings(self) -> dict[str, str] | None:
         return None
@@ -254,7 +254,7 @@ class Longhorn:
         node_obj, why = self._node(fresh)
         tracked = self.replicas.tracked(fresh=fresh) if node_obj is not None else None
         if node_obj is not None and tracked is None:
-            return Ownership(False, Reason.TRACKING_UNKNOWN,
+            return Ownership(False, OrphanReason.TRACKING_UNKNOWN,
                              f"Longhorn Replicas in namespace {self.namespace!r} unknown: "
                              f"{self.replicas.why_unknown}; nothing is reported or removed")
         return ownership(self.node, self.namespace, node_obj, tracked, node_error=why)

@@ -2,17 +2,18 @@
 
 Split by what callers need, all pure:
 
-- ``model``: kinds, storage classes, LVM arithmetic, ``Decision`` and ``PlanOptions``;
+- ``model``: kinds, storage classes, LVM arithmetic, ``ReservationDecision`` and ``PlanOptions``;
 - ``planner``: ``plan`` (one ACR), ``plan_all`` (every REQUESTED ACR, in order) and the
   kept ``CapacityPlanner``, over one of two tables that decide alike: ``table`` (Python)
-  or ``native_table`` (the compiled ``_native``), with what they share in ``holds``;
+  or ``native_table`` (the compiled ``_native``), with what they share in ``holds`` and
+  ``reading`` (how an AC is read: one parse, compiled into ``_native`` too);
 - ``output``: ``apply_decision`` (the ACR to write) and ``plan_table`` (the CLI view);
 - ``validation``: field-path error lists for the admission webhook;
 - ``stale``: which ACRs the garbage collector should delete, which a bound pod shrinks;
 - ``synthetic``: a reproducible cluster for the bench harness and property tests.
 """
 
-from kustodian.policy.capacity.model import Decision, PlanOptions
+from kustodian.policy.capacity.model import PlanOptions, ReservationDecision
 from kustodian.policy.capacity.output import PLAN_TABLE_HEADER, apply_decision, narrow_to_node, plan_table
 from kustodian.policy.capacity.planner import CapacityPlanner, plan, plan_all
 from kustodian.policy.capacity.stale import (
@@ -27,9 +28,9 @@ from kustodian.policy.capacity.validation import validate_available_capacity, va
 __all__ = [
     "PLAN_TABLE_HEADER",
     "CapacityPlanner",
-    "Decision",
     "PlanOptions",
     "PodState",
+    "ReservationDecision",
     "StaleReservation",
     "apply_decision",
     "bound_releases",

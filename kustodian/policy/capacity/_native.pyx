@@ -22,9 +22,12 @@ from libc.string cimport memcpy, memset
 from cpython.object cimport Py_SIZE
 
 from kustodian.policy.capacity.model import (
-    LVG_MEDIA, LVM_METADATA_SIZE, PE_SIZE, ANY_ORDER, STORAGE_GROUP_LABEL,
-    DRIVE_TAINT_LABEL, DRIVE_TAINT_NO_SCHEDULE, AC_STORAGE_CLASSES,
+    LVG_MEDIA, LVM_METADATA_SIZE, PE_SIZE, ANY_ORDER, AC_STORAGE_CLASSES,
 )
+
+# ``parse_ac``: how an AC is read, the Python table's own source compiled in (one parse
+# for both tables; setup.py rebuilds this module when it changes).
+include "reading.py"
 
 cdef extern from "Python.h":
     ctypedef struct PyObject
@@ -57,7 +60,6 @@ for _sc, _m in LVG_MEDIA.items():
         LVG_PLAIN[CLASS_ID[_sc]] = CLASS_ID[_m]
 assert tuple(ANY_ORDER) == CLASS_NAMES[:3]
 assert set(AC_STORAGE_CLASSES) == set(CLASS_NAMES[:7])
-cdef frozenset _AC_CLASSES = frozenset(AC_STORAGE_CLASSES)
 cdef frozenset _LVG_CLASSES = frozenset(LVG_MEDIA)
 
 
@@ -305,49 +307,25 @@ cdef class Core:
             (<list>self.node_acs[nid]).remove(a)
         self.forget(self.nodes[a])
 
-    def load(self, acs, parse_ac):
-        """The first build: every AC, in one pass (``Capacity.__init__``)."""
+    def load(self, acs):
+        """The first build: every AC, in one pass (``Capacity.__init__``), read by ``parse_ac``
+        (``reading.py``, included at the top).  Returns the ACs whose name was read before,
+        as (name, entry, usable), for ``Holds.keep_one`` to settle which one stays."""
         cdef frozenset bad = self.bad_lvgs
         cdef dict index_of = self.index_of
-        cdef Py_ssize_t i
-        cdef dict d_meta, d_spec, d_labels
+        cdef list repeated = []
         for ac in acs:
-            ac_name = None
-            if type(ac) is dict:  # what the JSON decoder gives: C-level lookups
-                meta, spec = (<dict>ac).get("metadata"), (<dict>ac).get("spec")
-            else:
-                meta, spec = ac.get("metadata"), ac.get("spec")
-            labels = (<dict>meta).get("labels") if type(meta) is dict else None
-            if type(spec) is dict and type(labels) is dict:
-                d_meta, d_spec, d_labels = meta, spec, labels
-                ac_name, node = d_meta.get("name"), d_spec.get("NodeId")
-                storage_class, size = d_spec.get("storageClass"), d_spec.get("Size", 0)
-                group, location = d_labels.get(STORAGE_GROUP_LABEL, ""), d_spec.get("Location")
-                if not (
-                    type(ac_name) is str and ac_name and type(node) is str and node
-                    and type(storage_class) is str and storage_class in _AC_CLASSES
-                    and type(size) is int and size >= 0 and type(group) is str and type(location) is str
-                    and d_labels.get(DRIVE_TAINT_LABEL) != DRIVE_TAINT_NO_SCHEDULE
-                ):
-                    ac_name = None
-            if ac_name is None:
-                parsed = parse_ac(ac)
-                if parsed is None:
-                    continue
-                ac_name, (size, node, storage_class, group, location) = parsed
+            parsed = parse_ac(ac)
+            if parsed is None:
+                continue
+            ac_name, entry = parsed
+            size, node, storage_class, group, location = entry
             alive = not (storage_class in _LVG_CLASSES and location in bad)
-            got = index_of.get(ac_name)
-            if got is not None:
-                # Names are unique in a real cluster; if a snapshot repeats one, keep a
-                # choice that does not depend on input order (a usable one first).
-                i = got
-                current = (not self.live[i], (self.exact_size(i), self.nodes[i], self.classes[i],
-                                              self.groups[i], self.locations[i]))
-                if (not alive, (size, node, storage_class, group, location)) < current:
-                    self.unlink(i)
-                    self._put(ac_name, size, node, storage_class, group, location, alive)
+            if ac_name in index_of:
+                repeated.append((ac_name, entry, alive))
                 continue
             self._put(ac_name, size, node, storage_class, group, location, alive)
+        return repeated
 
     # -- per-node lists and summaries ----------------------------------------------
 

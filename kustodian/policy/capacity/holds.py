@@ -1,9 +1,18 @@
-"""What the capacity planner's two tables share: reading ACs, and the holds of RESERVED ACRs.
+"""What the capacity planner's two tables share: the holds of RESERVED ACRs, and the
+interface the planner's front end decides through (both read ACs with ``reading.parse_ac``).
 
 ``table.Capacity`` (Python) and ``native_table.NativeCapacity`` (over the compiled
 ``_native.Core``) keep the ACs by id, for good; ``Holds`` keeps what each RESERVED ACR
 charged (``Held``), who holds LVG volumes where (sequential mode), and applies AC and LVG
 changes in place, in terms of a few table operations each table offers.
+
+``Table`` and ``Candidates`` are what ``planner`` asks of a table, so that the front end
+(requests, the cheap pass, placement, the rejection text) is written once: a table reads
+an ACR's requested nodes into ``Candidates`` and answers in its own terms.  A candidate
+(``P``) is the node's name in the Python table and its position in the requested list in
+the compiled one (which works on int arrays); a step (``S``) is a request as the table
+reads it (``Step``, or the same with ids).  The loops stay inside the tables: the front
+end makes a few calls per ACR, never one per node.
 """
 
 from __future__ import annotations
@@ -11,22 +20,23 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from kustodian.policy.capacity.model import (
-    AC_STORAGE_CLASSES,
-    DRIVE_TAINT_LABEL,
-    DRIVE_TAINT_NO_SCHEDULE,
     LVG_MEDIA,
     LVG_UNUSABLE_HEALTH,
     LVG_UNUSABLE_STATUSES,
-    STORAGE_GROUP_LABEL,
     align_to_extent,
 )
+from kustodian.policy.capacity.reading import Entry, parse_ac
 from kustodian.policy.objects import RawObject, field, list_field, name, str_field
 
 # Bytes of a charge (``Held.sizes``) that holds a drive whole.
 WHOLE_DRIVE = -1
-AC_CLASSES = frozenset(AC_STORAGE_CLASSES)
+
+# What placement reads of a request, in planning order: (group, storage class, need,
+# LVG?, the plain media an LVG request may convert or ``None``).
+Step = tuple[str, str, int, bool, "str | None"]
 
 
 def size_of(value: object) -> int | None:
@@ -35,48 +45,6 @@ def size_of(value: object) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         return None
     return value
-
-
-def parse_ac(ac: RawObject) -> tuple[str, tuple[int, str, str, str, str]] | None:
-    """``(name, (size, node, class, group, location))`` of a usable AC, else ``None``.
-
-    Not usable: malformed (the webhook refuses these) and tainted ``NoSchedule``
-    (upstream's node_capacity.go skips them too); the AC of a volume group known to be
-    failed or going away is the caller's to set aside.  A hundred thousand ACs are read
-    per batch, so plain dicts (what the JSON decoder gives) take a direct path; anything
-    else goes through the safe readers.
-    """
-    meta, spec = ac.get("metadata"), ac.get("spec")
-    if type(meta) is dict and type(spec) is dict:
-        labels = meta.get("labels")
-        if type(labels) is dict:
-            group = labels.get(STORAGE_GROUP_LABEL)
-            taint = labels.get(DRIVE_TAINT_LABEL)
-        else:
-            group = taint = None
-        ac_name, node = meta.get("name"), spec.get("NodeId")
-        storage_class, size, location = spec.get("storageClass"), spec.get("Size", 0), spec.get("Location")
-    else:
-        group = field(ac, "metadata", "labels", STORAGE_GROUP_LABEL)
-        taint = field(ac, "metadata", "labels", DRIVE_TAINT_LABEL)
-        ac_name, node = name(ac), str_field(ac, "spec", "NodeId")
-        storage_class, size = str_field(ac, "spec", "storageClass"), field(ac, "spec", "Size")
-        size = 0 if size is None else size
-        location = str_field(ac, "spec", "Location")
-    if (
-        not isinstance(ac_name, str) or not ac_name or not isinstance(node, str) or not node
-        or type(storage_class) is not str or storage_class not in AC_CLASSES
-        or type(size) is not int or size < 0
-        or taint == DRIVE_TAINT_NO_SCHEDULE
-    ):
-        return None
-    return ac_name, (
-        size,
-        node,
-        str(storage_class),
-        group if isinstance(group, str) else "",
-        location if isinstance(location, str) else "",
-    )
 
 
 def unusable_lvgs(lvgs: Iterable[RawObject]) -> frozenset[str]:
@@ -187,6 +155,15 @@ class Holds:
     def apply(self, acr_name: str, held: Held, sign: int) -> None:
         raise NotImplementedError
 
+    def keep_one(self, ac_name: str, entry: Entry, live: bool) -> None:
+        """``ac_name`` read again from the same snapshot, as ``entry`` (``live``: usable):
+        keep whichever of the two sorts first, a usable one first.  Names are unique in a
+        real cluster; if a snapshot repeats one, the choice must not depend on input order."""
+        i = self.index_of[ac_name]
+        if (not live, entry) < (not self.live[i], self.entry(i)):
+            self.unlink(i)
+            self.put(ac_name, entry, live)
+
     def update(self, changed: Mapping[str, RawObject | None],
                bad_lvgs: Collection[str] | None = None) -> None:
         """Apply AC changes (name -> the AC now, ``None`` once deleted) and a new set of
@@ -281,3 +258,130 @@ class Holds:
 # so the ACR as written (or not) replaces it at the next ``sync``.
 PLANNED = "\x00planned"
 
+
+
+def distinct(nodes: list[str]) -> list[str]:
+    """``nodes`` without repeats, first mention first."""
+    if len(set(nodes)) == len(nodes):
+        return nodes  # no repeats (the extender's lists): a set is half the work of a dict
+    return list(dict.fromkeys(nodes))
+
+
+# -- what the planner's front end asks of a table ------------------------------------
+
+P = TypeVar("P")  # a candidate node: its name, or its position in the requested list
+S = TypeVar("S")  # a step as the table reads it
+S_contra = TypeVar("S_contra", contravariant=True)
+
+# For each candidate where placement failed: (position of the first step that did not
+# fit, the overlay of charges the steps before it made: AC id -> its use then).
+Failed = Mapping[P, tuple[int, dict[int, int]]]
+
+
+class Candidates(Protocol[P, S_contra]):
+    """The nodes one ACR requests, as a table reads them (made by ``Table.candidates``).
+
+    Every sequence of candidates it gives or takes keeps the requested order.
+    """
+
+    names: list[str]  # the requested nodes, without repeats, first mention first
+
+    def all(self) -> Sequence[P]:
+        """Every candidate."""
+        ...
+
+    def fit_alone(self, alive: Sequence[P], step: S_contra) -> Sequence[P]:
+        """The cheap pass: those of ``alive`` whose summary says ``step`` fits there alone."""
+        ...
+
+    def reserve(self, alive: Sequence[P], steps: Sequence[S_contra], limit: int, commit: bool) -> tuple[
+        Sequence[P], Sequence[int], Failed[P]
+    ]:
+        """Place every step on each of ``alive``; charge the nodes where all fit (if
+        ``commit``), up to ``limit`` of them (0: no limit).  The nodes where all fit, the
+        AC chosen for each step on each (flat, node by node), and where the others failed."""
+        ...
+
+    def room(self, node: P, step: S_contra, pending: dict[int, int] | None) -> int | None:
+        """The largest need of ``step``'s class ``node`` could give one request, with the
+        charges ``pending`` (``None``: none, from the summary); ``None`` if it has no AC
+        of the class at all."""
+        ...
+
+    def leavers(self, before: Sequence[P], after: Sequence[P]) -> Sequence[P]:
+        """Those of ``before`` not in ``after`` (a subsequence of it)."""
+        ...
+
+    def short_of(self, nodes: Sequence[P], step: S_contra, total: int) -> Sequence[P]:
+        """Those of ``nodes`` whose summary room for ``step``'s class is below ``total``."""
+        ...
+
+    def without(self, nodes: Sequence[P], gone: Collection[P]) -> Sequence[P]:
+        """``nodes`` less those in ``gone``."""
+        ...
+
+    def split(self, nodes: Sequence[P], step: S_contra) -> tuple[Sequence[P], Sequence[P], int | None]:
+        """``nodes`` with no AC of ``step``'s class, those with some, and the largest room
+        among the latter (``None`` if there are none)."""
+        ...
+
+    def rank(self, node: P) -> int:
+        """Where ``node`` is in the requested list."""
+        ...
+
+    def sort(self, nodes: list[P]) -> None:
+        """Put ``nodes`` in the requested order."""
+        ...
+
+    def join(self, nodes: Sequence[P]) -> str:
+        """The names of ``nodes``, comma separated."""
+        ...
+
+    def names_of(self, nodes: Sequence[P]) -> tuple[str, ...]:
+        """The names of ``nodes``."""
+        ...
+
+
+class Table(Protocol[P, S]):
+    """A planner's table: its ACs, their holds, and placement (``Capacity``, ``NativeCapacity``)."""
+
+    held: dict[str, Held]
+    # The compiled table, past int64 sizes: the planner moves to ``to_python()``.
+    needs_python: bool
+
+    @property
+    def backend(self) -> str:
+        """``python`` or ``native``."""
+        ...
+
+    @property
+    def names(self) -> Sequence[str]:
+        """AC id -> AC name."""
+        ...
+
+    def steps(self, steps: Sequence[Step]) -> list[S]:
+        """``steps`` as this table reads them."""
+        ...
+
+    def candidates(self, requested: list[str]) -> Candidates[P, S]:
+        """The requested nodes of an ACR (repeats dropped), their summaries made."""
+        ...
+
+    def picks(self, chosen: Sequence[int], width: int) -> list[tuple[str, ...]]:
+        """Per step (``width`` of them), the names of the ACs ``chosen`` gives it, node by node."""
+        ...
+
+    def hold(self, acr: RawObject, version: str = "") -> None: ...
+
+    def release(self, acr_name: str) -> None: ...
+
+    def planned(self, acr_name: str, held: Held) -> None: ...
+
+    def lvg_holders(self) -> Mapping[tuple[str, str], set[str]]: ...
+
+    def update(self, changed: Mapping[str, RawObject | None],
+               bad_lvgs: Collection[str] | None = None) -> None: ...
+
+    def to_python(self) -> Table[str, Step]:
+        """This table as a Python one (itself, if it is one)."""
+        ...

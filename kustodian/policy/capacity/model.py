@@ -159,7 +159,7 @@ class PlanOptions:
 
 
 @dataclass(frozen=True)
-class Decision:
+class ReservationDecision:
     """What the planner decided for one ACR.
 
     ``reservations`` maps each request name (in the ACR's own order) to the chosen AC

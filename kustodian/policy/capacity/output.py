@@ -34,7 +34,7 @@ from kustodian.policy.capacity.model import (
     REJECTED,
     RESERVED,
     STATUS_SINCE_ANNOTATION,
-    Decision,
+    ReservationDecision,
     format_size,
     format_timestamp,
 )
@@ -69,7 +69,8 @@ def _set_status(new: dict[str, Any], spec: dict[str, Any], status: str, now: dat
             _annotations(new)[STATUS_SINCE_ANNOTATION] = format_timestamp(now)
 
 
-def apply_decision(acr: RawObject, decision: Decision, now: datetime | None = None) -> dict[str, Any]:
+def apply_decision(acr: RawObject, decision: ReservationDecision,
+                   now: datetime | None = None) -> dict[str, Any]:
     """The ACR as it should be after ``decision`` (a new object; ``acr`` is untouched)."""
     if name(acr) != decision.acr_name:
         raise ValueError(f"decision is for {decision.acr_name!r}, not for ACR {name(acr)!r}")
@@ -145,7 +146,7 @@ def narrow_to_node(acr: RawObject, node_id: str, node_of: Callable[[str], str]) 
 
 
 def plan_table(
-    decisions: Sequence[Decision],
+    decisions: Sequence[ReservationDecision],
     acs: Iterable[RawObject] = (),
     acrs: Iterable[RawObject] = (),
 ) -> list[tuple[str, ...]]:

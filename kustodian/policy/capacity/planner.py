@@ -54,19 +54,30 @@ Python one spends its time on dict lookups and on reads of int objects scattered
 which no compiler removes, and the C arrays take the batch from ~2.3 s to ~0.9 s.  Without a
 C compiler at install the Python table is the planner, and a compiled planner that meets a
 size of 4 PiB or more (only ever from files) moves to a Python copy of itself.
+
+The front end here (requests, the cheap pass, placement, the rejection text) is written
+once, over ``holds.Table``: each table reads an ACR's requested nodes into its own
+``Candidates`` (node names, or positions into C arrays) and keeps its loops inside.
 """
 
 from __future__ import annotations
 
 import json
-from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
-from itertools import filterfalse, product
-from operator import itemgetter
-from typing import Any, NamedTuple
+from itertools import product
+from typing import Any, NamedTuple, TypeVar
 
-from kustodian.policy.capacity.holds import PLANNED, WHOLE_DRIVE, Held, Holds, unusable_lvgs
+from kustodian.policy.capacity.holds import (
+    PLANNED,
+    WHOLE_DRIVE,
+    Candidates,
+    Failed,
+    Held,
+    Step,
+    Table,
+    unusable_lvgs,
+)
 from kustodian.policy.capacity.model import (
     ANY_CLASS,
     ANY_ORDER,
@@ -76,20 +87,20 @@ from kustodian.policy.capacity.model import (
     REQUESTED,
     RESERVED,
     WAIT,
-    Decision,
     PlanOptions,
+    ReservationDecision,
     format_size,
     parse_timestamp,
     plus,
 )
-from kustodian.policy.capacity.native_table import CLASS_ID, MEDIA_ID, NATIVE, NativeCapacity
-from kustodian.policy.capacity.table import Capacity, Step
+from kustodian.policy.capacity.native_table import NATIVE, NativeCapacity
+from kustodian.policy.capacity.table import Capacity
 from kustodian.policy.capacity.validation import validate_reservation
 from kustodian.policy.gc_pause import gc_paused
 from kustodian.policy.objects import RawObject, field, is_deleting, list_field, name, str_field
 
-if NATIVE:
-    from kustodian.policy.capacity import _native
+P = TypeVar("P")  # a candidate node, as the table names it (``holds.Candidates``)
+S = TypeVar("S")  # a step, as the table reads it
 
 
 class _Request(NamedTuple):
@@ -108,9 +119,6 @@ class _Request(NamedTuple):
 def _steps(ordered: Sequence[_Request]) -> list[Step]:
     return [(r.group, r.storage_class, r.need, r.lvg, r.media) for r in ordered]
 
-
-_NO_ROOM: Mapping[str, int] = {}
-_NO_PENDING: Mapping[int, int] = {}
 
 
 def _describe(req: _Request, room: int | None, nodes: int) -> str:
@@ -156,21 +164,8 @@ def _requests(acr: RawObject) -> list[_Request]:
     return out
 
 
-def _requested_nodes(acr: RawObject) -> list[str]:
-    """The requested nodes of a *validated* ACR (non-empty strings), first mention first."""
-    requested = list_field(acr, "spec", "NodeRequests", "Requested")
-    if len(set(requested)) == len(requested):
-        return list(requested)  # no repeats (the extender's lists): a set is half the work of a dict
-    return list(dict.fromkeys(requested))
-
-
-def _survivors(alive: list[str], rooms: Mapping[str, int], need: int) -> list[str]:
-    room_of = rooms.get
-    return [node for node in alive if room_of(node, -1) >= need]
-
-
-def _rejected(acr_name: str, reason: str) -> Decision:
-    return Decision(acr_name=acr_name, status=REJECTED, reason=reason)
+def _rejected(acr_name: str, reason: str) -> ReservationDecision:
+    return ReservationDecision(acr_name=acr_name, status=REJECTED, reason=reason)
 
 
 def _first_few(items: Sequence[str], more: str, limit: int = 5) -> str:
@@ -180,9 +175,9 @@ def _first_few(items: Sequence[str], more: str, limit: int = 5) -> str:
 
 
 def _wait_decision(
-    cap: Holds, acr: RawObject, reqs: Sequence[_Request], nodes: Sequence[str],
+    cap: Table[Any, Any], acr: RawObject, reqs: Sequence[_Request], nodes: Sequence[str],
     *, now: datetime, options: PlanOptions,
-) -> Decision | None:
+) -> ReservationDecision | None:
     """WAIT while another LVG reservation of the same class holds one of our nodes."""
     created = parse_timestamp(field(acr, "metadata", "creationTimestamp"))
     if created is None:
@@ -203,7 +198,7 @@ def _wait_decision(
         return None
     holders = [f"{holder} ({_first_few(where, 'more')})" for holder, where in sorted(blockers.items())]
     held = _first_few(holders, "more reservations")
-    return Decision(
+    return ReservationDecision(
         acr_name=acr_name,
         status=WAIT,
         reason=(
@@ -255,8 +250,8 @@ def _merge_moved(
 
 
 def _rejection(
-    cap: Capacity, nodes: Sequence[str], ordered: Sequence[_Request],
-    stages: Sequence[Sequence[str]], failed: Mapping[str, tuple[int, dict[int, int]]],
+    nodes: Candidates[P, S], ordered: Sequence[_Request], steps: Sequence[S],
+    stages: Sequence[Sequence[P]], failed: Failed[P],
 ) -> str:
     """Name, for each node, the first request (in planning order) that did not fit, and why.
 
@@ -269,22 +264,18 @@ def _rejection(
     failing for the same reason are grouped, in the order of their first node, each
     group's nodes in requested order: complete, yet short on big clusters.
     """
-    room_maps = [cap.best.get((req.storage_class, req.group), _NO_ROOM) for req in ordered]
-    room_of = [by_node.get for by_node in room_maps]
     # (position, kind) -> [nodes, largest room among them]; kind: 0 no capacity of the
     # class at all, 1 some but not enough.
     groups: dict[tuple[int, int], list[Any]] = {}
     # Nodes whose first failure is not where the stages put them: node -> (position, room).
-    moved: dict[str, tuple[int, int | None]] = {}
+    moved: dict[P, tuple[int, int | None]] = {}
     for node, (pos, pending) in failed.items():
-        req = ordered[pos]
-        moved[node] = pos, (cap.rooms(node, req.group, pending).get(req.storage_class) if pending
-                            else room_of[pos](node))
+        moved[node] = pos, nodes.room(node, steps[pos], pending or None)
     for pos in range(1, len(stages)):
         before, after = stages[pos - 1], stages[pos]
         if len(before) == len(after):
             continue
-        out = list(filterfalse(set(after).__contains__, before)) if after else list(before)
+        out = nodes.leavers(before, after)
         at = pos - 1
         if at >= 2 and _competes(ordered[:at]):
             prefix = ordered[:at]
@@ -294,37 +285,30 @@ def _rejection(
             if lead.lvg and all((r.storage_class, r.group) == same for r in prefix):
                 # LVG volumes of one class all fit where the roomiest AC could take
                 # their sum: each finds some AC with room, and that one keeps enough.
-                total = sum(r.need for r in prefix)
-                lead_room = room_of[0]
-                suspects = [node for node in out if lead_room(node, -1) < total]
-            prefix_steps = _steps(prefix)
-            for node, (early, overlay) in cap.reserve(suspects, prefix_steps, 0, commit=False)[2].items():
-                req = ordered[early]
-                moved[node] = early, cap.rooms(node, req.group, overlay).get(req.storage_class)
+                suspects = nodes.short_of(out, steps[0], sum(r.need for r in prefix))
+            for node, (early, overlay) in nodes.reserve(suspects, steps[:at], 0, False)[2].items():
+                moved[node] = early, nodes.room(node, steps[early], overlay)
             if moved:
-                out = [node for node in out if node not in moved]
-        has_room = room_maps[at].__contains__  # (filter/filterfalse: C speed)
-        none = list(filterfalse(has_room, out))
+                out = nodes.without(out, moved)
+        none, some, largest = nodes.split(out, steps[at])
         if none:
             groups[(at, 0)] = [none, -1]
-            out = list(filter(has_room, out)) if len(none) < len(out) else []
-        if out:
-            groups[(at, 1)] = [out, max(map(room_maps[at].__getitem__, out))]
+        if some:
+            groups[(at, 1)] = [some, largest]
     if moved:
-        order = {node: i for i, node in enumerate(nodes)}.__getitem__
+        for grouped in groups.values():
+            grouped[0] = list(grouped[0])
         for key in _merge_moved(groups, moved):
-            groups[key][0].sort(key=order)
-        first = sorted(groups.items(), key=lambda item: order(item[1][0][0]))
-    else:
-        first = sorted(groups.items(), key=lambda item: nodes.index(item[1][0][0]))
+            nodes.sort(groups[key][0])
+    first = sorted(groups.items(), key=lambda item: nodes.rank(item[1][0][0]))
     detail = "; ".join(
-        f"{', '.join(members)}: {_describe(ordered[pos], largest if kind else None, len(members))}"
+        f"{nodes.join(members)}: {_describe(ordered[pos], largest if kind else None, len(members))}"
         for (pos, kind), (members, largest) in first
     )
     return f"no requested node can hold every volume: {detail}"
 
 
-def _invalid(acr: RawObject) -> Decision | None:
+def _invalid(acr: RawObject) -> ReservationDecision | None:
     """The REJECTED decision of an ACR that cannot be planned at all, else ``None``."""
     errors = validate_reservation(acr)
     if errors:
@@ -340,9 +324,9 @@ def _ordered(reqs: Sequence[_Request]) -> list[_Request]:
 
 
 def _reserved(
-    cap: Holds, acr_name: str, reqs: Sequence[_Request], ordered: Sequence[_Request],
+    cap: Table[Any, Any], acr_name: str, reqs: Sequence[_Request], ordered: Sequence[_Request],
     *, reserved_nodes: tuple[str, ...], chosen: Sequence[int], picked: Sequence[tuple[str, ...]],
-) -> Decision:
+) -> ReservationDecision:
     """The RESERVED decision, recorded as the ACR's hold (``reserve`` charged it).
 
     ``chosen``: the AC id of each request (in ``ordered``) on each reserved node, node by
@@ -351,7 +335,7 @@ def _reserved(
     lvg_classes = sorted({r.storage_class for r in reqs if r.lvg})
     sizes = tuple(req.need if req.lvg else WHOLE_DRIVE for req in ordered) * len(reserved_nodes)
     cap.planned(acr_name, Held(PLANNED, chosen, sizes, tuple(product(reserved_nodes, lvg_classes))))
-    return Decision(
+    return ReservationDecision(
         acr_name=acr_name,
         status=RESERVED,
         reserved_nodes=reserved_nodes,
@@ -359,139 +343,35 @@ def _reserved(
     )
 
 
-def _plan_one(cap: Capacity, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
+def _plan_one(table: Table[P, S], acr: RawObject, now: datetime, options: PlanOptions) -> ReservationDecision:
     invalid = _invalid(acr)
     if invalid is not None:
         return invalid
     acr_name = name(acr)
-    nodes = _requested_nodes(acr)
+    nodes = table.candidates(list_field(acr, "spec", "NodeRequests", "Requested"))
     reqs = _requests(acr)
     if options.sequential_lvg and any(r.lvg for r in reqs):
-        waiting = _wait_decision(cap, acr, reqs, nodes, now=now, options=options)
+        waiting = _wait_decision(table, acr, reqs, nodes.names, now=now, options=options)
         if waiting is not None:
             return waiting
 
     ordered = _ordered(reqs)
     # Re-planning ignores the ACR's own earlier holds (``plan`` does the same).
-    cap.release(acr_name)
-    cap.ensure(nodes)
-    # Cheap pass: drop nodes where some request cannot fit even alone.  (A comprehension:
-    # on CPython 3.11 faster than compress/map over the same dict lookups.)
-    alive = nodes
-    stages = [nodes]
-    for req in ordered:
-        alive = _survivors(alive, cap.best.get((req.storage_class, req.group), _NO_ROOM), req.need)
-        stages.append(alive)
-        if not alive:
-            break
-    reserved, chosen, failed = cap.reserve(alive, _steps(ordered), options.max_reserved_nodes)
-    if not reserved:
-        return _rejected(acr_name, _rejection(cap, nodes, ordered, stages, failed))
-    # Per request, its AC on every reserved node, at C speed (a slice of the flat list,
-    # one itemgetter): a reservation on 500 nodes is 1,500 picks.
-    names, width = cap.names, len(ordered)
-    picked = [itemgetter(*ids)(names) if len(ids) > 1 else (names[ids[0]],)
-              for ids in (chosen[pos::width] for pos in range(width))]
-    return _reserved(cap, acr_name, reqs, ordered, reserved_nodes=tuple(reserved), chosen=tuple(chosen),
-                     picked=picked)
-
-
-# A step of ``Core.reserve``: (group id, class id, need, LVG?, media class id or -1).
-_NativeStep = tuple[int, int, int, bool, int]
-
-
-def _native_steps(core: _native.Core, ordered: Sequence[_Request]) -> list[_NativeStep]:
-    gid = core.group_id.get
-    # (-2: a group no AC has, so no node has a list of it)
-    return [(gid(r.group, -2), CLASS_ID[r.storage_class], r.need, r.lvg, MEDIA_ID[r.media])
-            for r in ordered]
-
-
-def _rejection_native(
-    cap: NativeCapacity, nodes: list[str], ids: array[int], ordered: Sequence[_Request],
-    *, steps: Sequence[_NativeStep], stages: Sequence[array[int]],
-    failed: Mapping[int, tuple[int, dict[int, int]]],
-) -> str:
-    """``_rejection`` on positions into ``nodes`` (``ids``: their node ids): the same text."""
-    core = cap.core
-    groups: dict[tuple[int, int], list[Any]] = {}
-    moved: dict[int, tuple[int, int | None]] = {}
-    for p, (pos, pending) in failed.items():
-        g, c = steps[pos][0], steps[pos][1]
-        moved[p] = pos, (core.rooms(ids[p], g, pending).get(c) if pending else core.room(ids[p], g, c))
-    for pos in range(1, len(stages)):
-        before, after = stages[pos - 1], stages[pos]
-        if len(before) == len(after):
-            continue
-        out = core.leavers(before, after)
-        at = pos - 1
-        if at >= 2 and _competes(ordered[:at]):
-            prefix = ordered[:at]
-            suspects: Sequence[int] = out
-            lead = prefix[0]
-            same = (lead.storage_class, lead.group)
-            if lead.lvg and all((r.storage_class, r.group) == same for r in prefix):
-                total = sum(r.need for r in prefix)
-                suspects = core.below(ids, out, steps[0][0], steps[0][1], total)
-            for p, (early, overlay) in core.reserve(ids, suspects, list(steps[:at]), 0, False)[2].items():
-                g, c = steps[early][0], steps[early][1]
-                moved[p] = early, core.rooms(ids[p], g, overlay).get(c)
-            if moved:
-                out = array("i", [p for p in out if p not in moved])
-        none, some, largest = core.split(ids, out, steps[at][0], steps[at][1])
-        if none:
-            groups[(at, 0)] = [none, -1]
-        if some:
-            groups[(at, 1)] = [some, largest]
-    if moved:
-        for grouped in groups.values():
-            grouped[0] = list(grouped[0])
-        for key in _merge_moved(groups, moved):
-            groups[key][0].sort()
-    first = sorted(groups.items(), key=lambda item: item[1][0][0])
-    detail = "; ".join(
-        f"{core.join(nodes, members)}: "
-        f"{_describe(ordered[pos], largest if kind else None, len(members))}"
-        for (pos, kind), (members, largest) in first
-    )
-    return f"no requested node can hold every volume: {detail}"
-
-
-def _plan_one_native(cap: NativeCapacity, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
-    invalid = _invalid(acr)
-    if invalid is not None:
-        return invalid
-    acr_name = name(acr)
-    nodes: list[str] = list_field(acr, "spec", "NodeRequests", "Requested")
-    core = cap.core
-    ids, clean = core.ensure_ids(nodes)
-    if not clean:  # a name no AC has, or one named twice: only then is a dedupe worth it
-        deduped = _requested_nodes(acr)
-        if len(deduped) != len(nodes):
-            nodes = deduped
-            ids, _ = core.ensure_ids(nodes)
-    reqs = _requests(acr)
-    if options.sequential_lvg and any(r.lvg for r in reqs):
-        waiting = _wait_decision(cap, acr, reqs, nodes, now=now, options=options)
-        if waiting is not None:
-            return waiting
-    ordered = _ordered(reqs)
-    cap.release(acr_name)
-    steps = _native_steps(core, ordered)
-    # The cheap pass, on positions into ``nodes``.
-    alive = core.positions(len(nodes))
+    table.release(acr_name)
+    steps = table.steps(_steps(ordered))
+    # Cheap pass: drop nodes where some request cannot fit even alone.
+    alive = nodes.all()
     stages = [alive]
-    for group_id, class_id, need, _lvg, _media in steps:
-        alive = core.cheap_pass(ids, alive, group_id, class_id, need)
+    for step in steps:
+        alive = nodes.fit_alone(alive, step)
         stages.append(alive)
         if not alive:
             break
-    reserved, chosen, failed = core.reserve(ids, alive, steps, options.max_reserved_nodes, True)
+    reserved, chosen, failed = nodes.reserve(alive, steps, options.max_reserved_nodes, True)
     if not reserved:
-        why = _rejection_native(cap, nodes, ids, ordered, steps=steps, stages=stages, failed=failed)
-        return _rejected(acr_name, why)
-    return _reserved(cap, acr_name, reqs, ordered, reserved_nodes=tuple(map(nodes.__getitem__, reserved)),
-                     chosen=chosen, picked=core.picks(chosen, len(ordered)))
+        return _rejected(acr_name, _rejection(nodes, ordered, steps, stages, failed))
+    return _reserved(table, acr_name, reqs, ordered, reserved_nodes=nodes.names_of(reserved), chosen=chosen,
+                     picked=table.picks(chosen, len(ordered)))
 
 
 # -- the planner ---------------------------------------------------------------------------
@@ -502,19 +382,12 @@ def backend() -> str:
     return "native" if NATIVE else "python"
 
 
-def _new_table(acs: Iterable[RawObject], options: PlanOptions, lvgs: Iterable[RawObject]) -> Holds:
+def _new_table(acs: Iterable[RawObject], options: PlanOptions, lvgs: Iterable[RawObject]) -> Table[Any, Any]:
     bad = unusable_lvgs(lvgs)
     if NATIVE:
         table = NativeCapacity(acs, options.sequential_lvg, bad)
         return table.to_python() if table.needs_python else table
     return Capacity(acs, options.sequential_lvg, bad)
-
-
-def _plan_one_with(cap: Holds, acr: RawObject, now: datetime, options: PlanOptions) -> Decision:
-    if isinstance(cap, NativeCapacity):
-        return _plan_one_native(cap, acr, now, options)
-    assert isinstance(cap, Capacity)
-    return _plan_one(cap, acr, now, options)
 
 
 def plan(
@@ -525,7 +398,7 @@ def plan(
     options: PlanOptions | None = None,
     *,
     lvgs: Iterable[RawObject] = (),
-) -> Decision:
+) -> ReservationDecision:
     """Plan one ACR against the ACs and the other ACRs (only RESERVED ones count).
 
     The ACR is planned whatever its current status; its own earlier reservations (an ACR
@@ -584,13 +457,12 @@ class CapacityPlanner:
     @property
     def backend(self) -> str:
         """``native`` or ``python``: the table this planner decides with."""
-        return "native" if isinstance(self._cap, NativeCapacity) else "python"
+        return self._cap.backend
 
-    def _settle(self) -> Holds:
+    def _settle(self) -> Table[Any, Any]:
         """The table to go on with: a Python copy if the compiled one cannot count exactly."""
         cap = self._cap
         if cap.needs_python:
-            assert isinstance(cap, NativeCapacity)
             cap = self._cap = cap.to_python()
         return cap
 
@@ -599,9 +471,9 @@ class CapacityPlanner:
         self._cap.hold(acr)
         self._settle()
 
-    def plan_one(self, acr: RawObject, now: datetime) -> Decision:
+    def plan_one(self, acr: RawObject, now: datetime) -> ReservationDecision:
         """Plan ``acr`` whatever its status, ignoring what it holds itself."""
-        return _plan_one_with(self._cap, acr, now, self.options)
+        return _plan_one(self._cap, acr, now, self.options)
 
     def update(self, acs: Mapping[str, RawObject | None], lvgs: Iterable[RawObject] | None = None) -> None:
         """Apply AC changes in place: AC name -> the AC as it is now (``None`` once deleted),
@@ -650,13 +522,13 @@ class CapacityPlanner:
             cap.release(gone)
         return todo
 
-    def plan_requested(self, acrs: Iterable[RawObject], now: datetime) -> list[Decision]:
+    def plan_requested(self, acrs: Iterable[RawObject], now: datetime) -> list[ReservationDecision]:
         """Plan every REQUESTED ACR (not being deleted), oldest first, then by name."""
         with gc_paused():
             todo = self.sync(acrs)
             todo.sort(key=_batch_order)
             cap = self._cap
-            return [_plan_one_with(cap, acr, now, self.options) for acr in todo]
+            return [_plan_one(cap, acr, now, self.options) for acr in todo]
 
 
 def plan_all(
@@ -666,7 +538,7 @@ def plan_all(
     options: PlanOptions | None = None,
     *,
     lvgs: Iterable[RawObject] = (),
-) -> list[Decision]:
+) -> list[ReservationDecision]:
     """Plan every REQUESTED ACR (not being deleted), oldest first, then by name.
 
     RESERVED ACRs are charged first (also those being deleted: their drives are promised

@@ -51,7 +51,7 @@ class PodState:
 class StaleReservation:
     name: str
     why: str
-    pod_gone: str = ""  # the pod key, when that is the reason (the caller re-checks it live)
+    pod_gone: str = ""  # the pod key, when that is the reason
 
 
 def pod_key(acr: RawObject) -> str:

@@ -20,7 +20,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from kustodian.errors import EXIT_CONFIG, KustodianError
+from kustodian.errors import ConfigError, FieldProblem
 from kustodian.policy.deletion.indexing import namespace_index
 from kustodian.policy.deletion.matchers import index_specs
 from kustodian.policy.deletion.pools import POOL_DERIVATIONS
@@ -44,14 +44,14 @@ OBJECT_ZONE_GROUP = "CephObjectZoneGroup.ceph.rook.io"
 _ERROR_TEXT = {"missing": "required", "extra_forbidden": "unknown field"}
 
 
-class RuleError(KustodianError, ValueError):
-    """Deletion rules that cannot be used; ``problems`` lists each one as ``path: reason``."""
+class RuleError(ConfigError):
+    """Deletion rules that cannot be used; ``problems`` holds each one with its path
+    (``rules.yaml[2].match.field``); one line, ``invalid deletion rules: problem; problem``."""
 
-    exit_code = EXIT_CONFIG
+    inline = True
 
-    def __init__(self, problems: Sequence[str]) -> None:
-        self.problems = tuple(problems)
-        super().__init__("invalid deletion rules: " + "; ".join(self.problems))
+    def __init__(self, problems: Sequence[FieldProblem]) -> None:
+        super().__init__("invalid deletion rules", problems)
 
 
 @dataclass(frozen=True)
@@ -111,8 +111,8 @@ def load_rules(data: list[dict[str, Any]], *, source: str = "rules") -> RuleSet:
     ``source`` prefixes error paths, e.g. ``deletionRules`` for a Helm value of that name.
     """
     if not isinstance(data, list):
-        raise RuleError([f"{source}: must be a list of rules"])
-    problems: list[str] = []
+        raise RuleError([FieldProblem(source, "must be a list of rules")])
+    problems: list[FieldProblem] = []
     rules: list[Rule] = []
     for i, item in enumerate(data):
         where = f"{source}[{i}]"
@@ -122,7 +122,7 @@ def load_rules(data: list[dict[str, Any]], *, source: str = "rules") -> RuleSet:
             problems += [_describe(where, err) for err in exc.errors()]
             continue
         found = _semantic_problems(rule)
-        problems += [f"{where}.{problem}" for problem in found]
+        problems += [FieldProblem(f"{where}.{problem.path}", problem.message) for problem in found]
         if not found:
             rules.append(rule)
     if problems:
@@ -130,7 +130,7 @@ def load_rules(data: list[dict[str, Any]], *, source: str = "rules") -> RuleSet:
     return RuleSet(tuple(rules))
 
 
-def _describe(where: str, err: Mapping[str, Any]) -> str:
+def _describe(where: str, err: Mapping[str, Any]) -> FieldProblem:
     loc = list(err["loc"])
     # A discriminated union puts the tag in the path (match.field-ref.field); users never wrote it.
     if len(loc) >= 2 and loc[0] == "match" and loc[1] in MATCHER_TYPES:
@@ -139,20 +139,21 @@ def _describe(where: str, err: Mapping[str, Any]) -> str:
     kind = err["type"]
     if kind == "union_tag_invalid":
         expected = ", ".join(MATCHER_TYPES)
-        return f"{path}.type: unknown matcher type {err['ctx']['tag']!r} (expected one of: {expected})"
+        return FieldProblem(f"{path}.type",
+                            f"unknown matcher type {err['ctx']['tag']!r} (expected one of: {expected})")
     if kind == "union_tag_not_found":
-        return f"{path}.type: required"
+        return FieldProblem(f"{path}.type", "required")
     if kind == "value_error":
-        return f"{path}: {err['ctx']['error']}"
+        return FieldProblem(path, str(err["ctx"]["error"]))
     if kind == "model_type":
-        return f"{path}: must be a mapping"
-    return f"{path}: {_ERROR_TEXT.get(kind, err['msg'])}"
+        return FieldProblem(path, "must be a mapping")
+    return FieldProblem(path, _ERROR_TEXT.get(kind, err["msg"]))
 
 
-def _semantic_problems(rule: Rule) -> list[str]:
-    """Cross-field checks the schema alone cannot express."""
+def _semantic_problems(rule: Rule) -> list[FieldProblem]:
+    """Cross-field checks the schema alone cannot express; paths relative to the rule."""
     m = rule.match
-    problems: list[str] = []
+    problems: list[FieldProblem] = []
     needs_pools = (
         isinstance(m, PoolRef | CapsPool)
         or (isinstance(m, CsiVolume) and bool(m.pool_attributes))
@@ -160,18 +161,22 @@ def _semantic_problems(rule: Rule) -> list[str]:
     )
     if needs_pools and rule.provider not in POOL_DERIVATIONS:
         known = ", ".join(sorted(POOL_DERIVATIONS))
-        problems.append(
-            f"match: {m.type} needs a provider whose pools are known ({known}), not {rule.provider!r}"
-        )
+        problems.append(FieldProblem(
+            "match", f"{m.type} needs a provider whose pools are known ({known}), not {rule.provider!r}"))
     if isinstance(m, CsiVolume) and rule.dependent != PERSISTENT_VOLUME:
-        problems.append(f"dependent: csi-volume matches {PERSISTENT_VOLUME} only, not {rule.dependent!r}")
+        problems.append(FieldProblem(
+            "dependent", f"csi-volume matches {PERSISTENT_VOLUME} only, not {rule.dependent!r}"))
     if (isinstance(m, MultisitePeerZones) or rule.skip_in_peer_zone) and rule.provider != OBJECT_STORE:
-        problems.append(f"provider: multisite rules apply to {OBJECT_STORE} only, not {rule.provider!r}")
+        problems.append(FieldProblem(
+            "provider", f"multisite rules apply to {OBJECT_STORE} only, not {rule.provider!r}"))
     if isinstance(m, MultisitePeerZones) and m.outside_cluster and rule.dependent != OBJECT_ZONE_GROUP:
-        problems.append(f"dependent: multisite-peer-zones with outsideCluster matches {OBJECT_ZONE_GROUP} "
-                        f"only, not {rule.dependent!r}")
+        problems.append(FieldProblem(
+            "dependent", f"multisite-peer-zones with outsideCluster matches {OBJECT_ZONE_GROUP} only, "
+                         f"not {rule.dependent!r}"))
     if isinstance(m, MultisitePeerZones) and not m.outside_cluster and rule.dependent != OBJECT_ZONE:
-        problems.append(f"dependent: multisite-peer-zones matches {OBJECT_ZONE} only, not {rule.dependent!r}")
+        problems.append(FieldProblem(
+            "dependent", f"multisite-peer-zones matches {OBJECT_ZONE} only, not {rule.dependent!r}"))
     if isinstance(m, CosiBucket) and rule.dependent != COSI_BUCKET:
-        problems.append(f"dependent: cosi-bucket matches {COSI_BUCKET} only, not {rule.dependent!r}")
+        problems.append(FieldProblem(
+            "dependent", f"cosi-bucket matches {COSI_BUCKET} only, not {rule.dependent!r}"))
     return problems

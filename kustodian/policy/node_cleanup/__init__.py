@@ -8,9 +8,11 @@ decide which PVs are stale (:func:`classify_pv`), when a claim may be deleted
 controller asks both at once over one frozen :class:`NodeCleanupInput`
 (:func:`decide_node_cleanup`).  Compared with upstream: nodes are matched by name *and*
 hostname label (#434), anything unreadable in the affinity means "not stale", a
-lookup failure means "exists", the timer is stored on the PV so restarts neither
-reset nor skip it, and an optional check notices a node recreated under the same
-name (new UID: its local disks are empty).
+lookup failure means "exists", the timer never counts time nobody watched (a
+restart or a gap in the Node watch restarts the delay, since the node may have come
+back and gone again meanwhile), and an optional check notices a node recreated under
+the same name (new UID: its local disks are empty).  The Warning Event is upstream's,
+byte for byte.
 
 Opt-in is per StorageClass; an empty opt-in list makes nothing stale.
 """

@@ -17,19 +17,28 @@ action.  (Where the ServiceAccount may not patch PVs, as with upstream's Cluster
 controller keeps the same annotations in memory and the decision is the same.)
 
 A stamp only proves the node stayed gone while somebody watched.  A node that came back
-and was lost again while no controller ran leaves an old stamp that would delete at once.
-So every pass also refreshes ``kustodian.io/node-missing-checked`` (at most every
-``CHECK_REFRESH``), and a stamp whose last check is older than ``CONTINUITY`` (or that
-has no check at all) is in doubt: the timer restarts from now.  A restart shorter than
-``CONTINUITY`` keeps the original deadline; a longer gap restarts the delay, never
-shortens it.  Every check that guards the delete (node still gone, PVC still bound to this
-very PV, PVC not already going away) is re-made in the same call that returns the
-delete, and the delete carries the PVC's UID as a precondition.
+and was lost again while no controller ran (or while its Node watch had a gap) leaves an old
+stamp that would delete at once, however short the outage.  So the decision is told since
+when the deciding process has watched the Nodes without a gap (``watched_since``: its first
+full list of Nodes, or its last re-list), and a stamp older than that is in doubt: the timer
+restarts from now.  The PVC is therefore never deleted earlier than ``delay`` after the
+controller could last see the node absent continuously; a restart or a watch gap restarts
+the delay, it never shortens it.  Every pass also refreshes
+``kustodian.io/node-missing-checked`` (at most every ``CHECK_REFRESH``), and a stamp whose
+last check is older than ``CONTINUITY`` (or that has no check at all) is in doubt too.
+
+The Warning Event says what upstream's says, byte for byte: the configured delay in Go's
+``time.Duration.String`` form (``PVC will be cleaned up in 1m0s``), whatever is left of it
+(upstream's controller formats ``pvcDeletionDelay.String()``, never a remaining time), so
+alert rules written for upstream's message keep matching.
+
+Every check that guards the delete (node still gone, PVC still bound to this very PV, PVC
+not already going away) is re-made in the same call that returns the delete, and the
+delete carries the PVC's UID as a precondition.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -71,12 +80,17 @@ class WarnNodeGone:
 
 @dataclass(frozen=True)
 class DeleteClaim:
-    """Delete the PVC with ``preconditions.uid == uid``."""
+    """Delete the PVC with ``preconditions.uid == uid``.
+
+    ``warning``: the ``ReferencedNodeDeleted`` message to emit on the PVC first, when the timer
+    starts and ends in this very pass (a zero delay): upstream warns whenever it starts a timer.
+    """
 
     namespace: str
     name: str
     uid: str
     reason: NodeCleanupReason = NodeCleanupReason.DELAY_ELAPSED
+    warning: str | None = None
 
 
 ClaimAction = KeepClaim | WarnNodeGone | DeleteClaim
@@ -123,10 +137,16 @@ def missing_since(pv: RawObject) -> datetime | None:
     return parse_rfc3339(map_field(pv, "metadata", "annotations").get(ANNOTATION_NODE_MISSING_SINCE))
 
 
-def node_deleted_message(remaining: timedelta) -> str:
+def node_deleted_message(delay: timedelta) -> str:
+    """Upstream's ``ReferencedNodeDeleted`` message for the configured ``delay``, byte for byte.
+
+    Upstream (``pkg/node-cleanup/controller``) writes ``fmt.Sprintf("PVC is tied to a deleted
+    Node. PVC will be cleaned up in %s if the Node doesn't come back",
+    c.pvcDeletionDelay.String())``: the flag's value, not the time left.
+    """
     return (
         "PVC is tied to a deleted Node. PVC will be cleaned up in "
-        f"{go_duration(remaining)} if the Node doesn't come back"
+        f"{go_duration(delay)} if the Node doesn't come back"
     )
 
 
@@ -146,12 +166,6 @@ def _claim_problem(pv: RawObject, pvc: RawObject | None) -> KeepClaim | None:
     return None
 
 
-def _remaining(deadline: datetime, now: datetime) -> timedelta:
-    # The Event speaks in whole seconds, rounded up: "in 0s" must not appear early.
-    left = (deadline - now).total_seconds()
-    return timedelta(seconds=math.ceil(left)) if left >= 1 else deadline - now
-
-
 def _uid_patch(status: PVStatus) -> dict[str, str | None]:
     return {ANNOTATION_NODE_UID: status.record_node_uid} if status.record_node_uid else {}
 
@@ -167,6 +181,7 @@ def pvc_cleanup_decision(
     first_missing_at: datetime | None,
     detect_recreated: bool = False,
     continuity: timedelta | None = None,
+    watched_since: datetime | None = None,
 ) -> ClaimCleanupDecision:
     """The PVC cleanup controller's step for ``pv`` and the claim its ``claimRef`` names.
 
@@ -175,14 +190,17 @@ def pvc_cleanup_decision(
     caller that forgets to pass it cannot restart the timer.  ``continuity``: see the
     module docstring; the controller passes :data:`CONTINUITY`.  ``None`` trusts any
     valid stamp and writes no check (the plain timer, as the table tests drive it).
+    ``watched_since``: since when the deciding process has watched the Nodes without a gap;
+    a stamp older than that restarts the timer (``None``: no such rule, as the table tests).
     """
     status = classify_pv(pv, nodes, opted_in_classes, detect_recreated=detect_recreated)
     return claim_step(pv, pvc, status, delay=delay, now=now, first_missing_at=first_missing_at,
-                      continuity=continuity)
+                      continuity=continuity, watched_since=watched_since)
 
 
 def claim_step(pv: RawObject, pvc: RawObject | None, status: PVStatus, *, delay: timedelta, now: datetime,
-               first_missing_at: datetime | None, continuity: timedelta | None) -> ClaimCleanupDecision:
+               first_missing_at: datetime | None, continuity: timedelta | None,
+               watched_since: datetime | None = None) -> ClaimCleanupDecision:
     """:func:`pvc_cleanup_decision` for a PV already classified (``status``)."""
     patch = _uid_patch(status)
     annotations = map_field(pv, "metadata", "annotations")
@@ -197,6 +215,8 @@ def claim_step(pv: RawObject, pvc: RawObject | None, status: PVStatus, *, delay:
     checked = parse_rfc3339(annotations.get(ANNOTATION_NODE_MISSING_CHECKED))
     if since is not None and continuity is not None and (checked is None or now - checked > continuity):
         since = None  # nobody watched in between: the node may have come back; restart, never shorten
+    if since is not None and watched_since is not None and since < watched_since:
+        since = None  # stamped before this process watched without a gap: not proof; restart
     if since is None:
         # the stamp has whole seconds: round up, so a restart can lengthen the delay by
         # under a second but never shorten it
@@ -221,10 +241,12 @@ def claim_step(pv: RawObject, pvc: RawObject | None, status: PVStatus, *, delay:
         if continuity is not None and checked is not None and deadline - checked > continuity / 2:
             wake = min(deadline, checked + CHECK_REFRESH)
         warn = WarnNodeGone(
-            namespace(pvc), name(pvc), uid(pvc), node_deleted_message(_remaining(deadline, now)), wake
+            namespace(pvc), name(pvc), uid(pvc), node_deleted_message(delay), wake
         )
         return ClaimCleanupDecision(warn, patch)
-    return ClaimCleanupDecision(DeleteClaim(namespace(pvc), name(pvc), uid(pvc)), patch)
+    started = ANNOTATION_NODE_MISSING_SINCE in patch  # the timer (re)starts in this pass
+    warning = node_deleted_message(delay) if started else None
+    return ClaimCleanupDecision(DeleteClaim(namespace(pvc), name(pvc), uid(pvc), warning=warning), patch)
 
 
 def pv_delete_decision(

@@ -49,12 +49,16 @@ class NodeCleanupInput:
     laid over it, where it may not write them on the PV); ``claim`` the PVC its
     ``spec.claimRef`` names, ``None`` when there is none or it does not exist; ``nodes``
     holds at least the Nodes the PV's affinity names, by name and by hostname label.
+    ``watched_since`` is since when the process that gathered it has watched the Nodes without
+    a gap (its first full list, or its last re-list); a node-missing stamp older than that is no
+    proof that the node stayed gone, and the timer restarts.  ``None``: no such rule.
     """
 
     volume: RawObject
     claim: RawObject | None
     nodes: NodeDirectory
     rules: NodeCleanupRules
+    watched_since: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -81,7 +85,8 @@ def decide_node_cleanup(observed: NodeCleanupInput, now: datetime) -> NodeCleanu
     status = classify_pv(observed.volume, observed.nodes, rules.opted_in_classes,
                          detect_recreated=rules.detect_recreated)
     claim = claim_step(observed.volume, observed.claim, status, delay=rules.delay, now=now,
-                        first_missing_at=None, continuity=rules.continuity)
+                        first_missing_at=None, continuity=rules.continuity,
+                        watched_since=observed.watched_since)
     return NodeCleanupDecision(claim, volume_step(observed.volume, status))
 
 

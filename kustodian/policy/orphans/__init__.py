@@ -11,7 +11,8 @@ names nobody checked.
 This package holds every decision and none of the I/O: the node agent scans disks
 into :class:`DiskScan` (``controllers.orphans.scan``), lists Replica objects into
 :class:`TrackedReplica`, and asks :func:`find_orphans` / :func:`sync_orphans` what to
-report and :func:`cleanup_decision` what to remove.  Paths are computed here with
+report and :func:`decide_orphan_cleanup` (over one frozen :class:`OrphanCleanupInput`)
+what to remove.  Paths are computed here with
 string arithmetic only (:func:`safe_target`), and the agent re-verifies the disk
 identity right before it removes anything.
 """
@@ -39,6 +40,15 @@ from kustodian.policy.orphans.detect import (
     is_orphan_candidate,
     replica_dir_count,
     sync_orphans,
+)
+from kustodian.policy.orphans.inputs import (
+    OrphanCleanupInput,
+    OrphanCleanupRules,
+    OrphanSyncInput,
+    confirms,
+    confirms_prune,
+    decide_orphan_cleanup,
+    decide_orphan_sync,
 )
 from kustodian.policy.orphans.meta import (
     MAX_VOLUME_META_BYTES,
@@ -76,7 +86,7 @@ from kustodian.policy.orphans.ownership import (
     mass_orphan_brake,
     ownership,
 )
-from kustodian.policy.orphans.reasons import Reason
+from kustodian.policy.orphans.reasons import OrphanReason
 from kustodian.policy.orphans.resource import (
     ANNOTATION_KEEP_DATA,
     CONDITION_DATA_CLEANABLE,
@@ -115,12 +125,15 @@ __all__ = [
     "MassOrphanBrake",
     "NoAction",
     "OrphanAction",
+    "OrphanCleanupInput",
+    "OrphanCleanupRules",
     "OrphanDecision",
+    "OrphanReason",
     "OrphanSync",
+    "OrphanSyncInput",
     "OrphanedReplicaDir",
     "Ownership",
     "PruneOrphan",
-    "Reason",
     "RemoveDir",
     "ReplicaDirEntry",
     "ReplicaDirName",
@@ -129,8 +142,12 @@ __all__ = [
     "Wait",
     "auto_deletion",
     "cleanup_decision",
+    "confirms",
+    "confirms_prune",
     "data_cleanability",
     "data_cleanable_condition",
+    "decide_orphan_cleanup",
+    "decide_orphan_sync",
     "deferred_delete",
     "disk_condition",
     "disk_verdict",

@@ -56,7 +56,7 @@ from kustodian.policy.orphans.detect import (
 from kustodian.policy.orphans.model import DiskScan
 from kustodian.policy.orphans.names import normalize_disk_path, safe_target
 from kustodian.policy.orphans.ownership import Ownership, deferred_delete, longhorn_disk_verdict
-from kustodian.policy.orphans.reasons import Reason
+from kustodian.policy.orphans.reasons import OrphanReason
 from kustodian.policy.orphans.resource import (
     CONDITION_DATA_CLEANABLE,
     PARAM_DATA_NAME,
@@ -89,7 +89,7 @@ class RemoveDir:
 class DropFinalizer:
     """Release the Orphan without touching any data."""
 
-    reason: Reason
+    reason: OrphanReason
     message: str = ""
 
 
@@ -100,18 +100,18 @@ class DeleteOrphan:
     namespace: str
     name: str
     uid: str
-    reason: Reason = Reason.AUTO_DELETE
+    reason: OrphanReason = OrphanReason.AUTO_DELETE
 
 
 @dataclass(frozen=True)
 class Wait:
     requeue_at: datetime
-    reason: Reason = Reason.GRACE_PENDING
+    reason: OrphanReason = OrphanReason.GRACE_PENDING
 
 
 @dataclass(frozen=True)
 class NoAction:
-    reason: Reason
+    reason: OrphanReason
     message: str = ""
 
 
@@ -121,7 +121,7 @@ OrphanAction = RemoveDir | DropFinalizer | DeleteOrphan | Wait | NoAction
 @dataclass(frozen=True)
 class Cleanability:
     cleanable: bool
-    reason: Reason
+    reason: OrphanReason
     message: str = ""
     target: RemoveDir | None = None
 
@@ -134,7 +134,7 @@ class OrphanDecision:
     condition: Mapping[str, str]
 
 
-def _not(reason: Reason, message: str) -> Cleanability:
+def _not(reason: OrphanReason, message: str) -> Cleanability:
     return Cleanability(False, reason, message)
 
 
@@ -149,7 +149,7 @@ def data_cleanability(
     owner = orphan_node(orphan)
     if not owner or owner != node:
         return _not(
-            Reason.NODE_UNAVAILABLE, f"data is on node {owner or '<unset>'}, not on {node or '<unset>'}"
+            OrphanReason.NODE_UNAVAILABLE, f"data is on node {owner or '<unset>'}, not on {node or '<unset>'}"
         )
     data_name = orphan_param(orphan, PARAM_DATA_NAME)
     disk_path = orphan_param(orphan, PARAM_DISK_PATH)
@@ -160,16 +160,18 @@ def data_cleanability(
         if not v
     ]
     if missing:
-        return _not(Reason.PARAMETERS_INVALID, "; ".join(f"spec.parameters.{k}: required" for k in missing))
+        return _not(OrphanReason.PARAMETERS_INVALID,
+                    "; ".join(f"spec.parameters.{k}: required" for k in missing))
     path = safe_target(disk_path, data_name)
     if path is None:
-        return _not(Reason.DATA_NAME_INVALID, f"{disk_path!r}/{data_name!r} is not a replica directory path")
+        return _not(OrphanReason.DATA_NAME_INVALID,
+                    f"{disk_path!r}/{data_name!r} is not a replica directory path")
     if not owners_now.known or owners_now.node is None or owners_now.tracked is None:
-        no_node = owners_now.reason == Reason.LONGHORN_NODE_MISSING
-        return _not(Reason.NODE_UNAVAILABLE if no_node else owners_now.reason, owners_now.message)
+        no_node = owners_now.reason == OrphanReason.LONGHORN_NODE_MISSING
+        return _not(OrphanReason.NODE_UNAVAILABLE if no_node else owners_now.reason, owners_now.message)
     scan = next((s for s in scans_now if same_disk_path(s.disk_path, disk_path)), None)
     if scan is None:
-        return _not(Reason.DISK_INVALID, f"disk {disk_path} is not configured on node {node}")
+        return _not(OrphanReason.DISK_INVALID, f"disk {disk_path} is not configured on node {node}")
     verdict = longhorn_disk_verdict(owners_now.node, scan)
     if not verdict.ok:
         return _not(verdict.reason, verdict.message)
@@ -177,28 +179,29 @@ def data_cleanability(
     disk_name = orphan_param(orphan, PARAM_DISK_NAME)
     if lh_disk is None or lh_disk.uuid != disk_uuid or (disk_name and lh_disk.name != disk_name):
         now_there = f"{lh_disk.name} ({lh_disk.uuid})" if lh_disk else "no disk"
-        return _not(Reason.DISK_CHANGED,
+        return _not(OrphanReason.DISK_CHANGED,
                     f"the orphan was found on disk {disk_name or '?'} ({disk_uuid}) at {disk_path}; "
                     f"Longhorn now has {now_there} there")
     if scan.expected_uuid != disk_uuid or (scan.found_uuid is not None and scan.found_uuid != disk_uuid):
         return _not(
-            Reason.DISK_CHANGED,
+            OrphanReason.DISK_CHANGED,
             f"disk at {disk_path} is now {scan.found_uuid or scan.expected_uuid}, "
             f"the orphan was found on {disk_uuid}",
         )
     condition = disk_condition(scan, scans_now)
     if not condition.ok:
-        return _not(Reason.DISK_INVALID, f"{condition.reason}: {condition.message}")
+        return _not(OrphanReason.DISK_INVALID, f"{condition.reason}: {condition.message}")
     entry = scan.entries.get(data_name)
     if entry is None or not entry.is_dir or entry.is_symlink:
-        return _not(Reason.DATA_MISSING, f"{path} is no longer a directory")
+        return _not(OrphanReason.DATA_MISSING, f"{path} is no longer a directory")
     if not is_orphan_candidate(entry):
-        return _not(Reason.DATA_INVALID, f"{path} has no valid volume.meta: {entry.error or 'unreadable'}")
+        return _not(OrphanReason.DATA_INVALID,
+                    f"{path} has no valid volume.meta: {entry.error or 'unreadable'}")
     if data_name in tracked_dir_names(owners_now.tracked):
-        return _not(Reason.DATA_TRACKED, f"a Replica uses {data_name} again")
+        return _not(OrphanReason.DATA_TRACKED, f"a Replica uses {data_name} again")
     disk = normalize_disk_path(disk_path) or disk_path
     return Cleanability(
-        True, Reason.CLEANABLE, f"{path} can be removed", RemoveDir(disk, data_name, disk_uuid, path)
+        True, OrphanReason.CLEANABLE, f"{path} can be removed", RemoveDir(disk, data_name, disk_uuid, path)
     )
 
 
@@ -245,36 +248,37 @@ def cleanup_decision(
 
     if is_deleting(orphan_obj):
         if not has_finalizer(orphan_obj):
-            return OrphanDecision(NoAction(Reason.NO_FINALIZER), condition)
+            return OrphanDecision(NoAction(OrphanReason.NO_FINALIZER), condition)
         if keep_data(orphan_obj):
-            return OrphanDecision(DropFinalizer(Reason.KEEP_DATA, "kustodian.io/keep-data is set"), condition)
+            return OrphanDecision(DropFinalizer(OrphanReason.KEEP_DATA, "kustodian.io/keep-data is set"),
+                                  condition)
         deferred = deferred_delete(
             parse_rfc3339(str_field(orphan_obj, "metadata", "deletionTimestamp")),
             owners_now.node if owners_now.known else None,
             agent_since,
         )
         if deferred:
-            return OrphanDecision(DropFinalizer(Reason.DEFERRED_DELETE, deferred), condition)
+            return OrphanDecision(DropFinalizer(OrphanReason.DEFERRED_DELETE, deferred), condition)
         if cleanability.target is not None:
             return OrphanDecision(cleanability.target, condition)
         return OrphanDecision(DropFinalizer(cleanability.reason, cleanability.message), condition)
 
     if not auto_delete:
-        return OrphanDecision(NoAction(Reason.AUTO_DELETE_DISABLED), condition)
+        return OrphanDecision(NoAction(OrphanReason.AUTO_DELETE_DISABLED), condition)
     if keep_data(orphan_obj):
         # Auto-deleting it would only drop the finalizer, then the next scan would
         # recreate the Orphan without the annotation: keep it instead.
-        return OrphanDecision(NoAction(Reason.KEEP_DATA), condition)
+        return OrphanDecision(NoAction(OrphanReason.KEEP_DATA), condition)
     created = parse_rfc3339(str_field(orphan_obj, "metadata", "creationTimestamp"))
     if created is None:
-        return OrphanDecision(NoAction(Reason.NO_CREATION_TIMESTAMP), condition)
+        return OrphanDecision(NoAction(OrphanReason.NO_CREATION_TIMESTAMP), condition)
     if now < created + grace:
         return OrphanDecision(Wait(created + grace), condition)
     if not cleanability.cleanable:
         return OrphanDecision(NoAction(cleanability.reason, cleanability.message), condition)
     held = (held_disks or {}).get(normalize_disk_path(orphan_param(orphan_obj, PARAM_DISK_PATH)) or "")
     if held:
-        return OrphanDecision(NoAction(Reason.MASS_ORPHAN_BRAKE, held), condition)
+        return OrphanDecision(NoAction(OrphanReason.MASS_ORPHAN_BRAKE, held), condition)
     if not uid(orphan_obj):
-        return OrphanDecision(NoAction(Reason.MISSING_UID, "metadata.uid: absent"), condition)
+        return OrphanDecision(NoAction(OrphanReason.MISSING_UID, "metadata.uid: absent"), condition)
     return OrphanDecision(DeleteOrphan(namespace(orphan_obj), name(orphan_obj), uid(orphan_obj)), condition)

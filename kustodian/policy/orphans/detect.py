@@ -34,7 +34,7 @@ from kustodian.policy.objects import RawObject, is_deleting, name, namespace, ui
 from kustodian.policy.orphans.model import DiskScan, OrphanedReplicaDir, ReplicaDirEntry, TrackedReplica
 from kustodian.policy.orphans.names import is_replica_dir_name, normalize_disk_path, orphan_name
 from kustodian.policy.orphans.ownership import Ownership, longhorn_disk_name, longhorn_disk_verdict
-from kustodian.policy.orphans.reasons import Reason
+from kustodian.policy.orphans.reasons import OrphanReason
 from kustodian.policy.orphans.resource import (
     PARAM_DATA_NAME,
     PARAM_DISK_PATH,
@@ -47,7 +47,7 @@ from kustodian.policy.orphans.resource import (
 @dataclass(frozen=True)
 class DiskCondition:
     ok: bool
-    reason: Reason
+    reason: OrphanReason
     message: str = ""
 
 
@@ -59,25 +59,25 @@ def same_disk_path(a: str, b: str) -> bool:
 def disk_condition(scan: DiskScan, other_scans: Iterable[DiskScan]) -> DiskCondition:
     """Whether the contents of ``scan`` may be trusted; ``other_scans`` may include ``scan``."""
     if not scan.readable:
-        return DiskCondition(False, Reason.DISK_UNREADABLE, scan.error or "disk could not be read")
+        return DiskCondition(False, OrphanReason.DISK_UNREADABLE, scan.error or "disk could not be read")
     if normalize_disk_path(scan.disk_path) is None:
         return DiskCondition(
-            False, Reason.DISK_UNREADABLE, f"disk path {scan.disk_path!r} is not a safe path"
+            False, OrphanReason.DISK_UNREADABLE, f"disk path {scan.disk_path!r} is not a safe path"
         )
     if not scan.expected_uuid:
-        return DiskCondition(False, Reason.DISK_UUID_UNKNOWN, "no expected disk UUID configured")
+        return DiskCondition(False, OrphanReason.DISK_UUID_UNKNOWN, "no expected disk UUID configured")
     if scan.found_uuid is None:
         return DiskCondition(
-            False, Reason.DISK_UUID_UNKNOWN, scan.error or "disk identity file missing or unreadable"
+            False, OrphanReason.DISK_UUID_UNKNOWN, scan.error or "disk identity file missing or unreadable"
         )
     if scan.found_uuid != scan.expected_uuid:
         return DiskCondition(
             False,
-            Reason.DISK_UUID_MISMATCH,
+            OrphanReason.DISK_UUID_MISMATCH,
             f"disk identity file has UUID {scan.found_uuid}, expected {scan.expected_uuid}",
         )
     if scan.fsid is None:
-        return DiskCondition(False, Reason.DISK_FILESYSTEM_UNKNOWN, "filesystem id unknown")
+        return DiskCondition(False, OrphanReason.DISK_FILESYSTEM_UNKNOWN, "filesystem id unknown")
     # Only a disk listed *before* this one, and itself healthy, pushes it out: the first
     # disk of a shared filesystem keeps working, as in Longhorn.
     for other in other_scans:
@@ -86,11 +86,11 @@ def disk_condition(scan: DiskScan, other_scans: Iterable[DiskScan]) -> DiskCondi
         if other.fsid == scan.fsid and _identity_ok(other):
             return DiskCondition(
                 False,
-                Reason.DISK_FILESYSTEM_SHARED,
+                OrphanReason.DISK_FILESYSTEM_SHARED,
                 f"disk {scan.disk_path} shares filesystem {scan.fsid} with disk {other.disk_path}, "
                 "which comes first",
             )
-    return DiskCondition(True, Reason.DISK_OK)
+    return DiskCondition(True, OrphanReason.DISK_OK)
 
 
 def _identity_ok(scan: DiskScan) -> bool:
@@ -155,7 +155,7 @@ class PruneOrphan:
     namespace: str
     name: str
     uid: str
-    reason: Reason
+    reason: OrphanReason
 
 
 @dataclass(frozen=True)
@@ -199,8 +199,8 @@ def sync_orphans(
             continue
         entry = scan.entries.get(data_name)
         if entry is None or not entry.is_dir or entry.is_symlink:
-            prune.append(PruneOrphan(namespace(obj), name(obj), uid(obj), Reason.DATA_MISSING))
+            prune.append(PruneOrphan(namespace(obj), name(obj), uid(obj), OrphanReason.DATA_MISSING))
         elif data_name in claimed:
-            prune.append(PruneOrphan(namespace(obj), name(obj), uid(obj), Reason.DATA_TRACKED))
+            prune.append(PruneOrphan(namespace(obj), name(obj), uid(obj), OrphanReason.DATA_TRACKED))
     create = tuple(o for o in found if orphan_name(o.node, o.disk_uuid, o.dir_name) not in have)
     return OrphanSync(create, tuple(prune))

@@ -36,7 +36,7 @@ from kustodian.policy.objects import RawObject, list_field, map_field, str_field
 from kustodian.policy.objects import field as get_field
 from kustodian.policy.orphans.model import DiskScan, TrackedReplica
 from kustodian.policy.orphans.names import normalize_disk_path
-from kustodian.policy.orphans.reasons import Reason
+from kustodian.policy.orphans.reasons import OrphanReason
 
 CONDITION_READY = "Ready"
 DISK_TYPE_FILESYSTEM = "filesystem"
@@ -137,7 +137,7 @@ class Ownership:
     """
 
     known: bool
-    reason: Reason
+    reason: OrphanReason
     message: str
     node: LonghornNode | None = None
     tracked: frozenset[TrackedReplica] | None = field(default=None)
@@ -159,11 +159,11 @@ def ownership(
     where = f"namespace {namespace!r}"
     if node_obj is None:
         why = node_error or f"no Longhorn Node {node_name!r} in {where}"
-        return Ownership(False, Reason.LONGHORN_NODE_MISSING,
+        return Ownership(False, OrphanReason.LONGHORN_NODE_MISSING,
                          f"{why}: Longhorn is not running there or does not know this node; "
                          "nothing is reported or removed")
     if tracked is None:
-        return Ownership(False, Reason.TRACKING_UNKNOWN,
+        return Ownership(False, OrphanReason.TRACKING_UNKNOWN,
                          f"the Longhorn Replicas in {where} could not be listed; "
                          "nothing is reported or removed")
     node = longhorn_node(node_obj)
@@ -171,10 +171,10 @@ def ownership(
     missing = sorted({r for d in node.disks for r in d.scheduled_replicas} - names)
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
-        return Ownership(False, Reason.REPLICAS_INCONSISTENT,
+        return Ownership(False, OrphanReason.REPLICAS_INCONSISTENT,
                          f"Longhorn Node {node_name} lists {len(missing)} scheduled replica(s) that the "
                          f"Replica list of {where} lacks ({shown}); nothing is reported or removed")
-    return Ownership(True, Reason.OWNERSHIP_KNOWN, f"Longhorn Node {node_name} in {where}", node,
+    return Ownership(True, OrphanReason.OWNERSHIP_KNOWN, f"Longhorn Node {node_name} in {where}", node,
                      frozenset(tracked))
 
 
@@ -183,39 +183,40 @@ class DiskVerdict:
     """May this disk's directories be reported / removed, by Longhorn's view of node and disk."""
 
     ok: bool
-    reason: Reason
+    reason: OrphanReason
     message: str = ""
 
 
 def longhorn_disk_verdict(node: LonghornNode, scan: DiskScan) -> DiskVerdict:
     """Longhorn's reasons, in Longhorn's order, for the disk scanned as ``scan``."""
     if not node.ready:
-        return DiskVerdict(False, Reason.NODE_UNAVAILABLE,
+        return DiskVerdict(False, OrphanReason.NODE_UNAVAILABLE,
                            f"Longhorn Node {node.name} is not Ready "
                            f"({node.ready_reason or 'no Ready condition'}"
                            f"{': ' + node.ready_message if node.ready_message else ''})")
     if node.eviction_requested:
-        return DiskVerdict(False, Reason.NODE_EVICTED, f"eviction is requested for Longhorn Node {node.name}")
+        return DiskVerdict(False, OrphanReason.NODE_EVICTED,
+                           f"eviction is requested for Longhorn Node {node.name}")
     disk = node.disk_at(scan.disk_path)
     if disk is None:
-        return DiskVerdict(False, Reason.DISK_INVALID,
+        return DiskVerdict(False, OrphanReason.DISK_INVALID,
                            f"Longhorn Node {node.name} has no disk at {scan.disk_path}")
     if disk.disk_type != DISK_TYPE_FILESYSTEM:
-        return DiskVerdict(False, Reason.DISK_INVALID, f"disk {disk.name} is a {disk.disk_type} disk")
+        return DiskVerdict(False, OrphanReason.DISK_INVALID, f"disk {disk.name} is a {disk.disk_type} disk")
     if not disk.ready:
-        return DiskVerdict(False, Reason.DISK_INVALID,
+        return DiskVerdict(False, OrphanReason.DISK_INVALID,
                            f"disk {disk.name} at {disk.path} is not Ready in Longhorn"
                            f" ({disk.ready_reason or 'no Ready condition'}"
                            f"{': ' + disk.ready_message if disk.ready_message else ''})")
     if not disk.uuid or disk.uuid != scan.expected_uuid or (
             scan.found_uuid is not None and scan.found_uuid != disk.uuid):
-        return DiskVerdict(False, Reason.DISK_CHANGED,
+        return DiskVerdict(False, OrphanReason.DISK_CHANGED,
                            f"Longhorn says disk {disk.name} at {disk.path} is {disk.uuid or '<no UUID>'}, "
                            f"the agent expects {scan.expected_uuid or '<none>'} and found "
                            f"{scan.found_uuid or '<none>'}")
     if disk.eviction_requested:
-        return DiskVerdict(False, Reason.DISK_EVICTED, f"eviction is requested for disk {disk.name}")
-    return DiskVerdict(True, Reason.DISK_OK, f"disk {disk.name} is Ready in Longhorn")
+        return DiskVerdict(False, OrphanReason.DISK_EVICTED, f"eviction is requested for disk {disk.name}")
+    return DiskVerdict(True, OrphanReason.DISK_OK, f"disk {disk.name} is Ready in Longhorn")
 
 
 def longhorn_disk_name(node: LonghornNode | None, scan: DiskScan) -> str:

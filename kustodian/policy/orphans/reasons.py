@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 
-class Reason(StrEnum):
+class OrphanReason(StrEnum):
     # disk_condition
     DISK_OK = "DiskOK"
     DISK_UNREADABLE = "DiskUnreadable"

@@ -39,6 +39,9 @@ present / absent / absent, ``cronjob`` present,     ``CSI_ADDONS``    csi-addons
 value in the write-back set                                           derivation: Kustodian takes over
 present / absent / absent, value == ``previous``    ``KUSTODIAN``     csi-addons wrote back what
                                                                       Kustodian removed: remove again
+present / absent / absent, ``cronjob`` present,     ``CSI_ADDONS``    csi-addons' ``@weekly`` for an
+value == ``csi-addons-fallback``                                      invalid source: Kustodian takes
+                                                                      over once the source is valid
 present / absent / any other                        ``USER``          never touches it
 present / present / == schedule                     ``KUSTODIAN``     keeps it in line with sources
 present / present / != schedule, value in set       ``KUSTODIAN``     csi-addons wrote back: re-assert
@@ -52,6 +55,18 @@ policy re-asserted; they asked for what the policy already gives.  Any other val
 ``enable: "false"``, or deleting the ``source`` annotation (adoption), hands the PVC over.
 A PVC that csi-addons annotated while Kustodian was away, from a source that has changed
 since, holds a value outside the set and is left as the user's: the safe mistake.
+
+csi-addons' fallback needs a record.  For a source schedule robfig refuses, csi-addons runs and
+writes ``@weekly`` (``getScheduleFromAnnotation``'s ``defaultSchedule``) and from then on reads the
+PVC's own value first, so it never looks at the source again; when the admin fixes the source,
+``@weekly`` leaves the write-back set and would be taken for a person's schedule for good.  So
+while the fallback *is* in the write-back set (the source is still invalid), Kustodian records it
+in ``reclaimspace.kustodian.io/csi-addons-fallback``; a value equal to that record (with
+``cronjob``, and no Kustodian marks) stays csi-addons', and Kustodian replaces it with the source's
+schedule once the source is valid, or removes it once no source has a schedule (keeping ``@weekly``
+as ``previous`` either way, for a late write-back).
+A fallback Kustodian never saw while the source was invalid (it was down from before the PVC got
+it until after the fix) is left as a person's: the same safe mistake.
 """
 
 from __future__ import annotations
@@ -71,6 +86,10 @@ APPLIED = "reclaimspace.kustodian.io/applied"
 # The value Kustodian applied before ``applied`` (kept when it removes its schedule too): csi-addons
 # can write back a value from a cache one change behind, and that value is this one.
 PREVIOUS = "reclaimspace.kustodian.io/previous"
+# csi-addons' fallback, recorded while it is one: the value csi-addons wrote on this PVC (``@weekly``) in
+# place of a Namespace or StorageClass schedule robfig refuses.  Once the source is valid again that
+# value is no longer in the write-back set, and without this record it would pass for a person's.
+FALLBACK = "reclaimspace.kustodian.io/csi-addons-fallback"
 
 # EffectiveSchedule.source for a schedule the user wrote on the PVC (never written as a marker).
 PVC_SOURCE = "pvc"
@@ -151,7 +170,7 @@ def schedule_owner(pvc: RawObject | None, writeback: Collection[str] = ()) -> Sc
             return ScheduleOwner.USER  # the user removed our marker: adopted
         if stale:
             return ScheduleOwner.KUSTODIAN
-        if CRONJOB in annots and value in writeback:
+        if CRONJOB in annots and (value in writeback or value == annots.get(FALLBACK)):
             return ScheduleOwner.CSI_ADDONS
         return ScheduleOwner.USER
     if annots.get(APPLIED) == value or value in writeback or stale:

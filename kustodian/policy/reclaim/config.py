@@ -44,7 +44,7 @@ from difflib import get_close_matches
 from types import MappingProxyType
 from typing import Any, Literal
 
-from kustodian.errors import EXIT_CONFIG, KustodianError
+from kustodian.errors import ConfigError, FieldProblem
 from kustodian.policy.objects import RawObject, map_field, name, namespace
 from kustodian.policy.reclaim.annotations import configmap_source
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration
@@ -53,9 +53,9 @@ from kustodian.policy.reclaim.schedule import strict_schedule_error
 __all__ = [
     "CONFIG_KEY",
     "DEFAULT_CONFIG_MAP",
-    "ConfigError",
     "Precedence",
     "ReclaimConfig",
+    "ReclaimConfigError",
     "config_problems",
     "parse_config",
     "parse_config_json",
@@ -89,24 +89,29 @@ class ReclaimConfig:
         return self.storageclass_schedules.get(storageclass) if storageclass else None
 
 
-class ConfigError(KustodianError, ValueError):
-    """Every problem found in the ConfigMap, each with its path."""
+class ReclaimConfigError(ConfigError):
+    """Every problem found in the ConfigMap, each with its path in the ConfigMap
+    (``config.json: auto-reclaim-storageclass.rbd``); one line, ``problem; problem``."""
 
-    exit_code = EXIT_CONFIG
+    inline = True
 
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = tuple(problems)
+    def __init__(self, problems: Sequence[FieldProblem]) -> None:
+        super().__init__("", problems)
+
+
+def _at(path: str, message: str) -> FieldProblem:
+    """A problem at ``path`` inside ``config.json`` (the document itself when empty)."""
+    return FieldProblem(f"{CONFIG_KEY}: {path}" if path else CONFIG_KEY, message)
 
 
 def parse_config(configmap: RawObject) -> ReclaimConfig:
-    """Parse the ConfigMap object; raise :class:`ConfigError` listing every problem."""
+    """Parse the ConfigMap object; raise :class:`ReclaimConfigError` listing every problem."""
     source = configmap_source(namespace(configmap), name(configmap))
     text = map_field(configmap, "data").get(CONFIG_KEY)
     if text is None:
-        raise ConfigError([f"{CONFIG_KEY}: missing from the ConfigMap's data"])
+        raise ReclaimConfigError([_at("", "missing from the ConfigMap's data")])
     if not isinstance(text, str):
-        raise ConfigError([f"{CONFIG_KEY}: must be a string holding JSON"])
+        raise ReclaimConfigError([_at("", "must be a string holding JSON")])
     return parse_config_json(text, source=source)
 
 
@@ -114,8 +119,8 @@ def config_problems(configmap: RawObject) -> list[str]:
     """The problems :func:`parse_config` would raise, as a list (empty when valid)."""
     try:
         parse_config(configmap)
-    except ConfigError as e:
-        return list(e.problems)
+    except ReclaimConfigError as e:
+        return [str(p) for p in e.problems]
     return []
 
 
@@ -124,16 +129,16 @@ def parse_config_json(text: str, *, source: str) -> ReclaimConfig:
     try:
         doc = json.loads(text, object_pairs_hook=_Object.from_pairs)
     except json.JSONDecodeError as e:
-        raise ConfigError(
-            [f"{CONFIG_KEY}: not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})"]
+        raise ReclaimConfigError(
+            [_at("", f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})")]
         ) from None
     if not isinstance(doc, _Object):
-        raise ConfigError([f"{CONFIG_KEY}: must be a JSON object, got {_json_type(doc)}"])
+        raise ReclaimConfigError([_at("", f"must be a JSON object, got {_json_type(doc)}")])
 
-    problems: list[str] = []
+    problems: list[FieldProblem] = []
 
     def problem(path: str, message: str) -> None:
-        problems.append(f"{CONFIG_KEY}: {path}: {message}" if path else f"{CONFIG_KEY}: {message}")
+        problems.append(_at(path, message))
 
     for dup in doc.duplicates:
         problem(_path("", dup), "duplicate key")
@@ -188,7 +193,7 @@ def parse_config_json(text: str, *, source: str) -> ReclaimConfig:
                 schedules[sc] = schedule
 
     if problems:
-        raise ConfigError(problems)
+        raise ReclaimConfigError(problems)
     return ReclaimConfig(
         source=source,
         timeout=timeout,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from datetime import timedelta
 
-from kustodian.errors import EXIT_CONFIG, KustodianError
+from kustodian.errors import ConfigError, FieldProblem
 
 _NANOS = {
     "ns": 1,
@@ -31,15 +31,15 @@ _MAX_NANOS = (1 << 63) - 1
 _DIGITS = "0123456789"
 
 
-class DurationError(KustodianError, ValueError):
-    """A string Go's ``time.ParseDuration`` would refuse; ``reason`` says why."""
-
-    exit_code = EXIT_CONFIG
+class DurationError(ConfigError):
+    """A string Go's ``time.ParseDuration`` would refuse; ``reason`` says why.  The field it was
+    read from is the caller's to name: its one problem has no path."""
 
     def __init__(self, text: str, reason: str) -> None:
-        super().__init__(f"{json.dumps(text, ensure_ascii=False)} is not a valid duration: {reason}")
         self.text = text
         self.reason = reason
+        super().__init__(f"{json.dumps(text, ensure_ascii=False)} is not a valid duration",
+                         [FieldProblem("", reason)])
 
 
 def parse_go_duration_ns(text: str) -> int:

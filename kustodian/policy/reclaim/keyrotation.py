@@ -22,7 +22,15 @@ from types import MappingProxyType
 from typing import Any
 
 from kustodian.policy.objects import RawObject, map_field
-from kustodian.policy.reclaim.annotations import APPLIED, CRONJOB, ENABLE, PREVIOUS, SCHEDULE, SOURCE
+from kustodian.policy.reclaim.annotations import (
+    APPLIED,
+    CRONJOB,
+    ENABLE,
+    FALLBACK,
+    PREVIOUS,
+    SCHEDULE,
+    SOURCE,
+)
 from kustodian.policy.reclaim.config import Precedence, ReclaimConfig
 from kustodian.policy.reclaim.propagation import AnnotationChange, reconcile_annotations
 
@@ -35,6 +43,7 @@ KEYROTATION_KEYS: Mapping[str, str] = MappingProxyType({
     SOURCE: "keyrotation.kustodian.io/source",
     APPLIED: "keyrotation.kustodian.io/applied",
     PREVIOUS: "keyrotation.kustodian.io/previous",
+    FALLBACK: "keyrotation.kustodian.io/csi-addons-fallback",  # csi-addons falls back to @weekly here too
 })
 
 

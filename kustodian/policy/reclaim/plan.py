@@ -9,7 +9,9 @@ PVC's annotations once both controllers are done (``annotations``), the schedule
 ReclaimSpaceCronJob (``cronjob``; ``None`` for none: unbound, not CSI, disabled, no
 schedule), and the next run with csi-addons' own per-cron-job staggering when the cron
 job exists (its UID decides the offset; a cron job yet to be created is shown without,
-and ``detail`` says so).
+and ``detail`` says so).  A cron job schedule robfig refuses (csi-addons' ``storageclass``
+precedence copies the StorageClass value as it is) is shown as written, ``invalid``, with no
+next run: csi-addons keeps such a cron job and it never fires.
 
 ``schedule`` is Kustodian's schedule once it has caught up (the staggered, per-PVC one
 for propagated schedules); ``pending`` says the PVC does not carry it yet.  PVCs
@@ -49,7 +51,7 @@ from kustodian.policy.reclaim.propagation import (
     reconcile_annotations,
     stagger_window_for,
 )
-from kustodian.policy.reclaim.schedule import parse_schedule
+from kustodian.policy.reclaim.schedule import parse_schedule, schedule_error
 from kustodian.policy.reclaim.stagger import stagger, stagger_key
 from kustodian.policy.reclaim.upstream import (
     CsiAddonsConfig,
@@ -151,6 +153,16 @@ def plan(
         row = _row(pvc, effective, window, now, pending)
         predicted = {k: annotations_of(final).get(k) for k in PREDICTED_KEYS}
         next_run, detail = row.next_run, row.detail
+        refused = schedule_error(outcome.cronjob_schedule) if outcome.cronjob_schedule is not None else None
+        if refused is not None:
+            # csi-addons runs a StorageClass value as written (storageclass precedence): its cron job
+            # exists with that schedule and never fires.  One such class must not stop the plan.
+            never = f"csi-addons runs it as written and its ReclaimSpaceCronJob never fires: {refused}"
+            row = replace(row, schedule=str(outcome.cronjob_schedule), source=outcome.reason, next_run=None,
+                          status="invalid", detail=never)
+            rows.append(replace(row, annotations=predicted, cronjob=outcome.cronjob_schedule,
+                                cronjob_name_suffix=outcome.cronjob_name_suffix))
+            continue
         if outcome.cronjob_schedule is not None:
             next_run = _upstream_next(outcome.cronjob_schedule, uid_by_pvc.get((namespace(pvc), name(pvc))),
                                       upstream_cfg.stagger_hours, now)

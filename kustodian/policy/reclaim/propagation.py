@@ -25,7 +25,9 @@ The seed's scenarios, as this module implements them:
   same); ``reclaimspace.csiaddons.openshift.io/enable: "false"`` on the PVC is.
 
 PVCs being deleted are left alone.  A source whose schedule does not parse changes
-nothing (see ``precedence``): we neither propagate it nor strip the last good one.
+nothing (see ``precedence``): we neither propagate it nor strip the last good one.  The
+one thing written then is the record of csi-addons' ``@weekly`` fallback on a PVC that
+got it (``annotations.FALLBACK``), so that the source's schedule replaces it once fixed.
 
 The change carries the ``resourceVersion`` it was computed from, and
 :meth:`AnnotationChange.merge_patch` includes it: if the user edits the PVC between
@@ -44,6 +46,7 @@ from typing import Any
 from kustodian.policy.objects import RawObject, is_deleting, str_field
 from kustodian.policy.reclaim.annotations import (
     APPLIED,
+    FALLBACK,
     PREVIOUS,
     PVC_SOURCE,
     SCHEDULE,
@@ -63,6 +66,7 @@ from kustodian.policy.reclaim.precedence import (
     writeback_values,
 )
 from kustodian.policy.reclaim.stagger import stagger, stagger_key
+from kustodian.policy.reclaim.upstream import DEFAULT_SCHEDULE
 from kustodian.policy.store import Indexers
 
 __all__ = [
@@ -146,6 +150,60 @@ def desired_annotations(
         return None
     annots = annotations_of(pvc)
     owner = schedule_owner(pvc, writeback)
+    change = _schedule_change(pvc, annots, owner, effective, stagger_window, writeback=writeback)
+    return _with_fallback_record(pvc, annots, owner, effective, change)
+
+
+def _with_fallback_record(
+    pvc: RawObject,
+    annots: Mapping[str, Any],
+    owner: ScheduleOwner,
+    effective: Effective | None,
+    change: AnnotationChange | None,
+) -> AnnotationChange | None:
+    """``change`` plus the bookkeeping of csi-addons' fallback (``annotations.FALLBACK``).
+
+    Recorded while csi-addons' copy is its ``@weekly`` for an invalid source; dropped as
+    soon as it no longer describes the PVC's schedule (taken over, edited, removed; Kustodian
+    removes the fallback itself once its source has no schedule at all), and
+    when taken over the fallback is kept as ``previous`` so a late write-back of it by
+    csi-addons is recognised as such.
+    """
+    value = annots.get(SCHEDULE)
+    recorded = annots.get(FALLBACK)
+    extra: dict[str, str | None] = {}
+    reason = ""
+    if (owner is ScheduleOwner.CSI_ADDONS and isinstance(effective, InvalidSchedule)
+            and value == DEFAULT_SCHEDULE and recorded != value):
+        extra[FALLBACK] = value
+        reason = (f'"{value}" is csi-addons\' fallback for the invalid "{effective.schedule}" of '
+                  f"{effective.source}: replaced once that is valid")
+    elif recorded is not None:
+        written = change is not None and SCHEDULE in change.annotations  # replaced or removed
+        if written or owner is not ScheduleOwner.CSI_ADDONS or value != recorded:
+            extra[FALLBACK] = None
+            if written and change is not None and PREVIOUS not in change.annotations \
+                    and isinstance(recorded, str):
+                extra[PREVIOUS] = recorded
+            reason = "csi-addons' fallback is no longer the PVC's schedule"
+    if not extra:
+        return change
+    if change is None:
+        rv = str_field(pvc, "metadata", "resourceVersion")
+        return AnnotationChange(MappingProxyType(extra), reason, rv)
+    return AnnotationChange(MappingProxyType({**change.annotations, **extra}), change.reason,
+                            change.resource_version)
+
+
+def _schedule_change(
+    pvc: RawObject,
+    annots: Mapping[str, Any],
+    owner: ScheduleOwner,
+    effective: Effective | None,
+    stagger_window: timedelta | None,
+    *,
+    writeback: frozenset[str],
+) -> AnnotationChange | None:
     rv = str_field(pvc, "metadata", "resourceVersion")
 
     if owner is ScheduleOwner.USER:
@@ -169,6 +227,12 @@ def desired_annotations(
         )
 
     if owner is ScheduleOwner.CSI_ADDONS and not isinstance(effective, EffectiveSchedule):
+        value = annots.get(SCHEDULE)
+        if effective is None and not writeback and isinstance(value, str) and value == annots.get(FALLBACK):
+            # csi-addons' fallback for a source schedule since removed: nobody asks for it, and csi-addons,
+            # finding no schedule anywhere, deletes its cron job instead of copying one back
+            reason = "the source of csi-addons' fallback has no schedule any more: removing it"
+            return AnnotationChange(MappingProxyType({SCHEDULE: None, PREVIOUS: value}), reason, rv)
         return None  # csi-addons' own copy and nothing for us to write: removing it would only flap
 
     # NOBODY, KUSTODIAN or CSI_ADDONS: the schedule, if any, is ours to keep in line with the sources.

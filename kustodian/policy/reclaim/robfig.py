@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo
 
+from kustodian.errors import ConfigError, FieldProblem
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration_ns
 
 __all__ = ["RobfigError", "RobfigSchedule", "go_fields", "parse_standard"]
@@ -35,8 +36,12 @@ _ATOI = re.compile(r"^[+-]?[0-9]+$")
 _STAR_BIT = 1 << 63
 
 
-class RobfigError(ValueError):
-    """robfig/cron refused the spec; the message is robfig's own (or says it would panic)."""
+class RobfigError(ConfigError):
+    """robfig/cron refused the spec; the message is robfig's own (or says it would panic), its
+    one problem, with no path: the field the spec came from is the caller's to name."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("", [FieldProblem("", message)])
 
 
 def go_fields(text: str) -> list[str]:
@@ -65,19 +70,19 @@ def _go_trim_space(text: str) -> str:
 
 
 @dataclass(frozen=True)
-class _Bounds:
+class _RobfigField:
     low: int
     high: int
     names: dict[str, int] | None
 
 
-_SECONDS = _Bounds(0, 59, None)
-_MINUTES = _Bounds(0, 59, None)
-_HOURS = _Bounds(0, 23, None)
-_DOM = _Bounds(1, 31, None)
-_MONTHS = _Bounds(1, 12, {m: i for i, m in enumerate(
+_SECONDS = _RobfigField(0, 59, None)
+_MINUTES = _RobfigField(0, 59, None)
+_HOURS = _RobfigField(0, 23, None)
+_DOM = _RobfigField(1, 31, None)
+_MONTHS = _RobfigField(1, 12, {m: i for i, m in enumerate(
     ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"], start=1)})
-_DOW = _Bounds(0, 6, {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])})
+_DOW = _RobfigField(0, 6, {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])})
 
 
 def _atoi(expr: str) -> int:
@@ -99,7 +104,7 @@ def _int_or_name(expr: str, names: dict[str, int] | None) -> int:
     return _atoi(expr)
 
 
-def _get_range(expr: str, b: _Bounds) -> int:
+def _get_range(expr: str, b: _RobfigField) -> int:
     range_and_step = expr.split("/")
     low_high = range_and_step[0].split("-")
     single = len(low_high) == 1
@@ -138,7 +143,7 @@ def _get_range(expr: str, b: _Bounds) -> int:
     return bits | extra
 
 
-def _get_field(field: str, b: _Bounds) -> int:
+def _get_field(field: str, b: _RobfigField) -> int:
     bits = 0
     for expr in (p for p in field.split(",") if p):  # strings.FieldsFunc drops empty items
         bits |= _get_range(expr, b)

@@ -35,7 +35,7 @@ from zoneinfo import ZoneInfo
 
 from croniter import croniter
 
-from kustodian.errors import EXIT_CONFIG, KustodianError
+from kustodian.errors import ConfigError, FieldProblem
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration_ns
 from kustodian.policy.reclaim.robfig import RobfigError, RobfigSchedule, parse_standard
 
@@ -94,15 +94,14 @@ def _quote(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
-class ScheduleError(KustodianError, ValueError):
-    """A schedule csi-addons would not run as written; ``reason`` says why, for a person."""
-
-    exit_code = EXIT_CONFIG
+class ScheduleError(ConfigError):
+    """A schedule csi-addons would not run as written; ``reason`` says why, for a person.  The
+    field it was read from is the caller's to name: its one problem has no path."""
 
     def __init__(self, text: str, reason: str) -> None:
-        super().__init__(f"{_quote(text)} is not a valid schedule: {reason}")
         self.text = text
         self.reason = reason
+        super().__init__(f"{_quote(text)} is not a valid schedule", [FieldProblem("", reason)])
 
 
 @dataclass(frozen=True)
@@ -132,7 +131,8 @@ _DAYS_IN_MONTH = {m: monthrange(2024, m)[1] for m in range(1, 13)}  # 2024 is a 
 
 
 class _FieldError(Exception):
-    pass
+    """Private: one cron field is wrong; ``_parse_fields`` turns it into a ScheduleError naming
+    the field, so it never reaches a caller (and is not drawn in ``kustodian.errors``)."""
 
 
 @dataclass(frozen=True)

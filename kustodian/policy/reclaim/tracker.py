@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kustodian.policy.objects import RawObject, str_field
-from kustodian.policy.reclaim.config import ConfigError, ReclaimConfig, parse_config
+from kustodian.policy.reclaim.config import ReclaimConfig, ReclaimConfigError, parse_config
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,7 @@ class LastGoodConfig:
             return ConfigUpdate(self._in_force, changed=before != self._in_force, new_version=True)
         try:
             self._in_force = parse_config(configmap)
-        except ConfigError as exc:
-            return ConfigUpdate(before, changed=False, problems=exc.problems, new_version=True)
+        except ReclaimConfigError as exc:
+            problems = tuple(str(p) for p in exc.problems)
+            return ConfigUpdate(before, changed=False, problems=problems, new_version=True)
         return ConfigUpdate(self._in_force, changed=before != self._in_force, new_version=True)

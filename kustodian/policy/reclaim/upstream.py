@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Literal
 
+from kustodian.errors import ConfigError, FieldProblem
 from kustodian.policy.objects import RawObject, map_field, name, namespace, str_field
 from kustodian.policy.reclaim.annotations import annotations_of
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration_ns
@@ -107,12 +108,14 @@ class CsiAddonsConfig:
     source: str = ""  # "configmap/<ns>/<name>" when read from a ConfigMap
 
 
-class CsiAddonsConfigError(ValueError):
-    """csi-addons would refuse this ConfigMap (the manager exits at start)."""
+class CsiAddonsConfigError(ConfigError):
+    """csi-addons would refuse this ConfigMap (the manager exits at start); one problem per
+    key at fault (``data[max-group-pvcs]``), on one line: ``problem; problem``."""
 
-    def __init__(self, problems: Sequence[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = tuple(problems)
+    inline = True
+
+    def __init__(self, problems: Sequence[FieldProblem]) -> None:
+        super().__init__("", problems)
 
 
 class CsiAddonsConfigTracker:
@@ -146,38 +149,38 @@ def parse_csi_addons_config(configmap: RawObject | None) -> CsiAddonsConfig:
     if configmap is None:
         return CsiAddonsConfig()
     data = map_field(configmap, "data")
-    problems: list[str] = []
+    problems: list[FieldProblem] = []
     precedence: SchedulePrecedence = "pvc"
     stagger = 2
     for key, value in data.items():
         val = str(value)
         if key == "schedule-precedence":
             if val not in _PRECEDENCES:
-                problems.append(f'data[schedule-precedence]: "{val}" is not one of "pvc", "storageclass" '
-                                '(legacy: "sc-only", "")')
+                problems.append(FieldProblem("data[schedule-precedence]", f'"{val}" is not one of "pvc", '
+                                             '"storageclass" (legacy: "sc-only", "")'))
             else:
                 precedence = "storageclass" if _PRECEDENCES[val] == "storageclass" else "pvc"
         elif key in _INT_KEYS:
             if not _GO_INT.match(val):
-                problems.append(f'data[{key}]: "{val}" is not an integer')
+                problems.append(FieldProblem(f"data[{key}]", f'"{val}" is not an integer'))
                 continue
             number = int(val)
             if key == "cronjob-stagger-window":
                 stagger = number
             elif key == "max-group-pvcs" and not 0 < number <= 100:
-                problems.append(f"data[{key}]: {number} is not between 1 and 100")
+                problems.append(FieldProblem(f"data[{key}]", f"{number} is not between 1 and 100"))
             elif key == "csi-addons-node-retry-delay" and number < 1:
-                problems.append(f"data[{key}]: {number} is below 1")
+                problems.append(FieldProblem(f"data[{key}]", f"{number} is below 1"))
         elif key in _DURATION_KEYS:
             try:
                 nanos = parse_go_duration_ns(val)
             except DurationError as exc:
-                problems.append(f'data[{key}]: "{val}" is not a Go duration: {exc.reason}')
+                problems.append(FieldProblem(f"data[{key}]", f'"{val}" is not a Go duration: {exc.reason}'))
                 continue
             if key != "reclaim-space-timeout" and nanos <= 0:
-                problems.append(f'data[{key}]: "{val}" must be positive')
+                problems.append(FieldProblem(f"data[{key}]", f'"{val}" must be positive'))
         else:
-            problems.append(f"data[{key}]: unknown key (csi-addons refuses to start)")
+            problems.append(FieldProblem(f"data[{key}]", "unknown key (csi-addons refuses to start)"))
     if problems:
         raise CsiAddonsConfigError(problems)
     return CsiAddonsConfig(precedence, stagger, f"configmap/{namespace(configmap)}/{name(configmap)}")

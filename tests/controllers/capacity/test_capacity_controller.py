@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -20,11 +20,13 @@ from typing import Any
 import pytest
 
 from kustodian.controllers.capacity.controller import GC_KEY, PLAN_KEY, CapacityReservations
+from kustodian.controllers.capacity.gather import ReservationSource
 from kustodian.controllers.capacity.main import build
 from kustodian.kube.errors import NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import EVENTS, PODS
 from kustodian.policy.capacity.model import GIB
+from kustodian.policy.capacity.stale import PodState
 from kustodian.runtime.workqueue import WorkQueue
 from kustodian.settings import CapacityGroup
 from tests.conftest import KubeApi
@@ -372,6 +374,76 @@ def test_a_bound_pod_releases_the_other_nodes_reservations_within_2s(capacity: F
                         "-p", json.dumps({"spec": {"Status": "REQUESTED"}}))
     acr = cluster.wait_status("next", "RESERVED")
     assert cluster.reservations(acr) == {"data": ["n1-d", "n3-d"]}
+
+
+def test_the_cache_and_the_api_server_fill_the_same_release_input(capacity: Factory) -> None:
+    """Both sources answer the same questions alike once the caches caught up (the decision never
+    knows which one it was given)."""
+    cluster, ctl, _ = capacity(run=False)
+    nodes = ["n1", "n2"]
+    cluster.apply(*(cluster.k8s_node(n) for n in nodes),
+                  *(cluster.ac(f"{n}-d", n, "HDD", 100 * GIB) for n in nodes), cluster.pod("web"),
+                  cluster.acr("web", nodes, [("data", "HDD", 10 * GIB)], status="RESERVED"))
+    acs = {f"{cluster.ns}-{n}-d" for n in nodes} | {f"{cluster.ns}-none"}
+    ours = {f"k8s-{cluster.node(n)}" for n in nodes}
+
+    def alike() -> bool:
+        cached, fresh = ctl.cache_source, ctl.api_source
+        return (cached.ac_nodes(acs) == fresh.ac_nodes(acs) == {f"{cluster.ns}-{n}-d": cluster.node(n) for n in nodes}
+                and {k: v for k, v in cached.node_ids().items() if k in ours}
+                == {k: v for k, v in fresh.node_ids().items() if k in ours}
+                == {f"k8s-{cluster.node(n)}": cluster.node(n) for n in nodes}
+                and cached.pods({f"{cluster.ns}/web"}) == fresh.pods({f"{cluster.ns}/web"}) != {}
+                and [a["metadata"]["uid"] for a in cached.reservations({f"{cluster.ns}-web"})]
+                == [a["metadata"]["uid"] for a in fresh.reservations({f"{cluster.ns}-web"})] != [])
+
+    wait_for(alike, "the caches caught up with the API server")
+
+
+class LaggingPods:
+    """A reservation source whose pod cache misses ``hidden`` pods (a pod cache behind the ACR cache);
+    it logs each gather under ``name``."""
+
+    def __init__(self, name: str, inner: ReservationSource, log: list[str],
+                 hidden: frozenset[str] = frozenset()) -> None:
+        self.name, self.inner, self.log, self.hidden = name, inner, log, hidden
+
+    def reservations(self, names: Collection[str] | None = None) -> list[dict[str, Any]]:
+        self.log.append(self.name)
+        return self.inner.reservations(names)
+
+    def pods(self, keys: Collection[str] | None = None) -> dict[str, PodState]:
+        return {k: v for k, v in self.inner.pods(keys).items() if k not in self.hidden}
+
+    def node_ids(self) -> dict[str, str]:
+        return self.inner.node_ids()
+
+    def ac_nodes(self, names: Collection[str]) -> dict[str, str]:
+        return self.inner.ac_nodes(names)
+
+
+def test_a_collection_the_api_server_does_not_confirm_is_not_made(capacity: Factory) -> None:
+    """The pod cache lags (the pod looks gone): the same decision on the ACR and its pod read from
+    the API server keeps the reservation; once the pod is really gone the delete is confirmed."""
+    cluster, ctl, runtime = capacity()
+    assert runtime is not None
+    cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.pod("web"),
+                  cluster.acr("web", ["n1"], [("data", "HDD", 10 * GIB)]))
+    cluster.wait_status("web", "RESERVED")
+    gathers: list[str] = []
+    ctl.cache_source = LaggingPods("cache", ctl.cache_source, gathers, frozenset({f"{cluster.ns}/web"}))
+    ctl.api_source = LaggingPods("api", ctl.api_source, gathers)
+    runtime.enqueue(GC_KEY)
+    assert runtime.wait_idle(5)
+    assert gathers[:2] == ["cache", "api"]  # the cache said collect; the API server was asked
+    assert cluster.get("web") is not None
+    assert ctl.collected == 0
+
+    cluster.api.client.delete(PODS, "web", cluster.ns)
+    runtime.enqueue(GC_KEY)
+    wait_for(lambda: cluster.get("web") is None, "the ACR of the deleted pod collected")
+    wait_for(lambda: ctl.collected >= 1, "the collection counted", timeout=2)
+    assert ctl.collected == 1
 
 
 def test_an_acr_named_after_its_living_pod_is_never_collected(capacity: Factory) -> None:

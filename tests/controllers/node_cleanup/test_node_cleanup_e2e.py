@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-import time
+import threading
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
@@ -14,7 +14,7 @@ import pytest
 from kustodian.controllers.node_cleanup.main import NodeCleanupApp, build
 from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import EVENTS, NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
-from kustodian.policy.node_cleanup import parse_rfc3339
+from kustodian.policy.node_cleanup import format_rfc3339, parse_rfc3339
 from kustodian.runtime.workqueue import Result
 from kustodian.settings import NodeCleanupSettings
 from tests.conftest import KubeApi
@@ -193,24 +193,138 @@ def test_a_node_that_returns_inside_the_delay_keeps_everything(kube_api: KubeApi
         app.stop()
 
 
-def test_a_restart_in_the_middle_keeps_the_original_deadline(kube_api: KubeApi, world: dict[str, Any]) -> None:
-    clock = Clock()
-    app = start(kube_api, world, clock)
-    kube_api.client.delete(NODES, world["node"])
-    wait_for(lambda: MISSING in pv_annotations(kube_api, world["pv"]), "the missing-since stamp")
-    stamped = pv_annotations(kube_api, world["pv"])[MISSING]
-    app.stop()
+UPSTREAM_1M = "PVC is tied to a deleted Node. PVC will be cleaned up in 1m0s if the Node doesn't come back"
 
-    clock.now += timedelta(seconds=45)  # the old instance is gone; a new one starts 45 s later
+
+def timer_annotations(app: NodeCleanupApp, pv_name: str) -> dict[str, str]:
+    """The node-missing timer as the controller reads it: on the PV, or kept in memory over it."""
+    pv = app.cleanup.api.volume(pv_name)
+    assert pv is not None
+    got: dict[str, str] = app.cleanup.timers.overlay(pv)["metadata"].get("annotations") or {}
+    return got
+
+
+@pytest.mark.parametrize("timer", ["annotation", "memory"])
+def test_a_node_lost_back_and_lost_again_while_stopped_waits_the_full_delay_after_restart(
+        kube_api: KubeApi, world: dict[str, Any], timer: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 34: the node is lost (stamped), and the controller runs on until 10 s before the
+    deadline; it is stopped; while it is stopped for 30 s (the injected clock) the node comes
+    back and is lost again.  The old stamp and its check are 30 s old: trusting them deleted the
+    PVC as soon as the controller restarted.  Nothing proves the node stayed gone while nobody
+    watched, so the delay restarts at the restart: the PVC is deleted no earlier than 60 s after
+    it, and at 60 s it is.  The same holds with upstream's ClusterRole (the timer kept in memory).
+
+    Before issue 34 a restart inside 2 minutes kept the original deadline (a test asserted it);
+    that is the very behaviour the issue reports: a stopped controller cannot tell "stayed gone"
+    from "came back and went again"."""
+    from kustodian.controllers.node_cleanup import main
+
+    monkeypatch.setattr(main, "timer_store", lambda client: timer)
+    clock = Clock()
+    app = start(kube_api, world, clock)  # delay 60 s
+    try:
+        assert app.cleanup.timer == timer
+        kube_api.client.delete(NODES, world["node"])
+        wait_for(lambda: MISSING in timer_annotations(app, world["pv"]), "the missing-since stamp")
+        lost_at = parse_rfc3339(timer_annotations(app, world["pv"])[MISSING])
+        assert lost_at == clock.now
+        clock.now += timedelta(seconds=50)  # watched for 50 s: the check is refreshed
+        app.cleanup.resync(app.controller.enqueue)
+        wait_for(lambda: timer_annotations(app, world["pv"]).get(CHECKED) == format_rfc3339(clock.now),
+                 "the check refreshed at 50 s")
+        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])
+    finally:
+        app.stop()
+
+    # stopped: the node comes back and is lost again; 30 s pass
+    kube_api.client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
+        "name": world["node"], "labels": {"kubernetes.io/hostname": world["node"]}}})
+    kube_api.client.delete(NODES, world["node"])
+    clock.now += timedelta(seconds=30)  # 80 s after the first loss: its deadline is 20 s past
+    restarted_at = clock.now
+
     app = start(kube_api, world, clock)
     try:
         assert app.controller.wait_idle(5)
-        assert pv_annotations(kube_api, world["pv"])[MISSING] == stamped  # not reset
-        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])  # not skipped either
+        wait_for(lambda: timer_annotations(app, world["pv"]).get(MISSING) == format_rfc3339(restarted_at),
+                 "the timer restarted at the restart")
+        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "deleted on a stamp nobody saw through"
         app.recorder.flush()
-        assert any("cleaned up in 15s" in e["message"] for e in events_of(kube_api, world["ns"]))
-        clock.now += timedelta(seconds=15)  # exactly the original deadline: due
+        assert any(e["message"] == UPSTREAM_1M for e in events_of(kube_api, world["ns"]))
+
+        clock.now = restarted_at + timedelta(seconds=59)
+        app.cleanup.resync(app.controller.enqueue)
+        assert app.controller.wait_idle(5)
+        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "deleted before the delay"
+        clock.now = restarted_at + timedelta(seconds=60)  # the configured delay after the restart: due
         app.cleanup.resync(app.controller.enqueue)  # the fake clock cannot fire the real requeue timer
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "PVC deleted")
+    finally:
+        app.stop()
+
+
+def test_a_node_watch_gap_restarts_the_delay(kube_api: KubeApi, world: dict[str, Any]) -> None:
+    """Within one process: the Node cache re-lists (its watch broke; events may be lost), so a
+    stamp from before the re-list is no proof either and the delay restarts from the next pass."""
+    clock = Clock()
+    app = start(kube_api, world, clock)
+    try:
+        kube_api.client.delete(NODES, world["node"])
+        wait_for(lambda: MISSING in pv_annotations(kube_api, world["pv"]), "the missing-since stamp")
+        clock.now += timedelta(seconds=50)
+        items, rv = kube_api.client.list(NODES)
+        app.cleanup.nodes.replace(items, rv)  # a re-list, as after a broken watch
+        app.cleanup.resync(app.controller.enqueue)
+        wait_for(lambda: pv_annotations(kube_api, world["pv"]).get(MISSING) == format_rfc3339(clock.now),
+                 "the timer restarted after the gap")
+        clock.now += timedelta(seconds=59)
+        app.cleanup.resync(app.controller.enqueue)
+        assert app.controller.wait_idle(5)
+        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])
+        clock.now += timedelta(seconds=1)
+        app.cleanup.resync(app.controller.enqueue)
+        wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "PVC deleted")
+    finally:
+        app.stop()
+
+
+def test_a_node_back_and_lost_again_between_two_passes_restarts_the_delay(
+        kube_api: KubeApi, world: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Within one process, no pass saw the node back: it returned and was deleted again while
+    the workers were busy (held here at their gather).  The watch saw it deleted after the stamp,
+    so the stamp is no proof and the delay restarts from that pass."""
+    clock = Clock()
+    app = start(kube_api, world, clock)
+    try:
+        kube_api.client.delete(NODES, world["node"])
+        wait_for(lambda: MISSING in pv_annotations(kube_api, world["pv"]), "the missing-since stamp")
+        assert app.controller.wait_idle(5)
+        seen: list[str] = []
+        app.cleanup.nodes.add_handler(
+            lambda etype, new, old: seen.append(etype) if (new or old or {}).get("metadata", {}).get("name")
+            == world["node"] else None)
+        gate = threading.Event()
+        gather = app.cleanup.gather
+
+        def held(source: Any, pv_name: str) -> Any:
+            gate.wait(10)
+            return gather(source, pv_name)
+
+        monkeypatch.setattr(app.cleanup, "gather", held)
+        clock.now += timedelta(seconds=50)
+        kube_api.client.create(NODES, {"apiVersion": "v1", "kind": "Node", "metadata": {
+            "name": world["node"], "labels": {"kubernetes.io/hostname": world["node"]}}})
+        kube_api.client.delete(NODES, world["node"])
+        wait_for(lambda: seen[-2:] == ["ADDED", "DELETED"], "the watch saw the node back and gone again")
+        gate.set()
+        wait_for(lambda: pv_annotations(kube_api, world["pv"]).get(MISSING) == format_rfc3339(clock.now),
+                 "the timer restarted at the pass after the second loss")
+        clock.now += timedelta(seconds=59)
+        app.cleanup.resync(app.controller.enqueue)
+        assert app.controller.wait_idle(5)
+        assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"])
+        clock.now += timedelta(seconds=1)
+        app.cleanup.resync(app.controller.enqueue)
         wait_for(lambda: not exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "PVC deleted")
     finally:
         app.stop()
@@ -321,12 +435,15 @@ def test_a_stale_stamp_from_an_earlier_loss_never_shortens_the_grace(
     app = start(kube_api, world, clock)  # delay 60 s
     try:
         assert app.controller.wait_idle(5)
-        time.sleep(0.3)
+        # the restarted stamp comes back as a PV event: wait for the pass it causes too
+        wait_for(lambda: (app.cleanup.pvs.get(None, world["pv"]) or {}).get("metadata", {})
+                 .get("annotations", {}).get(MISSING) != old, "the cache to see the restarted stamp")
+        assert app.controller.wait_idle(5)
         assert exists(kube_api, PERSISTENT_VOLUME_CLAIMS, "data-0", world["ns"]), "deleted on a stale stamp"
         restarted = parse_rfc3339(pv_annotations(kube_api, world["pv"])[MISSING])
         assert restarted is not None and restarted >= clock.now  # the timer restarted from now
         app.recorder.flush()
-        assert any("cleaned up in 1m0s" in e["message"] for e in events_of(kube_api, world["ns"]))
+        assert any(e["message"] == UPSTREAM_1M for e in events_of(kube_api, world["ns"]))
 
         clock.now += timedelta(seconds=59)
         app.cleanup.resync(app.controller.enqueue)

@@ -21,7 +21,7 @@ import yaml
 from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import EVENTS, NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from tests.conftest import KubeApi
-from tests.support import free_port
+from tests.support import free_port, wait_while_running
 
 pytestmark = pytest.mark.api
 
@@ -81,11 +81,7 @@ def test_upstreams_deployment_and_rbac_clean_up_after_a_node_loss(
                                 stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
     try:
         def until(cond: Any, what: str, timeout: float = 30) -> None:
-            deadline = time.monotonic() + timeout
-            while not cond():
-                assert proc.poll() is None, f"exited {proc.returncode}:\n{log.read_text()}"
-                assert time.monotonic() < deadline, f"{what}\n{log.read_text()}"
-                time.sleep(0.1)
+            wait_while_running(proc, log, cond, what, timeout)
 
         until(lambda: "kustodian-node-cleanup running" in log.read_text(), "the controller did not start")
         assert "timer kept in memory" in log.read_text()  # upstream's ClusterRole grants no patch on PVs

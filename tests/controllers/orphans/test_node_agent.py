@@ -17,9 +17,9 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ import pytest
 
 from kustodian.controllers.orphans.agent import ORPHANS, NodeAgent, install
 from kustodian.controllers.orphans.disks import OWNERSHIP_KEY, STATUS_KEY, UUIDS_KEY, config_map_name
+from kustodian.controllers.orphans.gather import OrphanCleanupSource
 from kustodian.controllers.orphans.tracker import (
     LONGHORN_NODES,
     LONGHORN_SETTINGS,
@@ -38,7 +39,7 @@ from kustodian.controllers.orphans.tracker import (
 from kustodian.kube.errors import NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import CONFIG_MAPS, EVENTS, NAMESPACES, Resource
-from kustodian.policy.orphans import ANNOTATION_KEEP_DATA, ORPHAN_FINALIZER, orphan_name
+from kustodian.policy.orphans import ANNOTATION_KEEP_DATA, ORPHAN_FINALIZER, DiskScan, Ownership, orphan_name
 from kustodian.runtime.manager import Manager
 from kustodian.settings import NodeAgentSettings
 from tests.conftest import KubeApi
@@ -307,6 +308,73 @@ def test_dir_tracked_between_report_and_delete_is_not_removed(world: World) -> N
     assert world.orphans() == []  # tracked now: not reported again
 
 
+class LoggingSource:
+    """An orphan source that logs each gather that found the Orphan under its ``name``; ``hide`` leaves
+    directories out of its scans (a stale scan)."""
+
+    def __init__(self, name: str, inner: OrphanCleanupSource, log: list[str],
+                 hide: frozenset[str] = frozenset()) -> None:
+        self.name, self.inner, self.log, self.hide = name, inner, log, hide
+
+    def orphan(self, namespace: str, name: str) -> dict[str, Any] | None:
+        found = self.inner.orphan(namespace, name)
+        if found is not None:
+            self.log.append(self.name)
+        return found
+
+    def scans(self) -> Sequence[DiskScan]:
+        return [replace(s, entries={k: v for k, v in s.entries.items() if k not in self.hide})
+                for s in self.inner.scans()]
+
+    def ownership(self) -> Ownership:
+        return self.inner.ownership()
+
+    def orphans(self) -> list[dict[str, Any]]:
+        return self.inner.orphans()
+
+
+def test_a_removal_decided_on_the_caches_is_confirmed_by_one_gather_from_the_api_server(world: World) -> None:
+    world.longhorn_node()
+    orphaned = world.mkreplica(world.disk, ORPHAN_DIR)
+    agent = world.agent()
+    world.settle(agent)
+    wait_for(lambda: cleanable(world), "a cleanable Orphan")
+    obj = world.orphan()
+    assert obj is not None
+    gathers: list[str] = []
+    agent.cache_source = LoggingSource("cache", agent.cache_source, gathers)
+    agent.api_source = LoggingSource("api", agent.api_source, gathers)
+    world.delete_orphan(obj["metadata"]["name"])
+    assert not orphaned.exists()
+    assert world.orphan() is None
+    # decided on the caches, confirmed on the API server and the disk (passes before the delete,
+    # and after it on a cache that still has the Orphan, read the caches only or find it gone)
+    assert gathers.count("api") == 1, gathers
+    assert gathers[gathers.index("api") - 1] == "cache", gathers
+
+
+def test_a_removal_the_lagging_caches_did_not_see_is_made_on_two_agreeing_fresh_decisions(world: World) -> None:
+    """The monitor's last scan misses the directory (it reads "data missing", so: release); the disk
+    read just now has it and the API server no Replica for it: the delete is honoured, as the fresh
+    facts say, once a second fresh gather agrees."""
+    world.longhorn_node()
+    orphaned = world.mkreplica(world.disk, ORPHAN_DIR)
+    agent = world.agent()
+    world.settle(agent)
+    wait_for(lambda: cleanable(world), "a cleanable Orphan")
+    obj = world.orphan()
+    assert obj is not None
+    gathers: list[str] = []
+    agent.cache_source = LoggingSource("cache", agent.cache_source, gathers, hide=frozenset({ORPHAN_DIR}))
+    agent.api_source = LoggingSource("api", agent.api_source, gathers)
+    world.delete_orphan(obj["metadata"]["name"])
+    assert not orphaned.exists()
+    assert not world.events("DataKept")
+    assert gathers.count("api") == 2, gathers
+    first = gathers.index("api")
+    assert gathers[first - 1:first + 2] == ["cache", "api", "api"], gathers
+
+
 def test_disk_whose_uuid_changed_is_skipped_and_nothing_is_removed(world: World) -> None:
     world.longhorn_node()
     orphaned = world.mkreplica(world.disk, ORPHAN_DIR)
@@ -359,6 +427,47 @@ def test_orphans_whose_dir_vanished_or_became_tracked_are_pruned_without_touchin
     wait_for(lambda: world.orphans() == [], "both Orphans pruned")
     assert (reclaimed / "volume.meta").exists()
     assert not world.events("DataRemoved")
+
+
+class ReplicaGoneThere(LoggingSource):
+    """The API server side of a lagging Replica cache: the Replica of ``dir_name`` is already gone there."""
+
+    def __init__(self, inner: OrphanCleanupSource, log: list[str], dir_name: str) -> None:
+        super().__init__("api", inner, log)
+        self.dir_name = dir_name
+
+    def ownership(self) -> Ownership:
+        owners = self.inner.ownership()
+        assert owners.tracked is not None
+        return replace(owners, tracked=frozenset(t for t in owners.tracked if t.data_dir_name != self.dir_name))
+
+    def orphans(self) -> list[dict[str, Any]]:
+        self.log.append(self.name)
+        return self.inner.orphans()
+
+
+def test_a_prune_the_api_server_does_not_confirm_is_not_made(world: World) -> None:
+    """The Replica cache still has a Replica for the directory, the API server no longer: the
+    Orphan stays; once both agree it is pruned."""
+    world.longhorn_node()
+    world.mkreplica(world.disk, ORPHAN_DIR)
+    agent = world.agent()
+    world.settle(agent)
+    obj = world.orphan()
+    assert obj is not None
+    world.replica(ORPHAN_DIR)
+    replicas = getattr(agent.tracker, "cache", None)
+    assert replicas is not None
+    wait_for(lambda: len(replicas.list()) == 1, "the Replica in the watch cache")
+    real, gathers = agent.api_source, list[str]()
+    agent.api_source = ReplicaGoneThere(real, gathers, ORPHAN_DIR)
+    world.settle(agent)
+    assert gathers == ["api"]  # the cache said prune: the API server was asked
+    kept = world.orphan()
+    assert kept is not None and kept["metadata"]["uid"] == obj["metadata"]["uid"]
+    agent.api_source = real
+    world.settle(agent)  # the unconfirmed prune is decided again
+    wait_for(lambda: world.orphans() == [], "the Orphan pruned")
 
 
 # -- HIGH: an empty or unreadable ownership source never means "nothing is owned" ---------
@@ -551,8 +660,11 @@ def test_node_down_then_back_runs_no_stale_delete(world: World) -> None:
     assert world.condition(terminating)["status"] == "True"  # stale, as in the incident
 
     # the node comes back (a second later at least: timestamps have second precision):
-    # Longhorn Ready again, a new agent starts
-    time.sleep(1.1)
+    # Longhorn Ready again, a new agent starts. The API server stamps deletions by the wall
+    # clock, so Ready must be stamped by it too: after the stale request, not after the
+    # fresh delete below; wait for the clock to pass the request's second (not a fixed 1.1 s)
+    requested = datetime.fromisoformat(terminating["metadata"]["deletionTimestamp"])
+    wait_for(lambda: datetime.now(UTC) >= requested + timedelta(seconds=1), "the wall clock to pass the request's second")
     world.update_longhorn_node(ready=True)
     back = world.agent(monitor=True)
     wait_for(lambda: (o := world.orphan()) is not None and o["metadata"]["uid"] != stale["metadata"]["uid"],

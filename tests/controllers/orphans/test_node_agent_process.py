@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -14,7 +13,7 @@ import pytest
 
 from tests.conftest import KubeApi
 from tests.controllers.orphans.test_node_agent import crds as _crds
-from tests.support import free_port
+from tests.support import eventually, free_port, wait_while_running
 
 pytestmark = pytest.mark.api
 
@@ -43,11 +42,8 @@ def test_the_agent_serves_probes_and_metrics_on_its_own_port(kube_api: KubeApi, 
     port, log = free_port(), tmp_path / "agent.log"
     proc = agent(kube_api, namespace, port, log)
     try:
-        deadline = time.monotonic() + 30
-        while (ready := get(port, "/readyz")) is None or ready.status_code != 200:
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+        wait_while_running(proc, log, lambda: (ready := get(port, "/readyz")) is not None
+                           and ready.status_code == 200, "the agent to be ready", 30, poll=0.2)
         health = get(port, "/healthz")
         assert health is not None and health.status_code == 200
         metrics = get(port, "/metrics")
@@ -65,13 +61,15 @@ def test_an_agent_whose_caches_cannot_sync_exits_non_zero(kube_api_rbac: KubeApi
     port, log = free_port(), tmp_path / "agent.log"
     proc = agent(kube_api_rbac, "default", port, log, "--controllers-sync-timeout=2s")
     try:
-        not_ready = None
-        deadline = time.monotonic() + 10
-        while not_ready is None and proc.poll() is None and time.monotonic() < deadline:
-            answer = get(port, "/readyz")
-            if answer is not None:
-                not_ready = answer.status_code
-            time.sleep(0.1)
+        answers: list[int] = []
+
+        def answered_or_exited() -> bool:
+            if (answer := get(port, "/readyz")) is not None:
+                answers.append(answer.status_code)
+            return bool(answers) or proc.poll() is not None
+
+        eventually(answered_or_exited, 10, poll=0.1)
+        not_ready = answers[0] if answers else None
         rc = proc.wait(30)
     finally:
         if proc.poll() is None:

@@ -19,8 +19,8 @@ from kustodian.controllers.orphans.scan import RemovalOutcome, remove_replica_di
 from kustodian.policy.orphans import (
     DiskScan,
     DropFinalizer,
+    OrphanReason,
     Ownership,
-    Reason,
     RemoveDir,
     TrackedReplica,
     cleanup_decision,
@@ -197,7 +197,7 @@ def test_unreadable_disk_identity_skips_the_disk(tmp_path: Path, how: str) -> No
         cfg.write_text(json.dumps({"diskName": "disk"}))
     got = scan(disk)
     assert got.found_uuid is None
-    assert disk_condition(got, [got]).reason == Reason.DISK_UUID_UNKNOWN
+    assert disk_condition(got, [got]).reason == OrphanReason.DISK_UUID_UNKNOWN
     assert orphans(got) == []
     assert remove_replica_dir(str(disk), ORPHAN, UUID).outcome == RemovalOutcome.REFUSED
     assert (disk / "replicas" / ORPHAN / "volume.meta").exists()
@@ -228,7 +228,7 @@ def test_two_disk_paths_on_one_filesystem_only_the_later_is_skipped(tmp_path: Pa
     first, second = scan(disk), scan(alias)
     assert first.fsid == second.fsid
     assert disk_condition(first, [first, second]).ok
-    assert disk_condition(second, [first, second]).reason == Reason.DISK_FILESYSTEM_SHARED
+    assert disk_condition(second, [first, second]).reason == OrphanReason.DISK_FILESYSTEM_SHARED
     found = find_orphans(NODE, [first, second], own(first, second))
     assert [(o.disk_path, o.dir_name) for o in found] == [(str(disk), ORPHAN)]
 
@@ -286,12 +286,12 @@ def test_disk_swapped_under_same_path_is_rescanned_and_never_cleaned(tmp_path: P
     make_replica(other, ORPHAN)
     now = scan(disk, previous=first, clock_ns=settled_clock)
     assert now.entries is not first.entries
-    assert disk_condition(now, [now]).reason == Reason.DISK_UUID_MISMATCH
+    assert disk_condition(now, [now]).reason == OrphanReason.DISK_UUID_MISMATCH
     decision = cleanup_decision(
         orphan, [now], own(first), node=NODE, auto_delete=False, grace=timedelta(0), now=NOW
     )
     assert isinstance(decision.action, DropFinalizer)
-    assert decision.action.reason == Reason.DISK_CHANGED
+    assert decision.action.reason == OrphanReason.DISK_CHANGED
     # Even a caller that skipped the decision is stopped by the re-verification.
     result = remove_replica_dir(str(disk), ORPHAN, UUID)
     assert (result.outcome, result.reason) == (RemovalOutcome.REFUSED, "DiskUUIDMismatch")
@@ -361,7 +361,7 @@ def test_dir_tracked_between_scan_and_delete_is_kept(tmp_path: Path) -> None:
         obj, [now], own(now, tracked=tracked_now), node=NODE, auto_delete=False, grace=timedelta(0), now=NOW
     )
     assert isinstance(decision.action, DropFinalizer)
-    assert decision.action.reason == Reason.DATA_TRACKED
+    assert decision.action.reason == OrphanReason.DATA_TRACKED
     assert (disk / "replicas" / ORPHAN / "volume.meta").exists()
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -75,13 +74,11 @@ def ann(kube_api: KubeApi, ns: str, name: str) -> dict[str, str]:
 
 def settle(ctl: ReclaimPropagation, queue: Queue, kube_api: KubeApi, ns: str,
            cond: Callable[[], bool], what: str) -> None:
-    deadline = time.monotonic() + 10
-    while True:
+    def drained_and_met() -> bool:
         queue.drain(ctl)
-        if cond():
-            return
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+        return cond()
+
+    wait_for(drained_and_met, what, poll=0.05)
 
 
 def test_existing_pvcs_follow_the_storageclass_and_user_owned_ones_do_not(
@@ -181,4 +178,40 @@ def test_key_rotation_schedules_follow_the_same_rules_when_switched_on(
     finally:
         for cache in ctl.caches:
             cache.stop(timeout=1)
+        client.delete(STORAGE_CLASSES, name)
+
+
+CRONJOB = "reclaimspace.csiaddons.openshift.io/cronjob"
+FALLBACK = "reclaimspace.kustodian.io/csi-addons-fallback"
+PREVIOUS = "reclaimspace.kustodian.io/previous"
+
+
+def test_csi_addons_fallback_is_replaced_once_the_storageclass_is_fixed(
+        kube_api: KubeApi, namespace: str, propagation: tuple[ReclaimPropagation, Queue]) -> None:
+    """Issue 34, the controller's half (csi-addons' writes played by hand, as its manager makes them)."""
+    ctl, queue = propagation
+    client = kube_api.client
+    name = f"fallback-{namespace}"
+    client.create(STORAGE_CLASSES, sc(name, "daily"))  # robfig refuses it: csi-addons runs @weekly
+    try:
+        client.create(PERSISTENT_VOLUME_CLAIMS, pvc(namespace, "p", name))
+        weekly = {SCHEDULE: "@weekly", CRONJOB: "p-1700000000"}
+        client.patch(PERSISTENT_VOLUME_CLAIMS, "p", {"metadata": {"annotations": weekly}}, namespace)
+        settle(ctl, queue, kube_api, namespace, lambda: ann(kube_api, namespace, "p").get(FALLBACK) == "@weekly",
+               "csi-addons' fallback recorded")
+        assert ann(kube_api, namespace, "p") == {**weekly, FALLBACK: "@weekly"}
+
+        client.patch(STORAGE_CLASSES, name, {"metadata": {"annotations": {SCHEDULE: "@daily"}}})
+        settle(ctl, queue, kube_api, namespace, lambda: ann(kube_api, namespace, "p").get(SCHEDULE) == "@daily",
+               "the fixed StorageClass schedule")
+        assert ann(kube_api, namespace, "p") == {SCHEDULE: "@daily", CRONJOB: "p-1700000000",
+                                                 SOURCE: f"storageclass/{name}", APPLIED: "@daily",
+                                                 PREVIOUS: "@weekly"}
+
+        # csi-addons writing its old value back from a stale cache is not a person's edit
+        client.patch(PERSISTENT_VOLUME_CLAIMS, "p", {"metadata": {"annotations": {SCHEDULE: "@weekly"}}}, namespace)
+        settle(ctl, queue, kube_api, namespace, lambda: ann(kube_api, namespace, "p").get(SCHEDULE) == "@daily",
+               "Kustodian's schedule re-asserted")
+        assert ann(kube_api, namespace, "p")[SOURCE] == f"storageclass/{name}"
+    finally:
         client.delete(STORAGE_CLASSES, name)

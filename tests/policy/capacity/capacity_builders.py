@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from kustodian.policy.capacity import Decision, apply_decision
+from kustodian.policy.capacity import ReservationDecision, apply_decision
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -115,7 +115,7 @@ def compatible(request_class: str, ac_class: str) -> bool:
     return ac_class == request_class
 
 
-def written(acrs: Iterable[Mapping[str, Any]], decisions: Iterable[Decision]) -> list[dict[str, Any]]:
+def written(acrs: Iterable[Mapping[str, Any]], decisions: Iterable[ReservationDecision]) -> list[dict[str, Any]]:
     """The ACRs as the controller would have written them after ``decisions``."""
     by_name = {d.acr_name: d for d in decisions}
     out = []

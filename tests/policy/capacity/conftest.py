@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from kustodian.policy.capacity import planner
+from kustodian.policy.capacity import native_table, planner
 
 TABLES = ("native", "python")
 
@@ -27,7 +27,7 @@ def use_table(monkeypatch: pytest.MonkeyPatch, table: str) -> None:
     if table == "python":
         monkeypatch.setattr(planner, "NATIVE", False)
     else:
-        if not hasattr(planner, "_native"):
+        if not native_table.NATIVE:
             pytest.fail("kustodian.policy.capacity._native is not built: make venv builds it (gcc, Python headers)")
         monkeypatch.setattr(planner, "NATIVE", True)
     assert planner.backend() == table

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from kustodian.policy.capacity import Decision, PlanOptions, plan, plan_all
+from kustodian.policy.capacity import PlanOptions, ReservationDecision, plan, plan_all
 
 from .capacity_builders import NOW, GiB, MiB, ac, acr, assert_sound, held, req, written
 
@@ -186,7 +186,7 @@ def test_sequential_batch_lets_one_lvg_acr_per_node_and_class_reserve() -> None:
 
 def test_wait_decision_type() -> None:
     d = plan(_lvg("pod"), SEQ_ACS, [HOLDER], NOW, SEQ)
-    assert isinstance(d, Decision) and d.status == "WAIT"
+    assert isinstance(d, ReservationDecision) and d.status == "WAIT"
 
 
 def test_wait_reason_stays_short_when_holders_are_everywhere() -> None:

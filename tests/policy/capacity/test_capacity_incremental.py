@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from kustodian.policy.capacity import CapacityPlanner, apply_decision, narrow_to_node, plan_all
+from kustodian.policy.capacity.holds import Holds
 from kustodian.policy.capacity.synthetic import synthetic_cluster
 
 from .capacity_builders import NOW, assert_sound
@@ -162,6 +163,7 @@ def test_a_wait_sees_every_hold_and_release_of_a_kept_planner() -> None:
     node_of = {a["metadata"]["name"]: a["spec"]["NodeId"] for a in acs}.__getitem__
     planner = CapacityPlanner(acs)
     cap = planner._cap
+    assert isinstance(cap, Holds)  # (both tables keep their holds in ``Holds``)
     written: list[dict[str, Any]] = []
     longest, replays = 0, 0
     for i, acr in enumerate(sorted(acrs, key=lambda a: (a["metadata"]["creationTimestamp"], a["metadata"]["name"]))):

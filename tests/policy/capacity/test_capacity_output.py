@@ -11,7 +11,7 @@ import pytest
 
 from kustodian.policy.capacity import (
     PLAN_TABLE_HEADER,
-    Decision,
+    ReservationDecision,
     apply_decision,
     narrow_to_node,
     plan_all,
@@ -21,9 +21,9 @@ from kustodian.policy.capacity import (
 
 from .capacity_builders import NOW, GiB, ac, acr, req
 
-RESERVED = Decision("pod", "RESERVED", ("b", "a"), {"v": ("b1", "a1"), "w": ("b2", "a2")})
-REJECTED = Decision("pod", "REJECTED", reason="no requested node can hold every volume: a: ...")
-WAIT = Decision("pod", "WAIT", reason="sequential LVG mode: waiting", retry_after=timedelta(seconds=10))
+RESERVED = ReservationDecision("pod", "RESERVED", ("b", "a"), {"v": ("b1", "a1"), "w": ("b2", "a2")})
+REJECTED = ReservationDecision("pod", "REJECTED", reason="no requested node can hold every volume: a: ...")
+WAIT = ReservationDecision("pod", "WAIT", reason="sequential LVG mode: waiting", retry_after=timedelta(seconds=10))
 
 
 def _asking(annotations: dict[str, str] | None = None) -> dict[str, Any]:
@@ -33,7 +33,7 @@ def _asking(annotations: dict[str, str] | None = None) -> dict[str, Any]:
 
 SINCE = "kustodian.io/status-since"
 STAMP = "2024-01-01T12:00:00Z"  # NOW
-CASES: list[tuple[str, Decision, dict[str, Any], dict[str, Any]]] = [
+CASES: list[tuple[str, ReservationDecision, dict[str, Any], dict[str, Any]]] = [
     (
         "reserved-writes-nodes-and-acs-in-node-order-and-drops-the-reason",
         RESERVED,
@@ -67,7 +67,7 @@ CASES: list[tuple[str, Decision, dict[str, Any], dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize(("decision", "obj", "want"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_apply_decision(decision: Decision, obj: dict[str, Any], want: dict[str, Any]) -> None:
+def test_apply_decision(decision: ReservationDecision, obj: dict[str, Any], want: dict[str, Any]) -> None:
     before = copy.deepcopy(obj)
     new = apply_decision(obj, decision, NOW)
     assert obj == before  # the input is never mutated
@@ -91,7 +91,7 @@ NARROW_CASES: list[tuple[str, dict[str, Any], str, dict[str, list[str]] | None]]
     ("first-node-too", apply_decision(_asking(), RESERVED), "b", {"v": ["b1"], "w": ["b2"]}),
     ("a-node-not-reserved-releases-nothing", apply_decision(_asking(), RESERVED), "c", None),
     ("one-node-left-is-nothing-to-release",
-     apply_decision(_asking(), Decision("pod", "RESERVED", ("a",), {"v": ("a1",), "w": ("a2",)})), "a", None),
+     apply_decision(_asking(), ReservationDecision("pod", "RESERVED", ("a",), {"v": ("a1",), "w": ("a2",)})), "a", None),
     ("not-reserved-is-left-alone", _asking(), "a", None),
 ]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from kustodian.policy.capacity import Decision, PlanOptions, plan
+from kustodian.policy.capacity import PlanOptions, ReservationDecision, plan
 
 from .capacity_builders import NOW, GiB, MiB, ac, acr, held, req
 
@@ -429,7 +429,7 @@ def test_request_order_in_the_acr_does_not_change_the_plan() -> None:
 
 
 def test_decision_is_immutable() -> None:
-    d = Decision("pod", "RESERVED", ("n",), {"v": ("a",)})
+    d = ReservationDecision("pod", "RESERVED", ("n",), {"v": ("a",)})
     with pytest.raises(TypeError):
         d.reservations["v"] = ("b",)  # type: ignore[index]
 

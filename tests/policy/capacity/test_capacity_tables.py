@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import copy
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kustodian.policy.capacity import CapacityPlanner, Decision, PlanOptions, plan_all
+from kustodian.policy.capacity import CapacityPlanner, PlanOptions, ReservationDecision, plan_all
+from kustodian.policy.capacity.reading import parse_ac
 from kustodian.policy.capacity.synthetic import synthetic_cluster
 from tests.policy.capacity.capacity_builders import NOW, GiB, ac, acr, held, req
 from tests.policy.capacity.conftest import use_table
@@ -35,11 +36,11 @@ TiB = 1 << 40
 AT_ONCE = PlanOptions(sequential_lvg=False)
 
 
-def _seen(decisions: list[Decision]) -> list[tuple[Any, ...]]:
+def _seen(decisions: list[ReservationDecision]) -> list[tuple[Any, ...]]:
     return [(d.acr_name, d.status, d.reason, d.reserved_nodes, d.reservations, d.retry_after) for d in decisions]
 
 
-def _both(monkeypatch: pytest.MonkeyPatch, decide: Callable[[], list[Decision]]) -> list[tuple[Any, ...]]:
+def _both(monkeypatch: pytest.MonkeyPatch, decide: Callable[[], list[ReservationDecision]]) -> list[tuple[Any, ...]]:
     """``decide()`` with the compiled table, then with the Python one: the decisions if they agree."""
     use_table(monkeypatch, "native")
     native = _seen(decide())
@@ -156,6 +157,64 @@ def test_a_repeated_ac_name_is_resolved_alike_in_any_order(monkeypatch: pytest.M
     for order in ([2, 1, 0, 3], [1, 3, 0, 2]):
         shuffled = [acs[i] for i in order]
         assert _both(monkeypatch, lambda: plan_all(acrs, shuffled, NOW, lvgs=lvgs)) == expected
+
+
+class _Frozen(Mapping[str, Any]):
+    """A read-only mapping (not a dict): what the safe readers are for."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self._data = data
+
+    def __getitem__(self, key: str) -> Any:
+        value = self._data[key]
+        return _Frozen(value) if isinstance(value, dict) else value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+_GOOD: dict[str, Any] = {"metadata": {"name": "d", "labels": {"drive.csi-baremetal.dell.com/storage-group": "g"}},
+         "spec": {"NodeId": "n1", "storageClass": "HDDLVG", "Size": 4 * GiB, "Location": "lvg-1"}}
+
+
+def _with(path: tuple[str, ...], value: Any) -> dict[str, Any]:
+    out = copy.deepcopy(_GOOD)
+    at: dict[str, Any] = out
+    for key in path[:-1]:
+        at = at.setdefault(key, {})
+    if value is _GONE:
+        at.pop(path[-1], None)
+    else:
+        at[path[-1]] = value
+    return out
+
+
+_GONE = object()
+_ODD_ACS = [
+    _GOOD, _Frozen(_GOOD), {**_GOOD, "metadata": _Frozen(_GOOD["metadata"])},
+    _with(("metadata", "labels"), _GONE), _with(("metadata", "labels"), "x"),
+    _with(("metadata", "labels", "drive.csi-baremetal.dell.com/storage-group"), 5),
+    _with(("metadata", "labels", "drive.csi-baremetal.dell.com/taint"), "NoSchedule"),
+    _with(("metadata", "name"), ""), _with(("metadata", "name"), 7), _with(("spec", "NodeId"), _GONE),
+    _with(("spec", "storageClass"), "ANY"), _with(("spec", "storageClass"), "hdd"),
+    _with(("spec", "Size"), _GONE), _with(("spec", "Size"), None), _with(("spec", "Size"), -1),
+    _with(("spec", "Size"), True), _with(("spec", "Size"), 1.5), _with(("spec", "Size"), 1 << 62),
+    _with(("spec", "Location"), _GONE), _with(("spec", "Location"), 3), {"metadata": _GOOD["metadata"]}, {},
+]
+
+
+def test_the_tables_read_acs_with_the_same_parse() -> None:
+    """``reading.parse_ac`` is compiled into the compiled table (one source): both read
+    every AC, odd ones included, alike (a stale build of ``_native`` would not)."""
+    from kustodian.policy.capacity import _native
+
+    seen = [parse_ac(item) for item in _ODD_ACS]
+    assert [_native.parse_ac(item) for item in _ODD_ACS] == seen
+    assert seen[0] == ("d", (4 * GiB, "n1", "HDDLVG", "g", "lvg-1"))
+    assert seen[1] == seen[2] == seen[0]
 
 
 def test_a_long_lived_planner_keeps_its_lists_compact(monkeypatch: pytest.MonkeyPatch) -> None:

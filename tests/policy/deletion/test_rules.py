@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from kustodian.errors import FieldProblem
 from kustodian.policy.deletion import ROOK_RULES, RuleError, decide_delete, load_rules, rook_rules
 from kustodian.policy.deletion.schema import MATCHER_TYPES
 
@@ -170,11 +171,11 @@ BAD: list[tuple[str, Any, list[str]]] = [
 def test_bad_rules_refused_with_every_problem(data: Any, problems: list[str]) -> None:
     with pytest.raises(RuleError) as caught:
         load_rules(data)
-    assert sorted(caught.value.problems) == sorted(problems)
-    assert str(caught.value) == "invalid deletion rules: " + "; ".join(caught.value.problems)
+    assert sorted(map(str, caught.value.problems)) == sorted(problems)
+    assert str(caught.value) == "invalid deletion rules: " + "; ".join(map(str, caught.value.problems))
 
 
 def test_error_paths_use_the_given_source() -> None:
     with pytest.raises(RuleError) as caught:
         load_rules([_rule(match={"type": "field-ref"})], source="deletionRules")
-    assert caught.value.problems == ("deletionRules[0].match.field: required",)
+    assert caught.value.problems == (FieldProblem("deletionRules[0].match.field", "required"),)

@@ -117,7 +117,9 @@ def test_delay_not_elapsed_requeues_at_exact_deadline() -> None:
     assert decision.pv_annotations == {}
     assert isinstance(decision.action, WarnNodeGone)
     assert decision.action.requeue_at == NOW + timedelta(seconds=10)
-    assert decision.action.message.endswith("cleaned up in 10s if the Node doesn't come back")
+    # issue 34: upstream's text, byte for byte: the configured delay, not the time left
+    assert decision.action.message == ("PVC is tied to a deleted Node. PVC will be cleaned up in 1m0s "
+                                       "if the Node doesn't come back")
 
 
 def test_delay_elapsed_deletes_pvc_with_uid_precondition() -> None:
@@ -130,11 +132,17 @@ def test_zero_delay_deletes_on_first_sighting_and_still_records_stamp() -> None:
     decision = decide(pv(), pvc(), delay=timedelta(0))
     assert isinstance(decision.action, DeleteClaim)
     assert ANNOTATION_NODE_MISSING_SINCE in decision.pv_annotations
+    # issue 34: upstream warns whenever it starts a timer, a zero one too, before deleting
+    assert decision.action.warning == ("PVC is tied to a deleted Node. PVC will be cleaned up in 0s "
+                                       "if the Node doesn't come back")
+    again = decide(pv(annotations={k: v for k, v in decision.pv_annotations.items() if v is not None}), pvc(), delay=timedelta(0))
+    assert again.action == DeleteClaim("db", "data-0", "pvc-uid")  # warned once, when the timer started
 
 
 def test_restart_keeps_the_original_deadline() -> None:
-    # Stamp written by a previous process 45s ago: a new process must not restart the
-    # minute, nor skip what is left of it.
+    # The plain timer (no watch period given): a stamp written 45s ago is neither restarted
+    # nor skipped.  The controller also says since when it watched (issue 34): a stamp from
+    # before that restarts (test_a_stamp_from_before_the_watch_began_restarts_...).
     the_pv = pv(annotations=since(timedelta(seconds=45)))
     restarted = decide(the_pv, pvc())
     assert isinstance(restarted.action, WarnNodeGone)
@@ -379,3 +387,43 @@ def test_a_node_back_clears_the_stamp_and_the_check() -> None:
     decision = pvc_cleanup_decision(the_pv, pvc(), PRESENT, opted_in_classes=[SC], delay=DELAY, now=NOW,
                                     first_missing_at=None, continuity=CONTINUITY)
     assert decision.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: None, ANNOTATION_NODE_MISSING_CHECKED: None}
+
+
+# -- issue 34: a stamp older than this process's gap-free watch of the Nodes is no proof ---------
+
+def test_a_stamp_from_before_the_watch_began_restarts_the_delay_however_recent() -> None:
+    """Lost, back and lost again while the controller was down for 30 s: the stamp and its check
+    are only 30 s old (well inside CONTINUITY), yet they predate this process's watch."""
+    started = NOW - timedelta(seconds=1)
+    stamp = {ANNOTATION_NODE_MISSING_SINCE: at(NOW - timedelta(minutes=5)),
+             ANNOTATION_NODE_MISSING_CHECKED: at(NOW - timedelta(seconds=30))}
+    decision = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
+                                    now=NOW, first_missing_at=None, continuity=CONTINUITY,
+                                    watched_since=started)
+    assert decision.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: at(NOW), ANNOTATION_NODE_MISSING_CHECKED: at(NOW)}
+    assert isinstance(decision.action, WarnNodeGone) and decision.action.requeue_at == NOW + DELAY
+    # without the watch rule the same stamp would have deleted at once (the bug of issue 34)
+    unwatched = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
+                                     now=NOW, first_missing_at=None, continuity=CONTINUITY)
+    assert isinstance(unwatched.action, DeleteClaim)
+
+
+def test_a_stamp_this_process_wrote_keeps_its_deadline() -> None:
+    started = NOW - timedelta(minutes=2)
+    stamp = {ANNOTATION_NODE_MISSING_SINCE: at(NOW - DELAY), ANNOTATION_NODE_MISSING_CHECKED: at(NOW)}
+    decision = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
+                                    now=NOW, first_missing_at=None, continuity=CONTINUITY,
+                                    watched_since=started)
+    assert decision == ClaimCleanupDecision(DeleteClaim("db", "data-0", "pvc-uid"), {})
+
+
+@pytest.mark.parametrize("delay", [timedelta(seconds=4), timedelta(minutes=1), timedelta(seconds=90),
+                                   timedelta(hours=2), timedelta(milliseconds=1500)], ids=str)
+@pytest.mark.parametrize("left", [timedelta(0), timedelta(milliseconds=250), timedelta(seconds=1)], ids=str)
+def test_the_warning_names_the_configured_delay_whatever_is_left(delay: timedelta, left: timedelta) -> None:
+    """Upstream formats ``pvcDeletionDelay.String()``: "1m0s" for 1m, never "1m1s"; "4s", never "5s"."""
+    now = NOW + left  # a fraction of a second past the stamp's second, or a whole one
+    decision = decide(pv(), pvc(), now=now, delay=delay)
+    assert isinstance(decision.action, WarnNodeGone)
+    assert decision.action.message == (f"PVC is tied to a deleted Node. PVC will be cleaned up in "
+                                       f"{go_duration(delay)} if the Node doesn't come back")

@@ -95,3 +95,14 @@ FRESH = NodeCleanupDecision(decide_node_cleanup(NodeCleanupInput(pv(), pvc(), GO
 def test_a_delete_is_made_only_when_the_fresh_decision_makes_it_too(
         fresh: NodeCleanupDecision, delete: DeleteClaim | DeleteVolume, expected: bool) -> None:
     assert confirms(fresh, delete) is expected
+
+
+def test_the_input_says_since_when_its_process_watched_and_an_older_stamp_restarts() -> None:
+    """Issue 34: the same PV, stamp and check; only ``watched_since`` differs."""
+    stamped = pv(annotations={**since(DELAY), "kustodian.io/node-missing-checked":
+                              since(timedelta(seconds=30))["kustodian.io/node-missing-since"]})
+    seen_through = decide_node_cleanup(NodeCleanupInput(stamped, pvc(), GONE, RULES, NOW - 2 * DELAY), NOW)
+    assert seen_through.claim.action == DeleteClaim("db", "data-0", "pvc-uid")
+    restarted = decide_node_cleanup(NodeCleanupInput(stamped, pvc(), GONE, RULES, NOW - timedelta(seconds=5)), NOW)
+    assert restarted.deletes == ()
+    assert restarted.claim.requeue_at == NOW + DELAY

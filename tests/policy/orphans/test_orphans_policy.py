@@ -18,16 +18,24 @@ from kustodian.policy.orphans import (
     DiskScan,
     DropFinalizer,
     NoAction,
+    OrphanCleanupInput,
+    OrphanCleanupRules,
+    OrphanDecision,
     OrphanedReplicaDir,
+    OrphanReason,
+    OrphanSyncInput,
     Ownership,
-    Reason,
     RemoveDir,
     ReplicaDirEntry,
     TrackedReplica,
     Wait,
     cleanup_decision,
+    confirms,
+    confirms_prune,
     data_cleanability,
     data_cleanable_condition,
+    decide_orphan_cleanup,
+    decide_orphan_sync,
     disk_condition,
     find_orphans,
     orphan_name,
@@ -211,25 +219,25 @@ def scan(
 
 
 OTHER_DISK = scan(path="/mnt/disk2", fsid="fsid:2")
-DISK_CASES: list[tuple[str, DiskScan, list[DiskScan], Reason]] = [
-    ("healthy", scan(), [OTHER_DISK], Reason.DISK_OK),
-    ("unreadable", scan(readable=False), [], Reason.DISK_UNREADABLE),
-    ("relative-path", scan(path="longhorn"), [], Reason.DISK_UNREADABLE),
-    ("no-expected-uuid", scan(expected=""), [], Reason.DISK_UUID_UNKNOWN),
-    ("identity-file-missing", scan(found=None), [], Reason.DISK_UUID_UNKNOWN),
-    ("other-disk-mounted-at-path", scan(found="disk-uuid-9"), [], Reason.DISK_UUID_MISMATCH),
-    ("fsid-unknown", scan(fsid=None), [], Reason.DISK_FILESYSTEM_UNKNOWN),
-    ("bind-mount-duplicate", scan(), [scan(path="/mnt/bind", fsid="fsid:1")], Reason.DISK_FILESYSTEM_SHARED),
-    ("self-in-others-is-fine", scan(), [scan(path=DISK + "/")], Reason.DISK_OK),
+DISK_CASES: list[tuple[str, DiskScan, list[DiskScan], OrphanReason]] = [
+    ("healthy", scan(), [OTHER_DISK], OrphanReason.DISK_OK),
+    ("unreadable", scan(readable=False), [], OrphanReason.DISK_UNREADABLE),
+    ("relative-path", scan(path="longhorn"), [], OrphanReason.DISK_UNREADABLE),
+    ("no-expected-uuid", scan(expected=""), [], OrphanReason.DISK_UUID_UNKNOWN),
+    ("identity-file-missing", scan(found=None), [], OrphanReason.DISK_UUID_UNKNOWN),
+    ("other-disk-mounted-at-path", scan(found="disk-uuid-9"), [], OrphanReason.DISK_UUID_MISMATCH),
+    ("fsid-unknown", scan(fsid=None), [], OrphanReason.DISK_FILESYSTEM_UNKNOWN),
+    ("bind-mount-duplicate", scan(), [scan(path="/mnt/bind", fsid="fsid:1")], OrphanReason.DISK_FILESYSTEM_SHARED),
+    ("self-in-others-is-fine", scan(), [scan(path=DISK + "/")], OrphanReason.DISK_OK),
 ]
 
 
 @pytest.mark.parametrize(
     ("the_scan", "others", "reason"), [c[1:] for c in DISK_CASES], ids=[c[0] for c in DISK_CASES]
 )
-def test_disk_condition(the_scan: DiskScan, others: list[DiskScan], reason: Reason) -> None:
+def test_disk_condition(the_scan: DiskScan, others: list[DiskScan], reason: OrphanReason) -> None:
     got = disk_condition(the_scan, others)
-    assert (got.ok, got.reason) == (reason == Reason.DISK_OK, reason)
+    assert (got.ok, got.reason) == (reason == OrphanReason.DISK_OK, reason)
 
 
 # -- finding orphans ------------------------------------------------------------------
@@ -373,92 +381,92 @@ def test_orphan_object_shape() -> None:
 
 DELETE_CASES: list[tuple[str, RawObject, list[DiskScan], Ownership, object]] = [
     ("cleanable-removes-dir", orphan(deleting=True), HEALTHY, owned(), REMOVE),
-    ("keep-data-annotation", orphan(deleting=True, keep=True), HEALTHY, owned(), Reason.KEEP_DATA),
-    ("other-node", orphan(deleting=True, node="node-b"), HEALTHY, owned(), Reason.NODE_UNAVAILABLE),
+    ("keep-data-annotation", orphan(deleting=True, keep=True), HEALTHY, owned(), OrphanReason.KEEP_DATA),
+    ("other-node", orphan(deleting=True, node="node-b"), HEALTHY, owned(), OrphanReason.NODE_UNAVAILABLE),
     (
         "disk-not-configured",
         orphan(deleting=True, disk_path="/mnt/gone"),
         HEALTHY,
         owned(),
-        Reason.DISK_INVALID,
+        OrphanReason.DISK_INVALID,
     ),
     (
         "disk-unreadable",
         orphan(deleting=True),
         [scan(entry(ORPHAN_DIR), readable=False)],
         owned(),
-        Reason.DISK_INVALID,
+        OrphanReason.DISK_INVALID,
     ),
     (
         "disk-swapped-under-same-path",
         orphan(deleting=True),
         [scan(entry(ORPHAN_DIR), found="disk-uuid-9")],
         owned(),
-        Reason.DISK_CHANGED,
+        OrphanReason.DISK_CHANGED,
     ),
     (
         "disk-reconfigured-with-new-uuid",
         orphan(deleting=True),
         [scan(entry(ORPHAN_DIR), expected="disk-uuid-9", found="disk-uuid-9")],
         owned(),
-        Reason.DISK_CHANGED,
+        OrphanReason.DISK_CHANGED,
     ),
     (
         "disk-shares-filesystem-with-an-earlier-disk",
         orphan(deleting=True),
         [scan(path="/mnt/bind"), *HEALTHY],
         owned(),
-        Reason.DISK_INVALID,
+        OrphanReason.DISK_INVALID,
     ),
     ("first-disk-of-a-shared-filesystem", orphan(deleting=True), [*HEALTHY, scan(path="/mnt/bind")], owned(),
      REMOVE),
-    ("dir-gone", orphan(deleting=True), [scan()], owned(), Reason.DATA_MISSING),
+    ("dir-gone", orphan(deleting=True), [scan()], owned(), OrphanReason.DATA_MISSING),
     (
         "dir-became-symlink",
         orphan(deleting=True),
         [scan(entry(ORPHAN_DIR, is_dir=False, is_symlink=True))],
         owned(),
-        Reason.DATA_MISSING,
+        OrphanReason.DATA_MISSING,
     ),
     (
         "meta-now-invalid",
         orphan(deleting=True),
         [scan(entry(ORPHAN_DIR, valid=False))],
         owned(),
-        Reason.DATA_INVALID,
+        OrphanReason.DATA_INVALID,
     ),
-    ("dir-tracked-again", orphan(deleting=True, dir_name=TRACKED_DIR), HEALTHY, owned(), Reason.DATA_TRACKED),
-    ("replicas-unknown", orphan(deleting=True), HEALTHY, UNKNOWN, Reason.TRACKING_UNKNOWN),
+    ("dir-tracked-again", orphan(deleting=True, dir_name=TRACKED_DIR), HEALTHY, owned(), OrphanReason.DATA_TRACKED),
+    ("replicas-unknown", orphan(deleting=True), HEALTHY, UNKNOWN, OrphanReason.TRACKING_UNKNOWN),
     # Longhorn's view of node and disk (OrphanController.updateDataCleanableCondition)
     ("no-longhorn-node", orphan(deleting=True), HEALTHY,
-     ownership(NODE, "wrong-ns", None, TRACKED), Reason.NODE_UNAVAILABLE),
+     ownership(NODE, "wrong-ns", None, TRACKED), OrphanReason.NODE_UNAVAILABLE),
     ("longhorn-node-down", orphan(deleting=True), HEALTHY, owned(node_obj=lh_node(ready=False)),
-     Reason.NODE_UNAVAILABLE),
+     OrphanReason.NODE_UNAVAILABLE),
     ("longhorn-node-evicted", orphan(deleting=True), HEALTHY, owned(node_obj=lh_node(evict=True)),
-     Reason.NODE_EVICTED),
+     OrphanReason.NODE_EVICTED),
     ("longhorn-disk-not-ready", orphan(deleting=True), HEALTHY,
-     owned(node_obj=lh_node(not_ready_disks=("disk-1",))), Reason.DISK_INVALID),
+     owned(node_obj=lh_node(not_ready_disks=("disk-1",))), OrphanReason.DISK_INVALID),
     ("longhorn-disk-unknown", orphan(deleting=True), HEALTHY,
-     owned(node_obj=lh_node(disks=LH_DISKS[1:])), Reason.DISK_INVALID),
+     owned(node_obj=lh_node(disks=LH_DISKS[1:])), OrphanReason.DISK_INVALID),
     ("longhorn-block-disk", orphan(deleting=True), HEALTHY,
-     owned(node_obj=lh_node(block_disks=("disk-1",))), Reason.DISK_INVALID),
+     owned(node_obj=lh_node(block_disks=("disk-1",))), OrphanReason.DISK_INVALID),
     ("longhorn-disk-evicted", orphan(deleting=True), HEALTHY,
-     owned(node_obj=lh_node(evicted_disks=("disk-1",))), Reason.DISK_EVICTED),
+     owned(node_obj=lh_node(evicted_disks=("disk-1",))), OrphanReason.DISK_EVICTED),
     ("longhorn-disk-has-other-uuid", orphan(deleting=True), HEALTHY,
-     owned(node_obj=lh_node(disks=[("disk-1", DISK, "disk-uuid-9")])), Reason.DISK_CHANGED),
+     owned(node_obj=lh_node(disks=[("disk-1", DISK, "disk-uuid-9")])), OrphanReason.DISK_CHANGED),
     ("longhorn-disk-renamed", orphan(deleting=True), HEALTHY,
-     owned(node_obj=lh_node(disks=[("disk-renamed", DISK, UUID)])), Reason.DISK_CHANGED),
+     owned(node_obj=lh_node(disks=[("disk-renamed", DISK, UUID)])), OrphanReason.DISK_CHANGED),
     ("longhorn-replicas-inconsistent", orphan(deleting=True), HEALTHY,
-     owned(node_obj=lh_node(scheduled={"disk-1": ["pvc-1234-r-0001"]})), Reason.REPLICAS_INCONSISTENT),
-    ("dotdot-name", orphan(deleting=True, dir_name=".."), HEALTHY, owned(), Reason.DATA_NAME_INVALID),
+     owned(node_obj=lh_node(scheduled={"disk-1": ["pvc-1234-r-0001"]})), OrphanReason.REPLICAS_INCONSISTENT),
+    ("dotdot-name", orphan(deleting=True, dir_name=".."), HEALTHY, owned(), OrphanReason.DATA_NAME_INVALID),
     (
         "nested-name",
         orphan(deleting=True, dir_name="a/b-abcdefgh"),
         HEALTHY,
         owned(),
-        Reason.DATA_NAME_INVALID,
+        OrphanReason.DATA_NAME_INVALID,
     ),
-    ("missing-parameters", orphan(deleting=True, disk_uuid=""), HEALTHY, owned(), Reason.PARAMETERS_INVALID),
+    ("missing-parameters", orphan(deleting=True, disk_uuid=""), HEALTHY, owned(), OrphanReason.PARAMETERS_INVALID),
 ]
 
 
@@ -473,7 +481,7 @@ def test_cleanup_of_deleting_orphan(obj: RawObject, scans: list[DiskScan], owner
     else:
         assert isinstance(decision.action, DropFinalizer)
         assert decision.action.reason == expected
-    if expected not in (Reason.KEEP_DATA,) and not isinstance(expected, RemoveDir):
+    if expected not in (OrphanReason.KEEP_DATA,) and not isinstance(expected, RemoveDir):
         assert decision.condition["status"] == "False"
         assert decision.condition["reason"] == expected
 
@@ -488,11 +496,11 @@ def test_deleting_orphan_without_our_finalizer_is_left_alone() -> None:
         grace=GRACE,
         now=NOW,
     )
-    assert decision.action == NoAction(Reason.NO_FINALIZER)
+    assert decision.action == NoAction(OrphanReason.NO_FINALIZER)
 
 
 AUTO_CASES: list[tuple[str, RawObject, list[DiskScan], bool, object]] = [
-    ("disabled", orphan(), HEALTHY, False, NoAction(Reason.AUTO_DELETE_DISABLED)),
+    ("disabled", orphan(), HEALTHY, False, NoAction(OrphanReason.AUTO_DELETE_DISABLED)),
     (
         "grace-elapsed-and-cleanable",
         orphan(),
@@ -512,9 +520,9 @@ AUTO_CASES: list[tuple[str, RawObject, list[DiskScan], bool, object]] = [
         orphan(),
         [scan(entry(ORPHAN_DIR), readable=False)],
         True,
-        Reason.DISK_INVALID,
+        OrphanReason.DISK_INVALID,
     ),
-    ("keep-data-is-never-auto-deleted", orphan(keep=True), HEALTHY, True, NoAction(Reason.KEEP_DATA)),
+    ("keep-data-is-never-auto-deleted", orphan(keep=True), HEALTHY, True, NoAction(OrphanReason.KEEP_DATA)),
 ]
 
 
@@ -523,11 +531,71 @@ AUTO_CASES: list[tuple[str, RawObject, list[DiskScan], bool, object]] = [
 )
 def test_auto_deletion(obj: RawObject, scans: list[DiskScan], auto: bool, expected: object) -> None:
     decision = cleanup_decision(obj, scans, owned(), node=NODE, auto_delete=auto, grace=GRACE, now=NOW)
-    if isinstance(expected, Reason):
+    if isinstance(expected, OrphanReason):
         assert isinstance(decision.action, NoAction)
         assert decision.action.reason == expected
     else:
         assert decision.action == expected
+
+
+# -- one frozen input, and the confirmation on a fresh one ---------------------------------
+
+INPUT_CASES: list[tuple[str, RawObject, list[DiskScan], bool]] = [
+    ("delete-cleanable", orphan(deleting=True), HEALTHY, False),
+    ("delete-data-missing", orphan(deleting=True), [scan()], False),
+    ("delete-keep-data", orphan(deleting=True, keep=True), HEALTHY, False),
+    ("auto-grace-elapsed", orphan(), HEALTHY, True),
+    ("auto-inside-grace", orphan(created=NOW - timedelta(minutes=10)), HEALTHY, True),
+]
+
+
+@pytest.mark.parametrize(("obj", "scans", "auto"), [c[1:] for c in INPUT_CASES], ids=[c[0] for c in INPUT_CASES])
+def test_decision_over_the_input_is_cleanup_decision(obj: RawObject, scans: list[DiskScan], auto: bool) -> None:
+    observed = OrphanCleanupInput(obj, tuple(scans), owned(), {}, OrphanCleanupRules(NODE, auto, GRACE))
+    assert decide_orphan_cleanup(observed, NOW) == cleanup_decision(
+        obj, scans, owned(), node=NODE, auto_delete=auto, grace=GRACE, now=NOW)
+
+
+def test_held_disks_of_the_input_hold_auto_deletion() -> None:
+    observed = OrphanCleanupInput(orphan(), tuple(HEALTHY), owned(), {DISK: "too many orphans"},
+                                  OrphanCleanupRules(NODE, True, GRACE))
+    assert decide_orphan_cleanup(observed, NOW).action == NoAction(OrphanReason.MASS_ORPHAN_BRAKE, "too many orphans")
+
+
+def _decide_deleting(scans: list[DiskScan], owners: Ownership, obj: RawObject | None = None) -> OrphanDecision:
+    observed = OrphanCleanupInput(obj or orphan(deleting=True), tuple(scans), owners, {},
+                                  OrphanCleanupRules(NODE, False, GRACE))
+    return decide_orphan_cleanup(observed, NOW)
+
+
+CONFIRM_CASES: list[tuple[str, list[DiskScan], Ownership, RawObject | None, bool]] = [
+    ("same-facts", HEALTHY, owned(), None, True),
+    ("dir-gone-now", [scan()], owned(), None, False),
+    ("tracked-again-now", HEALTHY, owned(TRACKED | {TrackedReplica(NODE, UUID, DISK, ORPHAN_DIR)}), None, False),
+    ("replicas-unknown-now", HEALTHY, UNKNOWN, None, False),
+    ("keep-data-set-now", HEALTHY, owned(), orphan(deleting=True, keep=True), False),
+]
+
+
+@pytest.mark.parametrize(("scans", "owners", "obj", "confirmed"), [c[1:] for c in CONFIRM_CASES],
+                         ids=[c[0] for c in CONFIRM_CASES])
+def test_a_removal_is_confirmed_only_by_the_same_removal_on_fresh_facts(
+        scans: list[DiskScan], owners: Ownership, obj: RawObject | None, confirmed: bool) -> None:
+    first = _decide_deleting(HEALTHY, owned())
+    assert isinstance(first.action, RemoveDir)
+    assert confirms(_decide_deleting(scans, owners, obj), first.action) is confirmed
+
+
+def test_releasing_is_confirmed_by_any_release() -> None:
+    first = cleanup_decision(orphan(deleting=True), [scan()], owned(), node=NODE, auto_delete=False, grace=GRACE,
+                             now=NOW)
+    assert first.action == DropFinalizer(OrphanReason.DATA_MISSING, f"{DISK}/replicas/{ORPHAN_DIR} is no longer a directory")
+    kept = cleanup_decision(orphan(deleting=True, keep=True), HEALTHY, owned(), node=NODE, auto_delete=False,
+                            grace=GRACE, now=NOW)
+    removed = cleanup_decision(orphan(deleting=True), HEALTHY, owned(), node=NODE, auto_delete=False, grace=GRACE,
+                               now=NOW)
+    assert confirms(kept, first.action)
+    assert not confirms(removed, first.action)
 
 
 def test_condition_keeps_transition_time_until_status_flips() -> None:
@@ -580,9 +648,26 @@ def test_sync_creates_new_and_prunes_resolved_orphans() -> None:
     got = sync_orphans(NODE, [the_scan], owned(), existing)
     assert [o.dir_name for o in got.create] == [new_dir]
     assert {(p.name, p.reason) for p in got.prune} == {
-        (orphan_name(NODE, UUID, TRACKED_DIR), Reason.DATA_TRACKED),
-        (orphan_name(NODE, UUID, "pvc-gone-bbbbbbbb"), Reason.DATA_MISSING),
+        (orphan_name(NODE, UUID, TRACKED_DIR), OrphanReason.DATA_TRACKED),
+        (orphan_name(NODE, UUID, "pvc-gone-bbbbbbbb"), OrphanReason.DATA_MISSING),
     }
+
+
+def test_a_prune_is_confirmed_only_by_a_fresh_decision_pruning_the_same_orphan() -> None:
+    the_scan = scan(entry(ORPHAN_DIR), entry(TRACKED_DIR))
+    existing = (orphan(dir_name=TRACKED_DIR),)
+    first = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(), existing))
+    assert first == sync_orphans(NODE, [the_scan], owned(), existing)
+    (prune,) = first.prune
+    same = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(), existing))
+    untracked_now = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(frozenset()), existing))
+    unknown_now = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), UNKNOWN, existing))
+    recreated = ({**existing[0], "metadata": {**existing[0]["metadata"], "uid": "another-uid"}},)
+    recreated_now = decide_orphan_sync(OrphanSyncInput(NODE, (the_scan,), owned(), recreated))
+    assert confirms_prune(same, prune)
+    assert not confirms_prune(untracked_now, prune)
+    assert not confirms_prune(unknown_now, prune)
+    assert not confirms_prune(recreated_now, prune)
 
 
 @pytest.mark.parametrize(
@@ -607,25 +692,25 @@ def test_sync_never_prunes_when_replicas_unknown() -> None:
 
 # -- ownership from Longhorn -----------------------------------------------------------
 
-OWNERSHIP_CASES: list[tuple[str, Ownership, bool, Reason]] = [
-    ("node-and-replicas", owned(), True, Reason.OWNERSHIP_KNOWN),
-    ("no-replicas-at-all-but-a-node", owned(frozenset()), True, Reason.OWNERSHIP_KNOWN),
+OWNERSHIP_CASES: list[tuple[str, Ownership, bool, OrphanReason]] = [
+    ("node-and-replicas", owned(), True, OrphanReason.OWNERSHIP_KNOWN),
+    ("no-replicas-at-all-but-a-node", owned(frozenset()), True, OrphanReason.OWNERSHIP_KNOWN),
     ("no-longhorn-node-wrong-namespace", ownership(NODE, "default", None, frozenset()), False,
-     Reason.LONGHORN_NODE_MISSING),
+     OrphanReason.LONGHORN_NODE_MISSING),
     ("node-unreadable", ownership(NODE, "longhorn-system", None, TRACKED, node_error="403 Forbidden"), False,
-     Reason.LONGHORN_NODE_MISSING),
-    ("replicas-unreadable", owned(None), False, Reason.TRACKING_UNKNOWN),
+     OrphanReason.LONGHORN_NODE_MISSING),
+    ("replicas-unreadable", owned(None), False, OrphanReason.TRACKING_UNKNOWN),
     ("node-lists-replicas-the-list-lacks", owned(frozenset(), lh_node(scheduled={"disk-1": ["r-1", "r-2"]})),
-     False, Reason.REPLICAS_INCONSISTENT),
+     False, OrphanReason.REPLICAS_INCONSISTENT),
     ("node-lists-replicas-the-list-has",
      owned(frozenset({TrackedReplica(NODE, UUID, DISK, TRACKED_DIR, "r-1")}), lh_node(scheduled={"disk-1": ["r-1"]})),
-     True, Reason.OWNERSHIP_KNOWN),
+     True, OrphanReason.OWNERSHIP_KNOWN),
 ]
 
 
 @pytest.mark.parametrize(("got", "known", "reason"), [c[1:] for c in OWNERSHIP_CASES],
                          ids=[c[0] for c in OWNERSHIP_CASES])
-def test_ownership_verdict(got: Ownership, known: bool, reason: Reason) -> None:
+def test_ownership_verdict(got: Ownership, known: bool, reason: OrphanReason) -> None:
     assert (got.known, got.reason) == (known, reason)
     assert got.message  # always says why
     if not known:
@@ -680,9 +765,9 @@ def test_orphans_carry_longhorns_disk_name() -> None:
 DEFERRED_CASES: list[tuple[str, RawObject, Ownership, datetime | None, object]] = [
     ("requested-while-up", orphan(deleting=True), owned(), NOW - timedelta(hours=1), REMOVE),
     ("requested-while-longhorn-node-down", orphan(deleting=True),
-     owned(node_obj=lh_node(ready_since="2024-05-01T12:30:00Z")), NOW - timedelta(hours=1), Reason.DEFERRED_DELETE),
+     owned(node_obj=lh_node(ready_since="2024-05-01T12:30:00Z")), NOW - timedelta(hours=1), OrphanReason.DEFERRED_DELETE),
     ("requested-before-the-agent-ran", orphan(deleting=True), owned(), NOW + timedelta(minutes=1),
-     Reason.DEFERRED_DELETE),
+     OrphanReason.DEFERRED_DELETE),
 ]
 
 
@@ -721,7 +806,7 @@ def test_brake_holds_auto_deletion_but_not_a_persons_delete() -> None:
     held = {DISK: "6 of 10 replica directories are orphans"}
     auto = cleanup_decision(orphan(), HEALTHY, owned(), node=NODE, auto_delete=True, grace=GRACE, now=NOW,
                             held_disks=held)
-    assert auto.action == NoAction(Reason.MASS_ORPHAN_BRAKE, held[DISK])
+    assert auto.action == NoAction(OrphanReason.MASS_ORPHAN_BRAKE, held[DISK])
     other = cleanup_decision(orphan(), HEALTHY, owned(), node=NODE, auto_delete=True, grace=GRACE, now=NOW,
                              held_disks={"/mnt/disk2": "x"})
     assert isinstance(other.action, DeleteOrphan)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from kustodian.policy.reclaim.annotations import SCHEDULE
+from kustodian.policy.reclaim.annotations import FALLBACK, SCHEDULE
 from kustodian.policy.reclaim.keyrotation import reconcile_keyrotation
 
 from .reclaim_builders import namespace, pvc, storageclass
@@ -16,6 +16,7 @@ KR_ENABLE = "keyrotation.csiaddons.openshift.io/enable"
 KR_CRONJOB = "keyrotation.csiaddons.openshift.io/cronjob"
 KR_SOURCE = "keyrotation.kustodian.io/source"
 KR_APPLIED = "keyrotation.kustodian.io/applied"
+KR_FALLBACK = "keyrotation.kustodian.io/csi-addons-fallback"
 SC = "storageclass/rook-ceph-block"
 
 CASES: list[tuple[str, dict[str, Any], dict[str, str], dict[str, str], bool, dict[str, str | None] | None]] = [
@@ -34,6 +35,16 @@ CASES: list[tuple[str, dict[str, Any], dict[str, str], dict[str, str], bool, dic
      {KR: None, KR_SOURCE: None, KR_APPLIED: None, "keyrotation.kustodian.io/previous": "@monthly"}),
     ("csi-addons-copy-taken-over", pvc(annotations={KR: "@monthly", KR_CRONJOB: "data-1"}), {}, {KR: "@monthly"},
      False, {KR_SOURCE: SC, KR_APPLIED: "@monthly"}),
+    # csi-addons' @weekly for an invalid class value (issue 34): recorded, then replaced once the class is fixed
+    ("csi-addons-fallback-recorded", pvc(annotations={KR: "@weekly", KR_CRONJOB: "data-1"}), {}, {KR: "monthly"},
+     False, {KR_FALLBACK: "@weekly"}),
+    ("csi-addons-fallback-replaced", pvc(annotations={KR: "@weekly", KR_CRONJOB: "data-1", KR_FALLBACK: "@weekly"}),
+     {}, {KR: "@monthly"}, False,
+     {KR: "@monthly", KR_SOURCE: SC, KR_APPLIED: "@monthly", KR_FALLBACK: None,
+      "keyrotation.kustodian.io/previous": "@weekly"}),
+    ("reclaim-fallback-record-is-not-key-rotation",
+     pvc(annotations={SCHEDULE: "@weekly", FALLBACK: "@weekly", KR: "@monthly", KR_CRONJOB: "data-1"}), {},
+     {KR: "@monthly"}, False, {KR_SOURCE: SC, KR_APPLIED: "@monthly"}),
 ]
 
 

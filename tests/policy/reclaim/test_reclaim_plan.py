@@ -132,3 +132,33 @@ def test_plan_storageclass_precedence_follows_csi_addons_alone() -> None:
                  csi_addons=CsiAddonsConfig(precedence="storageclass", stagger_hours=0), pvs=[pv("a")], cronjobs=[])
     assert (row.cronjob, row.cronjob_name_suffix, dict(row.annotations)) == (
         "@weekly", "reclaimspace", {SCHEDULE: "@hourly", SOURCE: None, APPLIED: None})
+
+
+def test_plan_shows_an_invalid_storageclass_schedule_as_csi_addons_runs_it() -> None:
+    # issue 33: storageclass precedence runs the StorageClass value raw; one such class used to abort the plan
+    rows = plan([bound_pvc("a"), bound_pvc("b", storage_class="cephfs")], [namespace()],
+                [storageclass(annotations={SCHEDULE: "daily"}), storageclass("cephfs", annotations={SCHEDULE: "@daily"})],
+                None, NOW, csi_addons=CsiAddonsConfig(precedence="storageclass"), pvs=[pv("a"), pv("b")],
+                cronjobs=[cronjob("a", "daily", "uid-a")])
+    by_name = {r.pvc: r for r in rows}
+    bad = by_name["a"]
+    assert (bad.schedule, bad.source, bad.status, bad.next_run, bad.cronjob) == (
+        "daily", SC, "invalid", None, "daily")
+    assert bad.detail.startswith("csi-addons runs it as written and its ReclaimSpaceCronJob never fires: ")
+    assert 'did you mean "@daily"?' in bad.detail
+    assert dict(bad.annotations) == {SCHEDULE: None, SOURCE: None, APPLIED: None}  # nothing written on the PVC
+    good = by_name["b"]
+    assert (good.status, good.cronjob, good.next_run) == ("scheduled", "@daily", datetime(2024, 7, 12, tzinfo=UTC))
+
+
+def test_plan_predicts_the_fixed_storageclass_replacing_csi_addons_fallback() -> None:
+    # issue 34: csi-addons' @weekly for an invalid class, recorded by Kustodian, follows the class once fixed
+    from kustodian.policy.reclaim.annotations import FALLBACK, PREVIOUS
+
+    claim = bound_pvc("a", annotations={SCHEDULE: "@weekly", CRONJOB: "a-1", FALLBACK: "@weekly"})
+    [row] = plan([claim], [namespace()], [storageclass(annotations={SCHEDULE: "@daily"})], None, NOW,
+                 pvs=[pv("a")], cronjobs=[cronjob("a", "@weekly", "uid-a")])
+    assert (row.schedule, row.source, row.status, row.pending, row.cronjob) == ("@daily", SC, "scheduled", True,
+                                                                                "@daily")
+    assert dict(row.annotations) == {SCHEDULE: "@daily", SOURCE: SC, APPLIED: "@daily"}
+    assert PREVIOUS not in row.annotations
