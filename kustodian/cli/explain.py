@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from kustodian.cli.progress import Progress
 from kustodian.cli.rules import load_rules, yaml_problem
 from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, NotFoundError
 from kustodian.policy.deletion import RuleSet, decide_delete, dependents_table
+from kustodian.policy.deletion.verdict import Override, read_override
 from kustodian.policy.store import ClusterView, ListView, kind_key
 from kustodian.settings import ToolSettings, settings_from_args
 
@@ -71,6 +73,17 @@ def load_view(args: argparse.Namespace, rules: RuleSet) -> ClusterView:
     return live_view(settings_from_args(ToolSettings, args), rules, Progress.of(args))
 
 
+def override_line(override: Override, now: datetime) -> str:
+    """How ``explain-delete`` shows the object's override: which, until when, whether it applies."""
+    if not override.annotation:
+        return f"override: none ({override.problem})" if override.problem else ""
+    if override.until is None:
+        return f"override: {override.shown()} (no deadline)"
+    if override.applies(now):
+        return f"override: {override.shown()} (applies for {override.until - now} more)"
+    return f"override: {override.annotation}=true expired at {override.until.isoformat()}: no longer applies"
+
+
 def explain_delete(args: argparse.Namespace) -> int:
     rules = load_rules(args.rules)
     known = rules.provider_kinds() | rules.dependent_kinds() | {"Namespace"}
@@ -90,7 +103,9 @@ def explain_delete(args: argparse.Namespace) -> int:
     if provider is None:
         where = f" in namespace {namespace}" if namespace else " (no -n NAMESPACE given)"
         raise NotFoundError(f"{kind_name} {args.name} not found{where}")
-    decision = decide_delete(key, provider, view, rules)
+    now = datetime.now(UTC)
+    decision = decide_delete(key, provider, view, rules, now=now)
+    override = read_override(key, provider)
     rows = dependents_table(decision)
     # kinds a rule names that this cluster (or these manifests) does not have: not checked
     absent = sorted(k for k in rules.kinds_read(key) if not view.has_kind(k))
@@ -98,16 +113,24 @@ def explain_delete(args: argparse.Namespace) -> int:
     if args.output != "table":
         dump({"kind": key, "namespace": namespace, "name": args.name, "allowed": decision.allowed,
               "overridden": decision.overridden, "message": decision.message,
+              "override": {"annotation": override.annotation or None,
+                           "until": override.until.isoformat() if override.until else None,
+                           "applies": override.applies(now), "problem": override.problem or None},
               "dependents": records(("kind", "namespace", "name"), rows), "notChecked": absent}, args.output)
         return code
     where = "in the manifests" if args.from_dir else "served by this cluster (no CRD)"
     unserved = f"note: not {where}, so not checked: {', '.join(absent)}" if absent else ""
+    shown = override_line(override, now)
     if not rows:
         print(f"{kind_name} {args.name}: no dependents; deleting it would be allowed")
+        if shown:
+            print(shown)
         if unserved:
             print(unserved)
         return code
     print(decision.message)
+    if shown:
+        print(shown)
     print()
     print_table(rows, ("KIND", "NAMESPACE", "NAME"))
     if unserved:

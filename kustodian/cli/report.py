@@ -115,7 +115,7 @@ def report(args: argparse.Namespace) -> int:
     rules = load_rules(args.rules)
     win = _window(args)  # a bad --since fails before anything is read
     view = load_view(args, rules)
-    found = [p for p in protections(view, rules)
+    found = [p for p in protections(view, rules, datetime.now(UTC))
              if not args.object_namespace or p.provider.namespace == args.object_namespace]
     refused, unreadable = _history(args, win) if win is not None else ([], "")
     if args.output != "table":

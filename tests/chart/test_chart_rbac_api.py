@@ -41,7 +41,7 @@ from kustodian.kube.resources import (
     VALIDATING_WEBHOOKS,
 )
 from tests.conftest import KubeApi
-from tests.support import free_port, wait_while_running
+from tests.support import free_port, wait_for, wait_while_running
 
 from .conftest import ALL_ON, FULLNAME, NAMESPACE, Doc, one, render
 
@@ -371,3 +371,63 @@ def test_the_node_agent_runs_under_its_own_account(kube_api_rbac: KubeApi, chart
         assert proc.wait(15) == 0, log.read_text()
     text = log.read_text()
     assert "Traceback" not in text and "forbidden" not in text.lower(), text
+
+
+def test_the_webhooks_account_changes_only_the_ca_bundle_of_its_configurations(
+        kube_api_rbac: KubeApi, chart_access: list[Doc], as_user: Any) -> None:
+    """The chart's ``<fullname>-ca-bundle-only`` policy: the caBundle patch passes, every other
+    change by the webhook's account (a rule, failurePolicy, another field) is refused."""
+    assert any(d["kind"] == "ValidatingAdmissionPolicy" and d["metadata"]["name"] == f"{FULLNAME}-ca-bundle-only"
+               for d in chart_access)
+    admin = kube_api_rbac.client
+    webhook = as_user(WEBHOOK)
+    for res, kind in ((VALIDATING_WEBHOOKS, "ValidatingWebhookConfiguration"),
+                      (MUTATING_WEBHOOKS, "MutatingWebhookConfiguration")):
+        with contextlib.suppress(AlreadyExists):
+            admin.create(res, _hook_config(kind, FULLNAME))
+
+        def patched(ops: list[dict[str, Any]], res: Any = res) -> Any:
+            return webhook.patch(res, FULLNAME, ops, patch_type="json")
+
+        # the policy is enforced once the API server has compiled it: wait on a refused change
+        ca = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
+        def failure_policy_refused(res: Any = res) -> bool:
+            try:
+                patched([{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}])
+            except (Forbidden, Invalid) as exc:
+                assert "caBundle" in str(exc), exc
+                return True
+            admin.patch(res, FULLNAME, [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}],
+                        patch_type="json")
+            return False
+
+        wait_for(failure_policy_refused, f"{kind}: the webhook account's failurePolicy change refused", 30, 0.2)
+        patched([{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": ca}])
+        assert admin.get(res, FULLNAME)["webhooks"][0]["clientConfig"]["caBundle"] == ca
+        before = admin.get(res, FULLNAME)
+        refused_changes: list[list[dict[str, Any]]] = [
+            [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}],
+            [{"op": "replace", "path": "/webhooks/0/rules/0/operations", "value": ["UPDATE"]}],
+            [{"op": "replace", "path": "/webhooks/0/rules", "value": []}],
+            [{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 1}],
+            [{"op": "replace", "path": "/webhooks/0/clientConfig/url", "value": "https://127.0.0.1:2/elsewhere"}],
+            [{"op": "add", "path": "/webhooks/0/namespaceSelector/matchLabels", "value": {"off": "yes"}}],
+            [{"op": "replace", "path": "/webhooks/0/name", "value": "renamed.kustodian.io"}],
+            [{"op": "remove", "path": "/webhooks/0"}],
+            [{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}],
+            # a caBundle change smuggling another one in
+            [{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": ca[:-4] + "Cg=="},
+             {"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}],
+        ]
+        for ops in refused_changes:
+            with pytest.raises((Forbidden, Invalid)) as refused:
+                patched(ops)
+            assert "caBundle" in str(refused.value) or "only patches" in str(refused.value), (ops, refused.value)
+        with pytest.raises((Forbidden, Invalid)):  # delete: RBAC (get/patch only)
+            webhook.delete(res, FULLNAME)
+        after = admin.get(res, FULLNAME)
+        assert after["webhooks"] == before["webhooks"] and after["metadata"].get("labels") == before["metadata"].get(
+            "labels"), kind
+    # the admin (no policy binding matches it) may still change anything
+    admin.patch(VALIDATING_WEBHOOKS, FULLNAME, [{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 5}],
+                patch_type="json")

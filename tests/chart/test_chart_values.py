@@ -240,9 +240,13 @@ def test_service_accounts_per_component(toggled: dict[str, list[Doc]]) -> None:
     subjects = {s["name"] for d in find(docs, "ClusterRoleBinding") + find(docs, "RoleBinding")
                 for s in d["subjects"]}
     assert {"kustodian-admission", "existing-controllers", "kustodian-agent"} <= subjects
-    policy = one(docs, "ValidatingAdmissionPolicyBinding") if find(docs, "ValidatingAdmissionPolicyBinding") else None
+    records = f"{FULLNAME}-node-records"  # the webhook's own ca-bundle-only binding aside
+    policy = one(docs, "ValidatingAdmissionPolicyBinding", records) if find(
+        docs, "ValidatingAdmissionPolicyBinding", records) else None
     rendered_text = yaml.safe_dump_all(docs)
     assert f"system:serviceaccount:{NAMESPACE}:kustodian-agent" in rendered_text or policy is None
+    ca_only = one(docs, "ValidatingAdmissionPolicy", f"{FULLNAME}-ca-bundle-only")
+    assert f"system:serviceaccount:{NAMESPACE}:kustodian-admission" in ca_only["spec"]["matchConditions"][0]["expression"]
     none = toggled["no-service-accounts"]
     assert [d for d in find(none, "ServiceAccount") if not d["metadata"]["name"].endswith(("-cleanup", "-test"))] == []
 

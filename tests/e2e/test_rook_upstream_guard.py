@@ -31,6 +31,12 @@ NS = "rook-ceph"
 SECONDARY = "rook-ceph-secondary"
 DENIED = 'admission webhook "deletion-guard.kustodian.io" denied the request: '
 PEERS = "CephObjectZones (peers of its master zone: delete them, or make one of them the master once it is in sync)"
+OUTSIDE = (
+    "CephObjectZoneGroups (zone group of its master zone, which may have zones in other clusters that Kubernetes "
+    "cannot show: list them with `radosgw-admin zonegroup get --rgw-zonegroup=<name>`; if none is outside this "
+    'cluster, annotate the zone group kustodian.io/zones-outside-cluster="none"; or override with '
+    'kustodian.io/allow-delete-with-dependents="true" on the store)'
+)
 
 # Rook's example manifests, in the order Rook's docs apply them (common first); all verbatim.
 EXAMPLES = [
@@ -162,7 +168,8 @@ def _wrong_order(kube_api: KubeApi, apps: str, pv: dict[str, str], ob_name: str)
         (["cephobjectstore", "my-store", "-n", NS], q("my-store"),
          {"CephBucketTopics": [f"{apps}/my-topic"], "CephObjectStoreAccounts": ["my-account"],
           "CephObjectStoreUsers": ["my-user"], "ObjectBuckets": [ob_name]}),
-        (["cephobjectstore", "multisite-store", "-n", NS], q("multisite-store"), {PEERS: [f"{SECONDARY}/zone-b"]}),
+        (["cephobjectstore", "multisite-store", "-n", NS], q("multisite-store"),
+         {PEERS: [f"{SECONDARY}/zone-b"], OUTSIDE: ["zonegroup-a"]}),
         (["cephobjectzone", "zone-a", "-n", NS], 'CephObjectZone "rook-ceph/zone-a"',
          {"CephObjectStores": ["multisite-store"]}),
         (["cephobjectzone", "zone-b", "-n", SECONDARY], 'CephObjectZone "rook-ceph-secondary/zone-b"',
@@ -230,12 +237,18 @@ def _right_order(kube_api: KubeApi, apps: str, pv: dict[str, str], ob_name: str)
         # multisite: the peer side first, then the master zone's store, zone, group, realm
         ("cephobjectstore", "zone-b-multisite-store", SECONDARY), ("cephobjectzone", "zone-b", SECONDARY),
         ("cephobjectzonegroup", "zonegroup-a", SECONDARY), ("cephobjectrealm", "realm-a", SECONDARY),
+        # the admin has checked `radosgw-admin zonegroup get`: no zone is left in another cluster
+        ("annotate", "zonegroup-a", NS),
         ("cephobjectstore", "multisite-store", NS), ("cephobjectzone", "zone-a", NS),
         ("cephobjectzonegroup", "zonegroup-a", NS), ("cephobjectrealm", "realm-a", NS),
         ("cephblockpool", "rgw-data-pool", NS), ("cephblockpool", "rgw-meta-pool", NS),
         ("cephblockpool", "rgw-root", NS),
         ("cephcluster", NS, NS),
     ]:
+        if kind == "annotate":
+            kube_api.kubectl("annotate", "cephobjectzonegroup", name, "-n", ns,
+                             "kustodian.io/zones-outside-cluster=none")
+            continue
         deleted(kube_api, kind, name, ns)
     for ns in (SECONDARY, NS):
         until(kube_api, ["delete", "namespace", ns, "--wait=false"], f'namespace "{ns}" deleted', 30)

@@ -475,6 +475,20 @@ ROOK_RULES: list[dict[str, Any]] = [
         "match": {"type": "multisite-peer-zones"},
         "note": "peers of its master zone: delete them, or make one of them the master once it is in sync",
     },
+    # ... and peers in other Kubernetes clusters (the usual multisite layout), which only RGW sees.
+    {
+        "name": "rook/objectstore-multisite-zones-outside-cluster",
+        "provider": "CephObjectStore.ceph.rook.io",
+        "dependent": "CephObjectZoneGroup.ceph.rook.io",
+        "match": {"type": "multisite-peer-zones", "outsideCluster": True},
+        "note": (
+            "zone group of its master zone, which may have zones in other clusters that Kubernetes "
+            "cannot show: list them with `radosgw-admin zonegroup get --rgw-zonegroup=<name>`; if "
+            "none is outside this cluster, annotate the zone group "
+            'kustodian.io/zones-outside-cluster="none"; or override with '
+            'kustodian.io/allow-delete-with-dependents="true" on the store'
+        ),
+    },
     # Multisite: realm -> zone group -> zone -> store; a zone's pools are consumed like a store's.
     {
         "name": "rook/objectzone-nfses",

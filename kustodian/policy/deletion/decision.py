@@ -15,6 +15,8 @@ Dependents inside the namespace go with it and do not count.
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from kustodian.policy.deletion.dependents import (
     NamespacedProvider,
     ProvidersInNamespace,
@@ -42,18 +44,22 @@ def decide_delete(
     rules: RuleSet,
     *,
     deleting_namespace: str | None = None,
+    now: datetime | None = None,
 ) -> DeleteDecision:
     """May ``provider`` (of kind ``kind_key``) be deleted now?
 
     With ``deleting_namespace`` (the namespace is terminating), dependents inside that
-    namespace are going away too and do not block.
+    namespace are going away too and do not block.  ``now`` decides whether an override with a
+    deadline (``kustodian.io/allow-delete-until``) still applies; without it, it does not.
     """
     if not rules.for_provider(kind_key):
         return DeleteDecision(allowed=True)
-    return LiveDependents(kind_key, provider, view, rules, deleting_namespace=deleting_namespace).decision()
+    live = LiveDependents(kind_key, provider, view, rules, deleting_namespace=deleting_namespace)
+    return live.decision(now)
 
 
-def gather_namespace(namespace: str, view: ClusterView, rules: RuleSet) -> ProvidersInNamespace:
+def gather_namespace(namespace: str, view: ClusterView, rules: RuleSet,
+                     now: datetime | None = None) -> ProvidersInNamespace:
     """The providers held in ``namespace`` that have dependents outside it, with those dependents."""
     found: list[NamespacedProvider] = []
     for kind in sorted(rules.provider_kinds()):
@@ -62,13 +68,15 @@ def gather_namespace(namespace: str, view: ClusterView, rules: RuleSet) -> Provi
         for obj in view.by_index(kind, NAMESPACE_INDEX, namespace):
             refs = LiveDependents(kind, obj, view, rules, deleting_namespace=namespace).refs()
             if refs:
-                found.append(NamespacedProvider(ObjectRef.of(kind, obj), is_overridden(obj), tuple(refs)))
+                found.append(NamespacedProvider(ObjectRef.of(kind, obj), is_overridden(obj, kind, now),
+                                                 tuple(refs)))
     return ProvidersInNamespace(namespace, tuple(found))
 
 
-def decide_namespace_delete(namespace: str, view: ClusterView, rules: RuleSet) -> DeleteDecision:
+def decide_namespace_delete(namespace: str, view: ClusterView, rules: RuleSet,
+                            now: datetime | None = None) -> DeleteDecision:
     """May ``namespace`` be deleted, given the providers it holds and their outside dependents?"""
-    return decide_namespace_teardown(gather_namespace(namespace, view, rules))
+    return decide_namespace_teardown(gather_namespace(namespace, view, rules, now))
 
 
 def dependents_table(decision: DeleteDecision) -> list[tuple[str, str, str]]:

@@ -14,10 +14,18 @@ from __future__ import annotations
 import heapq
 from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import NamedTuple, overload
 
-from kustodian.policy.deletion.message import Section, fit_message
-from kustodian.policy.deletion.verdict import ALLOW_ANNOTATION, DeleteDecision, ObjectRef, group_title
+from kustodian.policy.deletion.message import MESSAGE_LIMIT, Section, fit_message
+from kustodian.policy.deletion.verdict import (
+    ALLOW_ANNOTATION,
+    NO_OVERRIDE,
+    DeleteDecision,
+    ObjectRef,
+    Override,
+    group_title,
+)
 
 __all__ = ["BucketRead", "DependentsOfProvider", "NamespacedProvider", "ProvidersInNamespace",
            "decide_namespace_teardown", "decide_provider_delete"]
@@ -39,7 +47,7 @@ class DependentsOfProvider:
     """
 
     provider: ObjectRef
-    overridden: bool
+    override: Override = NO_OVERRIDE
     dependents: Mapping[str, tuple[ObjectRef, ...]] = field(default_factory=dict)
     notes: Mapping[str, str] = field(default_factory=dict)
     hop_reads: tuple[BucketRead, ...] = ()
@@ -101,19 +109,27 @@ def _titled(gathered: DependentsOfProvider) -> dict[str, tuple[ObjectRef, ...]]:
     return out
 
 
-def decide_provider_delete(gathered: DependentsOfProvider) -> DeleteDecision:
-    """May the provider be deleted, given its gathered dependents?  Rendered from the first
-    names of each sorted group, so 50,000 dependents cost no more than a few."""
+def decide_provider_delete(gathered: DependentsOfProvider, now: datetime | None = None) -> DeleteDecision:
+    """May the provider be deleted, given its gathered dependents, at ``now`` (an override may
+    carry a deadline; without ``now`` such an override does not apply)?  Rendered from the
+    first names of each sorted group, so 50,000 dependents cost no more than a few."""
     if not any(gathered.dependents.values()):
         return DeleteDecision(allowed=True)
     titled = _titled(gathered)
     section = Section(tuple((title, _Labels(refs, gathered.home)) for title, refs in titled.items()))
     me = gathered.provider
-    if gathered.overridden:
-        header = f"{me.quoted()} is being deleted despite its dependents ({ALLOW_ANNOTATION}=true): "
-        return DeleteDecision(True, fit_message(header, [section]), titled, overridden=True, providers=(me,))
+    override = gathered.override
+    if override.applies(now):
+        header = f"{me.quoted()} is being deleted despite its dependents ({override.shown()}): "
+        return DeleteDecision(True, fit_message(header, [section]), titled, overridden=True, providers=(me,),
+                              valid_until=override.until, override=override.annotation)
     header = f"{me.quoted()} cannot be deleted: it has dependents: "
-    return DeleteDecision(False, fit_message(header, [section]), titled, providers=(me,))
+    why_not = override.why_not(now)
+    if not why_not:
+        return DeleteDecision(False, fit_message(header, [section]), titled, providers=(me,))
+    note = f" (no override: {why_not})"
+    budget = max(MESSAGE_LIMIT - len(note.encode()), len(header.encode()) + 64)
+    return DeleteDecision(False, fit_message(header, [section], budget) + note, titled, providers=(me,))
 
 
 # -- a Namespace's DELETE -------------------------------------------------------------------

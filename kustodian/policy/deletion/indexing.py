@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from typing import Any
 
 from kustodian.policy.deletion.pools import PoolSet, provider_pools
@@ -38,6 +39,9 @@ class Provider:
     name: str
     namespace: str
     pools: PoolSet | None
+    #: what matchers derived from a view, kept for that view (``(view, value)`` by name), so rules
+    #: that share a derivation (the clusterIDs a provider's volumes are under) read it once
+    derived: dict[str, tuple[object, Any]] = dc_field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(cls, kind: str, obj: RawObject) -> Provider:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterable
+from datetime import datetime
 
 from sortedcontainers import SortedKeyList
 
@@ -31,7 +32,7 @@ from kustodian.policy.deletion.indexing import IndexSpec, Provider, lookup_leave
 from kustodian.policy.deletion.matchers import find_dependents, find_leaves, rule_skipped
 from kustodian.policy.deletion.rules import RuleSet
 from kustodian.policy.deletion.schema import Rule
-from kustodian.policy.deletion.verdict import DeleteDecision, ObjectRef, is_overridden
+from kustodian.policy.deletion.verdict import DeleteDecision, ObjectRef, read_override
 from kustodian.policy.objects import RawObject
 from kustodian.policy.store import ClusterView
 
@@ -148,15 +149,15 @@ class LiveDependents:
                  leaf_reads: tuple[BucketRead, ...] = ()) -> DependentsOfProvider:
         """The dependents now, frozen (one copy of each sorted list, in C), with the reads the
         gatherer made to find them."""
-        return DependentsOfProvider(self.me, is_overridden(self.provider),
+        return DependentsOfProvider(self.me, read_override(self.me.kind, self.provider),
                                     {kind: tuple(refs) for kind, refs in self._sorted.items() if refs},
                                     self._notes(), hop_reads, leaf_reads)
 
-    def decision(self) -> DeleteDecision:
-        """The decision now (``decide_provider_delete`` over ``gathered()``)."""
+    def decision(self, now: datetime | None = None) -> DeleteDecision:
+        """The decision at ``now`` (``decide_provider_delete`` over ``gathered()``)."""
         if not self._first:
             return DeleteDecision(allowed=True)
-        return decide_provider_delete(self.gathered())
+        return decide_provider_delete(self.gathered(), now)
 
     def __len__(self) -> int:
         return len(self._first)

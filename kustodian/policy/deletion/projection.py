@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from kustodian.policy.deletion.indexing import path
 from kustodian.policy.deletion.matchers import index_specs
+from kustodian.policy.deletion.rook_matchers import GROUP_VOLUME_READS
 from kustodian.policy.deletion.rules import RuleSet
 from kustodian.policy.deletion.schema import (
     Condition,
@@ -75,7 +76,9 @@ def fields_read(rules: RuleSet, keep_whole: Iterable[str] = ()) -> dict[str, tup
     for rule in rules.rules:
         add(rule.dependent, _dependent_reads(rule))
         for spec in index_specs(rule):
-            if spec.kind != rule.dependent:
+            if spec.name in GROUP_VOLUME_READS:  # PVs read as a hop, field by field
+                add(spec.kind, set(GROUP_VOLUME_READS[spec.name]))
+            elif spec.kind != rule.dependent:
                 add(spec.kind, None)  # a hop (StorageClass, clusterID children, skipIf objects)
     for kind in (*rules.provider_kinds(), *keep_whole):
         reads[kind] = None

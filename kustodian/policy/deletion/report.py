@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from kustodian.policy.deletion.decision import ObjectRef, decide_delete
 from kustodian.policy.deletion.rules import RuleSet
@@ -39,8 +40,9 @@ class Protection:
         }
 
 
-def protections(view: ClusterView, rules: RuleSet) -> list[Protection]:
-    """Every provider object in ``view`` with at least one dependent, sorted by kind, namespace, name."""
+def protections(view: ClusterView, rules: RuleSet, now: datetime | None = None) -> list[Protection]:
+    """Every provider object in ``view`` with at least one dependent, sorted by kind, namespace, name;
+    ``overridden`` as at ``now`` (an override may carry a deadline)."""
     out: list[Protection] = []
     seen: set[ObjectRef] = set()  # manifests may declare one object twice (--from DIR): report it once
     for kind in sorted(rules.provider_kinds()):
@@ -48,7 +50,7 @@ def protections(view: ClusterView, rules: RuleSet) -> list[Protection]:
             continue
         objects: Sequence[Mapping[str, object]] = view.list(kind)
         for obj in objects:
-            decision = decide_delete(kind, obj, view, rules)
+            decision = decide_delete(kind, obj, view, rules, now=now)
             if not decision.dependents:
                 continue
             ref = ObjectRef(kind, namespace(obj), name(obj))

@@ -96,13 +96,111 @@ def _child_index(kind: str, ref: str | None) -> IndexSpec:
     return namespace_index(kind) if ref is None else field_index(kind, FieldRef(type="field-ref", field=ref))
 
 
+# --- volumes whose RADOS namespace or subvolume group CR is gone ------------------------------
+#
+# A PV in a RADOS namespace or subvolume group names the group's hashed clusterID, not the pool
+# or filesystem's, and the CR that publishes that hash may be deleted while the PV remains (Rook
+# still refuses: IsPoolEmpty sees the images, the filesystem sees its subvolumes).  The PV's own
+# attributes name the rest of the hash's input: rbd's ``pool`` + ``radosNamespace``, cephfs's
+# ``fsName`` + the group in ``subvolumePath`` (``/volumes/<group>/<subvolume>/<uuid>``); with
+# the provider's namespace they give Rook's buildClusterID again.  Read as a hop: the PVs that
+# name such a group are looked up by pool (or filesystem), their groups hashed into clusterIDs,
+# and the volumes are then found under those clusterIDs like any other.
+
+PERSISTENT_VOLUME = "PersistentVolume"
+ANY = "*"
+
+
+def _rbd_group_keys(obj: RawObject) -> list[str]:
+    if not _driver_matches(str_field(obj, "spec", "csi", "driver"), ".rbd.csi.ceph.com"):
+        return []
+    attributes = map_field(obj, "spec", "csi", "volumeAttributes")
+    pool, rns = attributes.get("pool"), attributes.get("radosNamespace")
+    if not isinstance(pool, str) or not pool or not isinstance(rns, str) or not rns:
+        return []
+    return [f"pool:{pool}", ANY]
+
+
+def _subvolume_group(attributes: Mapping[str, Any]) -> str:
+    """The group of ``/volumes/<group>/<subvolume>/<uuid>`` (ceph-csi's subvolumePath), or ""."""
+    path_ = attributes.get("subvolumePath")
+    if not isinstance(path_, str):
+        return ""
+    parts = path_.split("/")
+    return parts[2] if len(parts) > 3 and parts[0] == "" and parts[1] == "volumes" else ""
+
+
+def _cephfs_group_keys(obj: RawObject) -> list[str]:
+    driver = str_field(obj, "spec", "csi", "driver")
+    if not (_driver_matches(driver, ".cephfs.csi.ceph.com") or _driver_matches(driver, ".nfs.csi.ceph.com")):
+        return []
+    attributes = map_field(obj, "spec", "csi", "volumeAttributes")
+    fs = attributes.get("fsName")
+    if not isinstance(fs, str) or not fs or not _subvolume_group(attributes):
+        return []
+    return [f"fs:{fs}", ANY]
+
+
+RBD_GROUP_VOLUMES = IndexSpec(PERSISTENT_VOLUME, "kustodian.io/rbd-rados-namespace", _rbd_group_keys)
+CEPHFS_GROUP_VOLUMES = IndexSpec(PERSISTENT_VOLUME, "kustodian.io/cephfs-subvolume-group", _cephfs_group_keys)
+#: the fields these indexes (and ``group_cluster_ids``) read: all a PV cache must keep for them
+GROUP_VOLUME_READS: dict[str, frozenset[tuple[str, ...]]] = {
+    spec.name: frozenset({("spec", "csi", "driver"),
+                          *(("spec", "csi", "volumeAttributes", a) for a in attrs)})
+    for spec, attrs in ((RBD_GROUP_VOLUMES, ("pool", "radosNamespace")),
+                        (CEPHFS_GROUP_VOLUMES, ("fsName", "subvolumePath")))
+}
+
+
+def _attributes(pv: RawObject) -> Mapping[str, Any]:
+    return map_field(pv, "spec", "csi", "volumeAttributes")
+
+
+def group_cluster_ids(provider: Provider, view: ClusterView) -> set[str]:
+    """The clusterIDs of the RADOS namespaces / subvolume groups the provider's PVs name, whether
+    or not their CRs exist, hashed from the PVs' attributes as Rook's buildClusterID does."""
+    ns = provider.namespace
+    if not ns or not view.has_kind(PERSISTENT_VOLUME):
+        return set()
+    ids: set[str] = set()
+    if provider.kind == BLOCK_POOL:
+        # the hash names the CephBlockPool CR (spec.blockPoolName); the PV names the Ceph pool
+        pools = sorted(provider.pools.exact) if provider.pools else []
+        for pv in RBD_GROUP_VOLUMES.lookup(view, [f"pool:{p}" for p in pools]):
+            ids.add(_rook_hash(f"{ns}-{provider.name}-block-{_attributes(pv).get('radosNamespace')}"))
+    elif provider.kind == FILESYSTEM:
+        for pv in CEPHFS_GROUP_VOLUMES.lookup(view, [f"fs:{provider.name}"]):
+            ids.add(_rook_hash(f"{ns}-{provider.name}-file-{_subvolume_group(_attributes(pv))}"))
+    if provider.kind in (CEPH_CLUSTER, NFS):
+        # every group of the cluster: its pools and filesystems may be gone too (a pool CR is
+        # taken to be named as its Ceph pool, Rook's default)
+        if provider.kind == CEPH_CLUSTER:
+            for pv in RBD_GROUP_VOLUMES.lookup(view, [ANY]):
+                a = _attributes(pv)
+                ids.add(_rook_hash(f"{ns}-{a.get('pool')}-block-{a.get('radosNamespace')}"))
+        for pv in CEPHFS_GROUP_VOLUMES.lookup(view, [ANY]):
+            a = _attributes(pv)
+            ids.add(_rook_hash(f"{ns}-{a.get('fsName')}-file-{_subvolume_group(a)}"))
+    return ids
+
+
 def cluster_id_indexes() -> list[IndexSpec]:
     """Indexes ``provider_cluster_ids`` reads."""
-    return [_child_index(kind, ref) for children in _CHILD_CLUSTER_IDS.values() for kind, ref in children]
+    children = [_child_index(kind, ref) for children in _CHILD_CLUSTER_IDS.values() for kind, ref in children]
+    return [*children, RBD_GROUP_VOLUMES, CEPHFS_GROUP_VOLUMES]
 
 
 def provider_cluster_ids(provider: Provider, view: ClusterView) -> list[str]:
-    """Every CSI clusterID under which volumes of ``provider`` may be found."""
+    """Every CSI clusterID under which volumes of ``provider`` may be found (read once per view)."""
+    kept = provider.derived.get("cluster-ids")
+    if kept is not None and kept[0] is view:
+        return list(kept[1])
+    ids = _provider_cluster_ids(provider, view)
+    provider.derived["cluster-ids"] = (view, tuple(ids))
+    return ids
+
+
+def _provider_cluster_ids(provider: Provider, view: ClusterView) -> list[str]:
     own = own_cluster_ids(provider.kind, provider.obj)
     if own:
         return own
@@ -114,6 +212,8 @@ def provider_cluster_ids(provider: Provider, view: ClusterView) -> list[str]:
         key = ns if ref is None else f"{ns}/{provider.name}"
         for child in _child_index(kind, ref).lookup(view, [key]):
             ids.update(own_cluster_ids(kind, child))
+    if provider.kind in _CHILD_CLUSTER_IDS:
+        ids |= group_cluster_ids(provider, view)
     return sorted(ids)
 
 
@@ -389,6 +489,12 @@ def multisite_peer_zones_indexes(rule: Rule, m: MultisitePeerZones) -> list[Inde
     return multisite_indexes()
 
 
+#: on a CephObjectZoneGroup: the admin's word that none of its zones is outside this Kubernetes
+#: cluster (``radosgw-admin zonegroup get`` lists them all); exactly this value, nothing looser
+ZONES_OUTSIDE_ANNOTATION = "kustodian.io/zones-outside-cluster"
+ZONES_OUTSIDE_NONE = "none"
+
+
 def find_multisite_peer_zones(
     rule: Rule, m: MultisitePeerZones, provider: Provider, view: ClusterView
 ) -> list[RawObject]:
@@ -396,6 +502,16 @@ def find_multisite_peer_zones(
     if role is None or not role[1]:
         return []
     zone = role[0]
+    if m.outside_cluster:
+        # Rook asks radosgw-admin, which sees the zones of every cluster; Kubernetes shows only
+        # ours, so a master zone's store waits for the admin's word that there are no others
+        group_name = str_field(zone, "spec", "zoneGroup")
+        zone_group = _one(view, OBJECT_ZONE_GROUP, namespace(zone), group_name)
+        if zone_group is None:  # gone (or never here): nobody said anything, so it still blocks
+            return [{"apiVersion": "ceph.rook.io/v1", "kind": "CephObjectZoneGroup",
+                     "metadata": {"name": group_name or "<unnamed>", "namespace": namespace(zone)}}]
+        said = map_field(zone_group, "metadata", "annotations").get(ZONES_OUTSIDE_ANNOTATION)
+        return [] if said == ZONES_OUTSIDE_NONE else [zone_group]
     me = (namespace(zone), name(zone))
     group = str_field(zone, "spec", "zoneGroup")
     return [z for z in _zones_by_group().lookup(view, [group]) if (namespace(z), name(z)) != me]

@@ -41,6 +41,7 @@ PERSISTENT_VOLUME = "PersistentVolume"
 COSI_BUCKET = "Bucket.objectstorage.k8s.io"
 OBJECT_STORE = "CephObjectStore.ceph.rook.io"
 OBJECT_ZONE = "CephObjectZone.ceph.rook.io"
+OBJECT_ZONE_GROUP = "CephObjectZoneGroup.ceph.rook.io"
 _ERROR_TEXT = {"missing": "required", "extra_forbidden": "unknown field"}
 
 
@@ -185,7 +186,11 @@ def _semantic_problems(rule: Rule) -> list[FieldProblem]:
     if (isinstance(m, MultisitePeerZones) or rule.skip_in_peer_zone) and rule.provider != OBJECT_STORE:
         problems.append(FieldProblem(
             "provider", f"multisite rules apply to {OBJECT_STORE} only, not {rule.provider!r}"))
-    if isinstance(m, MultisitePeerZones) and rule.dependent != OBJECT_ZONE:
+    if isinstance(m, MultisitePeerZones) and m.outside_cluster and rule.dependent != OBJECT_ZONE_GROUP:
+        problems.append(FieldProblem(
+            "dependent", f"multisite-peer-zones with outsideCluster matches {OBJECT_ZONE_GROUP} only, "
+                         f"not {rule.dependent!r}"))
+    if isinstance(m, MultisitePeerZones) and not m.outside_cluster and rule.dependent != OBJECT_ZONE:
         problems.append(FieldProblem(
             "dependent", f"multisite-peer-zones matches {OBJECT_ZONE} only, not {rule.dependent!r}"))
     if isinstance(m, CosiBucket) and rule.dependent != COSI_BUCKET:

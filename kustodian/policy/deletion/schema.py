@@ -222,6 +222,10 @@ class MultisitePeerZones(_Model):
     """
 
     type: Literal["multisite-peer-zones"]
+    #: match the master zone's CephObjectZoneGroup instead, unless it is annotated
+    #: ``kustodian.io/zones-outside-cluster: "none"``: zones of other Kubernetes clusters are
+    #: invisible here, so only the admin can say there are none
+    outside_cluster: bool = False
 
 
 Matcher = Annotated[

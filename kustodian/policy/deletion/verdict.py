@@ -7,14 +7,27 @@ so both render a refusal the same way.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import NamedTuple
 
 from kustodian.policy.deletion.message import plural, short_kind
 from kustodian.policy.objects import RawObject, map_field
 
 ALLOW_ANNOTATION = "kustodian.io/allow-delete-with-dependents"
+#: an RFC 3339 time after which either override annotation no longer applies
+ALLOW_UNTIL_ANNOTATION = "kustodian.io/allow-delete-until"
+#: Rook's own escape hatch (``controller.ForceDeleteRequested``), honoured on the kinds whose
+#: controller reads it: there Rook itself deletes what the dependents hold
+ROOK_FORCE_ANNOTATION = "rook.io/force-deletion"
+ROOK_FORCE_KINDS = frozenset({
+    "CephBlockPool.ceph.rook.io",
+    "CephBlockPoolRadosNamespace.ceph.rook.io",
+    "CephFilesystemSubVolumeGroup.ceph.rook.io",
+    "CephObjectStoreAccount.ceph.rook.io",
+})
 
 
 class ObjectRef(NamedTuple):
@@ -59,6 +72,10 @@ class DeleteDecision:
     dependents: Mapping[str, tuple[ObjectRef, ...]] = field(default_factory=dict)
     overridden: bool = False
     providers: tuple[ObjectRef, ...] = ()
+    #: the deadline of the override that let this DELETE through: after it the decision is void
+    valid_until: datetime | None = None
+    #: the annotation that let it through (``overridden``): Kustodian's or Rook's
+    override: str = ""
 
     @functools.cached_property
     def dependent_kinds(self) -> frozenset[str]:
@@ -67,10 +84,104 @@ class DeleteDecision:
         return frozenset(ref.kind for refs in self.dependents.values() for ref in refs)
 
 
-def is_overridden(obj: RawObject) -> bool:
+def annotation_says_true(value: object) -> bool:
+    """Exactly Rook's ``ForceDeleteRequested``: a string equal to "true" under Go's
+    ``strings.EqualFold`` (any case, nothing trimmed); a boolean, " true" or "yes" is not."""
+    return isinstance(value, str) and value.isascii() and value.lower() == "true"
+
+
+_RFC3339 = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d{1,9})?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def parse_deadline(value: object) -> datetime | None:
+    """An RFC 3339 time with its offset (``2026-12-01T00:00:00Z``), else None."""
+    if not isinstance(value, str) or not _RFC3339.fullmatch(value):
+        return None
+    text = value.upper().replace("Z", "+00:00")
+    if "." in text:  # Python keeps microseconds: cut (never round up) a longer fraction
+        head, _, rest = text.partition(".")
+        digits = rest[:-6]
+        text = f"{head}.{digits[:6].ljust(6, '0')}{rest[-6:]}"
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Override:
+    """What the object's override annotations say, read without a clock.
+
+    ``annotation``: the well-formed override found ("" none); ``until``: its deadline, if any;
+    ``problem``: why annotations that are set do not override (shown in a refusal).
+    """
+
+    annotation: str = ""
+    until: datetime | None = None
+    problem: str = ""
+
+    def applies(self, now: datetime | None) -> bool:
+        """Does the override let a DELETE through at ``now``?  A deadline needs a clock."""
+        if not self.annotation:
+            return False
+        return self.until is None or (now is not None and now < self.until)
+
+    def why_not(self, now: datetime | None) -> str:
+        """Why it does not apply at ``now`` ("" when it does, or when nothing asked for one)."""
+        if self.annotation and not self.applies(now):
+            when = self.until.isoformat() if self.until else ""
+            if now is None:
+                return (f"{self.annotation}=true is bounded by {ALLOW_UNTIL_ANNOTATION}={when}, "
+                        "which was not checked")
+            return f"{self.annotation}=true expired at {when} ({ALLOW_UNTIL_ANNOTATION})"
+        return self.problem
+
+    def shown(self) -> str:
+        """How an allowed DELETE names the override: ``kustodian.io/...=true[ until ...]``."""
+        bound = f" until {self.until.isoformat()}" if self.until else ""
+        return f"{self.annotation}=true{bound}"
+
+
+NO_OVERRIDE = Override()
+
+
+def read_override(kind_key: str, obj: RawObject) -> Override:
+    """The override ``obj`` (of ``kind_key``) asks for: Kustodian's annotation on any kind,
+    Rook's on the kinds whose controller honours it; both read as Rook reads its own."""
     # objects.annotations() is shadowed by its module's `from __future__ import annotations` for mypy.
-    value = map_field(obj, "metadata", "annotations").get(ALLOW_ANNOTATION, "")
-    return str(value).strip().lower() == "true"
+    notes = map_field(obj, "metadata", "annotations")
+    if not notes:
+        return NO_OVERRIDE
+    asked = [ALLOW_ANNOTATION]
+    if kind_key in ROOK_FORCE_KINDS:
+        asked.append(ROOK_FORCE_ANNOTATION)
+    problems: list[str] = []
+    found = ""
+    for key in asked:
+        if key not in notes:
+            continue
+        if annotation_says_true(notes[key]):
+            found = found or key
+        else:
+            value = notes[key]
+            shown = f'"{value}"' if isinstance(value, str) else f"{value!r} (not a string)"
+            problems.append(f'{key} is {shown[:40]}, not "true"')
+    if not found:
+        return Override(problem="; ".join(problems))
+    if ALLOW_UNTIL_ANNOTATION not in notes:
+        return Override(found)
+    raw = notes[ALLOW_UNTIL_ANNOTATION]
+    until = parse_deadline(raw)
+    if until is None:
+        shown = f'"{raw}"' if isinstance(raw, str) else repr(raw)
+        return Override(problem=f"{found}=true is bounded by {ALLOW_UNTIL_ANNOTATION}={shown[:40]}, "
+                                f"which is not an RFC 3339 time (e.g. 2026-12-01T00:00:00Z)")
+    return Override(found, until)
+
+
+def is_overridden(obj: RawObject, kind_key: str = "", now: datetime | None = None) -> bool:
+    """Does ``obj`` carry an override that applies at ``now`` (see ``read_override``)?"""
+    return read_override(kind_key, obj).applies(now)
 
 
 @functools.lru_cache(maxsize=256)

@@ -85,7 +85,23 @@ def zone(
 
 REALM = ceph("CephObjectRealm", "realm-a")
 PULLED_REALM = ceph("CephObjectRealm", "realm-a", pull={"endpoint": "http://10.2.105.133:80"})
+# the admin's word that every zone of the group is in this cluster (radosgw-admin zonegroup get)
 ZONEGROUP = ceph("CephObjectZoneGroup", "zonegroup-a", realm="realm-a")
+ZONEGROUP["metadata"]["annotations"] = {"kustodian.io/zones-outside-cluster": "none"}
+UNSAID_ZONEGROUP = ceph("CephObjectZoneGroup", "zonegroup-a", realm="realm-a")
+OUTSIDE_NOTE = (
+    "zone group of its master zone, which may have zones in other clusters that Kubernetes cannot show: "
+    "list them with `radosgw-admin zonegroup get --rgw-zonegroup=<name>`; if none is outside this cluster, "
+    'annotate the zone group kustodian.io/zones-outside-cluster="none"; or override with '
+    'kustodian.io/allow-delete-with-dependents="true" on the store'
+)
+
+
+def said(value: object) -> Obj:
+    group = ceph("CephObjectZoneGroup", "zonegroup-a", realm="realm-a")
+    group["metadata"]["annotations"] = {"kustodian.io/zones-outside-cluster": value}
+    return group
+
 MULTISITE_STORE = object_store("multisite-store", zone={"name": "zone-a"})
 MASTER_NOTE = "peers of its master zone: delete them, or make one of them the master once it is in sync"
 
@@ -131,9 +147,10 @@ CASES: list[tuple[str, Obj, list[Obj], dict[str, list[str]]]] = [
         [rns(), RNS_PV],
         {"CephBlockPoolRadosNamespaces": ["namespace-a"], "PersistentVolumes": ["pvc-rns"]},
     ),
-    # A hashed clusterID names its CR only through the CR: once the RNS is gone (overridden), its
-    # volumes cannot be attributed to the cluster any more (Rook does not see them either).
-    ("cluster-orphan-hashed-volume-unattributable", cluster(), [RNS_PV], {}),
+    # Once the RNS CR is gone (overridden) its volumes still name the pool and the RADOS namespace:
+    # hashed again from the PV's own attributes, they still count for the cluster (issue 32).
+    ("cluster-orphan-hashed-volume-attributed-by-its-attributes", cluster(), [RNS_PV],
+     {"PersistentVolumes": ["pvc-rns"]}),
     # --- CephFilesystemSubVolumeGroup is a provider ---
     ("svg-holds-its-volumes", svg(), [SVG_PV, CEPHFS_PV], {"PersistentVolumes": ["pvc-svg"]}),
     (
@@ -441,6 +458,36 @@ CASES: list[tuple[str, Obj, list[Obj], dict[str, list[str]]]] = [
         [REALM, ZONEGROUP, zone("zone-a"), zone("zone-a")],
         {},
     ),
+    # --- zones in other Kubernetes clusters: only radosgw-admin sees them (issue 32) ---
+    (
+        "multisite-master-zone-group-unsaid-refused",
+        MULTISITE_STORE,
+        [REALM, UNSAID_ZONEGROUP, zone("zone-a")],
+        {f"CephObjectZoneGroups ({OUTSIDE_NOTE})": ["zonegroup-a"]},
+    ),
+    *[
+        (f"multisite-master-zone-group-says-{value!r}-refused", MULTISITE_STORE, [REALM, said(value), zone("zone-a")],
+         {f"CephObjectZoneGroups ({OUTSIDE_NOTE})": ["zonegroup-a"]})
+        for value in ("None", " none", "", "false", "0", None, False)
+    ],
+    (
+        "multisite-master-zone-group-unsaid-with-peer-names-both",
+        MULTISITE_STORE,
+        [REALM, UNSAID_ZONEGROUP, zone("zone-a"), zone("zone-b", created="2026-02-01T00:00:00Z")],
+        {f"CephObjectZoneGroups ({OUTSIDE_NOTE})": ["zonegroup-a"], f"CephObjectZones ({MASTER_NOTE})": ["zone-b"]},
+    ),
+    (
+        "multisite-master-zone-group-gone-still-refused",
+        MULTISITE_STORE,
+        [REALM, zone("zone-a")],
+        {f"CephObjectZoneGroups ({OUTSIDE_NOTE})": ["zonegroup-a"]},
+    ),
+    (
+        "multisite-peer-zone-store-needs-no-word",
+        object_store("store-b", zone={"name": "zone-b"}),
+        [REALM, UNSAID_ZONEGROUP, zone("zone-a"), zone("zone-b", created="2026-02-01T00:00:00Z")],
+        {},
+    ),
     (
         "multisite-zone-unknown-treated-as-master",
         MULTISITE_STORE,
@@ -472,3 +519,14 @@ def test_master_zone_message_says_why() -> None:
         f'CephObjectStore "rook-ceph/multisite-store" cannot be deleted: it has dependents: '
         f"CephObjectZones ({MASTER_NOTE}): [zone-b]"
     )
+
+
+def test_master_zone_of_an_unsaid_zone_group_message_says_how_to_check_and_override() -> None:
+    decision = decide(MULTISITE_STORE, REALM, UNSAID_ZONEGROUP, zone("zone-a"))
+    assert decision.message == (
+        f'CephObjectStore "rook-ceph/multisite-store" cannot be deleted: it has dependents: '
+        f"CephObjectZoneGroups ({OUTSIDE_NOTE}): [zonegroup-a]"
+    )
+    for needed in ("radosgw-admin zonegroup get", 'kustodian.io/zones-outside-cluster="none"',
+                   'kustodian.io/allow-delete-with-dependents="true"'):
+        assert needed in decision.message

@@ -17,6 +17,8 @@ How Rook's inputs become Kubernetes objects here:
   zone group has.  Here the same topology is the CRs: realm-a (created here, not pulled),
   zonegroup-a, zone-a created first (the master Rook's mocks report) and, for "one peer",
   zone-b created after it.  Rook's "secondary zone" store is ``zone-b-store`` on zone-b.
+  radosgw-admin sees every zone of every cluster, and Rook's mocks report none elsewhere: the
+  zone group says so (``kustodian.io/zones-outside-cluster: "none"``), as an admin would.
 * Rook lists CephFS subvolumes per subvolume group; Kustodian sees a subvolume through the PV
   ceph-csi made for it (``subvolumeName``), cephfs or NFS.  (DIFFERS: it names the PVs, not the
   group, and a subvolume made by hand, with no PV, is invisible.)
@@ -113,9 +115,11 @@ def zone(name: str, created: str) -> Obj:
     return o
 
 
+ZONEGROUP_A = c("CephObjectZoneGroup", "zonegroup-a", OBJ_NS, realm="realm-a")
+ZONEGROUP_A["metadata"]["annotations"] = {"kustodian.io/zones-outside-cluster": "none"}
 SINGLE_ZONE = [
     c("CephObjectRealm", "realm-a", OBJ_NS),
-    c("CephObjectZoneGroup", "zonegroup-a", OBJ_NS, realm="realm-a"),
+    ZONEGROUP_A,
     zone("zone-a", "2026-01-01T00:00:00Z"),
 ]
 TWO_ZONES = [*SINGLE_ZONE, zone("zone-b", "2026-01-02T00:00:00Z")]

@@ -45,6 +45,7 @@ class DeletionAnswer:
     answer: Answer
     events: tuple[DeletionEvent, ...] = ()
     overridden_by: str | None = None  # who deleted despite dependents (logged by the feature)
+    override: str = ""  # the annotation that let it through (counted by the feature)
 
 
 def stale_message(subject: str, stale: Sequence[tuple[str, float]]) -> str:
@@ -88,5 +89,6 @@ def answer_provider_delete(req: AdmissionRequest, provider: Mapping[str, Any], d
         # the decision already says "is being deleted despite its dependents": add only who
         note = f"{decision.message} (by {who})"
         return DeletionAnswer(allowed(warnings=(f"kustodian: {note}",)),
-                              _events(req, DeletionEvent(provider, OVERRIDDEN, note)), overridden_by=who)
+                              _events(req, DeletionEvent(provider, OVERRIDDEN, note)), overridden_by=who,
+                              override=decision.override)
     return DeletionAnswer(allowed())

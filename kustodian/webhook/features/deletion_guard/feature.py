@@ -29,7 +29,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Iterable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from prometheus_client.core import CounterMetricFamily, Metric
@@ -69,16 +71,19 @@ class DeletionGuard(Collector):
     mode: Mode = Mode.ENFORCE
     outcomes: Outcomes | None = None
 
-    def __init__(self, rules: RuleSet, view: CacheView, recorder: EventRecorder | None) -> None:
+    def __init__(self, rules: RuleSet, view: CacheView, recorder: EventRecorder | None,
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.rules = rules
         self.view = view
         self.recorder = recorder
+        self.now = now  # overrides may carry a deadline (``kustodian.io/allow-delete-until``)
+        self.overrides: Counter[tuple[str, str]] = Counter()  # (kind, annotation) -> DELETEs let through
         self._reads = {kind: tuple(sorted(rules.kinds_read(kind))) for kind in rules.provider_kinds()}
         every: set[str] = set(rules.provider_kinds())
         for kinds in self._reads.values():
             every.update(kinds)
         self._namespace_reads = tuple(sorted(every))
-        self.memo = DecisionMemo(rules, view)
+        self.memo = DecisionMemo(rules, view, now)
         self.warmer = Warmer(self.memo, self._questions)
 
     # -- counts -----------------------------------------------------------------------------
@@ -111,6 +116,12 @@ class DeletionGuard(Collector):
                          ("applied", self.memo.applied)):
             family.add_metric([event], float(n))
         yield family
+        overrides = CounterMetricFamily("kustodian_deletion_guard_overrides",
+                                        "DELETEs of providers with dependents let through by an override "
+                                        "annotation (Kustodian's or Rook's)", labels=["kind", "annotation"])
+        for (kind, annotation), n in sorted(self.overrides.items()):
+            overrides.add_metric([kind, annotation], float(n))
+        yield overrides
 
     # -- the warmer ---------------------------------------------------------------------------
 
@@ -205,7 +216,7 @@ class DeletionGuard(Collector):
         return PendingAnswer(functools.partial(self._namespace_decided, req))
 
     def _namespace_decided(self, req: AdmissionRequest) -> Answer:
-        decision = decide_namespace_teardown(gather_namespace(req.name, self.view, self.rules))
+        decision = decide_namespace_teardown(gather_namespace(req.name, self.view, self.rules, self.now()))
         if decision.allowed:
             return allowed()
         ns_obj: Mapping[str, Any] = req.subject or {"apiVersion": "v1", "kind": NAMESPACE,
@@ -217,6 +228,8 @@ class DeletionGuard(Collector):
         """Write what the answer implies (its Events, a log line for an override); the answer."""
         who = answered.overridden_by
         if who is not None:
+            if not req.dry_run:
+                self.overrides[(req.kind_key, answered.override or "unknown")] += 1
             log.warning("%s %s/%s: %s", req.kind_key, req.namespace, req.name, answered.answer.warnings[0],
                         extra={**about(req.kind_key, req.namespace, req.name), "user": who})
         if self.recorder is not None:

@@ -31,6 +31,7 @@ import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import NamedTuple
 
 from kustodian.kube.cache import WatchCache
@@ -86,9 +87,11 @@ class MemoEntry:
 class DecisionMemo:
     """Deletion decisions by ``MemoKey``, each valid while the buckets its gather read are."""
 
-    def __init__(self, rules: RuleSet, view: CacheView) -> None:
+    def __init__(self, rules: RuleSet, view: CacheView,
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.rules = rules
         self.view = view
+        self.now = now  # an override may carry a deadline: its decision is void after it
         self.entries: dict[MemoKey, MemoEntry] = {}
         self.hits = 0  # answers read ready by a request
         self.computed = 0  # decisions gathered and decided whole
@@ -109,6 +112,9 @@ class DecisionMemo:
         safe on the event loop).  ``count``: a request's hit (the warmer's are not counted)."""
         entry = self.entries.get(key)
         if entry is not None and (self._unchanged(entry) or self._current(entry.all_reads())):
+            until = entry.decision.valid_until
+            if until is not None and self.now() >= until:
+                return None  # an override that has expired: decided again, at the new time
             if count:
                 self.hits += 1
             return entry.decision
@@ -152,7 +158,7 @@ class DecisionMemo:
             return DeleteDecision(allowed=True)
         caches = self._hook_caches()  # hear changes before anything is read
         gathered = gather_dependents(kind_key, provider, self.view, self.rules, deleting_namespace)
-        decision = decide_provider_delete(gathered.dependents)
+        decision = decide_provider_delete(gathered.dependents, self.now())
         if len(gathered.dependents) >= FREEZE_AT:
             # what a kept decision holds lives as long as its memo: out of every later collection
             # (as the caches do after a list), or each full collection walks 50,000 refs (~7 ms)
@@ -244,7 +250,7 @@ class DecisionMemo:
             (k, i, b, self.view.read_version(k, i, b)) if k == kind and (i, b) in touched else read
             for read in entry.leaf_reads for k, i, b, _ in (read,))
         self.applied += 1
-        decision = entry.live.decision() if changed else entry.decision
+        decision = entry.live.decision(self.now()) if changed else entry.decision
         kinds = entry.kinds
         if kinds is not None:  # the kind's version moves on only if every bucket of it read is current
             cache = getattr(self.view, "caches", {}).get(kind)
