@@ -197,8 +197,15 @@ class KubeClient:
 
     def round_trip(self, timeout: float) -> None:
         """``GET /version`` bounded by ``timeout`` (``kube.liveness``): cheap, served by every API
-        server, and allowed to every client by the default ``system:public-info-viewer`` role."""
-        self.request("GET", "/version", timeout=timeout)
+        server, and allowed to every client by the default ``system:public-info-viewer`` role.
+        Any HTTP answer proves the server answered (a cluster that refuses it still answers 401 or
+        403); only a transport failure or a timeout raises (:class:`Unavailable`)."""
+        try:
+            self.request("GET", "/version", timeout=timeout)
+        except Unavailable:
+            raise
+        except KubeError:
+            return
 
     def has_resource(self, res: Resource) -> bool:
         """Whether the server serves ``res`` (e.g. whether a CRD is installed)."""

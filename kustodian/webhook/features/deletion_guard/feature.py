@@ -245,7 +245,8 @@ class DeletionGuard(Collector):
         alive now, not that the caches saw what happened meanwhile; the watches cut by the
         silence (``kube.liveness``) make the kinds stale, and the second look sees it."""
         liveness = self.liveness
-        if liveness is not None and not liveness.prove(arrived, self.proof_timeout - (time.monotonic() - arrived)):
+        budget = self.proof_timeout - (time.monotonic() - arrived)
+        if liveness is not None and not liveness.prove(arrived, budget):
             kinds = sorted({*self._reads_of(req), req.kind_key})
             return self._act(req, unproven_answer(self._subject(req), kinds, liveness.silent_for()))
         answer = self._judge(req, arrived, proven=True)
