@@ -22,7 +22,10 @@
   re-list's own window (list RV -> watch established) is closed by the watch, which
   replays from the list's resourceVersion.  ``stale_for()`` says for how long a
   cache has not been fresh; ``last_event_age()`` how long since the server last
-  spoke (event, bookmark or list).
+  spoke (event, bookmark or list).  A watch whose connection died without a FIN/RST
+  never ends by itself: ``kube.liveness`` notices the silence and calls ``restart()``
+  (stale now, the watch cut, a re-list next), then ``retry_now()`` once the server
+  answers again.
 
 Reads are served under a lock from plain dicts; the watch runs in its own daemon
 thread, so a webhook's event loop and a controller's workers read without I/O.
