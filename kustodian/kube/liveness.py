@@ -80,27 +80,32 @@ class ApiLiveness:
 
     # -- proof ------------------------------------------------------------------------------
 
-    def prove(self, since: float, timeout: float) -> bool:
-        """True once a round trip that started at or after ``since`` has succeeded; False when the
-        one this caller waited for failed or ``timeout`` seconds passed first."""
+    def prove(self, since: float, timeout: float, *, attempts: int = 2) -> bool:
+        """True once a round trip that started at or after ``since`` has succeeded; False when
+        ``attempts`` of them failed (one that fails at once, such as a pooled connection the server
+        had just closed, leaves time for another) or ``timeout`` seconds passed first."""
         deadline = self._clock() + timeout
-        with self._lock:
-            if self._ok_started >= since:
-                return True
-            probe = self._latest
-            mine = probe is None or probe.done.is_set() or probe.started < since
-            if mine:
-                probe = self._latest = _Probe(self._clock())
-        assert probe is not None
-        remaining = deadline - self._clock()
-        if mine:
+        for _ in range(attempts):
+            with self._lock:
+                if self._ok_started >= since:
+                    return True
+                probe = self._latest
+                mine = probe is None or probe.done.is_set() or probe.started < since
+                if mine:
+                    probe = self._latest = _Probe(self._clock())
+            assert probe is not None
+            remaining = deadline - self._clock()
             if remaining <= 0:
-                self._finish(probe, False, "no time left for a round trip")
+                if mine:
+                    self._finish(probe, False, "no time left for a round trip")
                 return False
-            self._run(probe, remaining)
-        elif not probe.done.wait(max(0.0, remaining)):
-            return False
-        return probe.ok
+            if mine:
+                self._run(probe, remaining)
+            elif not probe.done.wait(remaining):
+                return False
+            if probe.ok:
+                return True
+        return False
 
     def silent_for(self) -> float:
         """Seconds since the last round trip that succeeded ended."""

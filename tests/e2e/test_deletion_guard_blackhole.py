@@ -107,10 +107,11 @@ def test_a_silent_partition_never_lets_a_pool_with_a_new_pv_go_and_heals_within_
     try:
         hook.start_caches()
         assert wait_fresh(hook.caches, 30), f"caches never fresh: {hook.kinds and hook.kinds.stale()}"
-        first = validate(gains_a_pv)
-        assert first.allowed, first.message  # no dependents yet, and the API server answers
-        assert validate(stays_empty).allowed
-        assert probe.get("/readyz").status_code == 200
+        # the baseline: no dependents yet, and the API server answers (on a loaded machine one round
+        # trip may miss its 1 s budget: that answer is a 503, and the next is asked)
+        wait_for(lambda: validate(gains_a_pv).allowed and validate(stays_empty).allowed,
+                 "both pools to be allowed before the partition", 15)
+        wait_for(lambda: probe.get("/readyz").status_code == 200, "/readyz to pass before the partition", 15)
 
         proxy.blackhole()
         cut = time.monotonic()

@@ -78,8 +78,24 @@ def test_a_failed_round_trip_is_no_proof_and_says_why() -> None:
     trips.fail = OSError("connection refused")
     assert not live.prove(clock.now, 1.0)
     assert "connection refused" in live.last_error
+    assert trips.calls == 2  # one that fails at once leaves time for a second
     assert not live.prove(clock.now, 0.0)  # no time left: not proven, and no round trip tried
-    assert trips.calls == 1
+    assert trips.calls == 2
+
+
+def test_a_second_round_trip_proves_after_one_that_failed_at_once() -> None:
+    live, trips, clock = liveness()
+    failures = iter([OSError("server closed the pooled connection")])
+
+    def once(timeout: float) -> None:
+        trips.calls += 1
+        error = next(failures, None)
+        if error is not None:
+            raise error
+
+    live._round_trip = once
+    assert live.prove(clock.now, 1.0)
+    assert trips.calls == 2
 
 
 def test_concurrent_callers_that_arrived_before_a_round_trip_started_share_it() -> None:
