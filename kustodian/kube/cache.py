@@ -22,7 +22,10 @@
   re-list's own window (list RV -> watch established) is closed by the watch, which
   replays from the list's resourceVersion.  ``stale_for()`` says for how long a
   cache has not been fresh; ``last_event_age()`` how long since the server last
-  spoke (event, bookmark or list).
+  spoke (event, bookmark or list).  A watch whose connection died without a FIN/RST
+  never ends by itself: ``kube.liveness`` notices the silence and calls ``restart()``
+  (stale now, the watch cut, a re-list next), then ``retry_now()`` once the server
+  answers again.
 
 Reads are served under a lock from plain dicts; the watch runs in its own daemon
 thread, so a webhook's event loop and a controller's workers read without I/O.
@@ -99,6 +102,7 @@ class WatchCache:
         self._index: dict[str, dict[str, dict[str, Obj]]] = {n: {} for n in self._indexers}
         self._handlers: list[Handler] = []
         self._stop = threading.Event()
+        self._wake = threading.Event()  # cuts a backoff short (``retry_now``)
         self._thread: threading.Thread | None = None
         # The last watch response, open or already ended: stop() shuts its socket down (an
         # ended watch's socket is closed, never pooled: ``KubeClient.watch``).
@@ -223,10 +227,22 @@ class WatchCache:
 
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self._wake.set()
         self._mark_stale()
         _abort_stream(self._stream)
         if self._thread is not None:
             self._thread.join(timeout)
+
+    def restart(self, reason: str) -> None:
+        """Stale now, and cut the watch: it is re-listed from scratch (``kube.liveness`` calls this
+        when the API server went silent, since a watch on a blackholed connection never ends)."""
+        self._mark_stale()
+        self.last_error = reason
+        _abort_stream(self._stream)
+
+    def retry_now(self) -> None:
+        """End a backoff wait at once (the API server answers again)."""
+        self._wake.set()
 
     def wait_synced(self, timeout: float | None = None) -> bool:
         return self.synced.wait(timeout)
@@ -240,7 +256,8 @@ class WatchCache:
     def _sleep_backoff(self, attempt: int) -> None:
         initial, cap = self._backoff
         delay = min(cap, initial * (2 ** min(attempt, 16)))
-        self._stop.wait(delay * random.uniform(0.5, 1.0))
+        self._wake.wait(delay * random.uniform(0.5, 1.0))
+        self._wake.clear()
 
     def _run(self) -> None:
         need_list = True

@@ -12,6 +12,7 @@ Writes that could hurt carry preconditions (``uid`` / ``resourceVersion``), and
 from __future__ import annotations
 
 import logging
+import socket
 import ssl
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -40,6 +41,21 @@ _PATCH_TYPES = {
 }
 
 
+def keepalive_options() -> list[tuple[int, int, int]]:
+    """TCP keepalive on every socket to the API server (defence in depth; ``kube.liveness`` is the
+    guarantee): a socket whose peer is gone without a FIN/RST (a vanished backend behind a
+    virtual IP, a lost NAT entry) fails after 5 s idle + 3 unanswered probes 2 s apart, and
+    sent data unacknowledged for 11 s fails it too (``TCP_USER_TIMEOUT``).  The probes also keep
+    a NAT entry from expiring under an idle watch.  Options the platform lacks are left out."""
+    opts = [(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)]
+    for name, value in (("TCP_KEEPIDLE", 5), ("TCP_KEEPINTVL", 2), ("TCP_KEEPCNT", 3),
+                        ("TCP_USER_TIMEOUT", 11_000)):
+        option = getattr(socket, name, None)
+        if option is not None:
+            opts.append((socket.IPPROTO_TCP, option, value))
+    return opts
+
+
 class _BearerAuth(httpx.Auth):
     def __init__(self, source: Callable[[], str | None]) -> None:
         self._source = source
@@ -60,13 +76,16 @@ class KubeClient:
         self.timeout = timeout
         #: set by a leader-elected Manager: deletes are sent only while it answers True
         self.fence: Callable[[], bool] | None = None
+        tls = _ssl_context(config)
+        limits = httpx.Limits(max_connections=200, max_keepalive_connections=20)
         self._http = httpx.Client(
             base_url=config.server,
-            verify=_ssl_context(config),
+            verify=tls,  # for a proxy taken from the environment, as before
+            limits=limits,
             auth=_BearerAuth(config.authorization),
             timeout=httpx.Timeout(timeout, connect=10.0),
             headers={"User-Agent": user_agent, "Accept": "application/json"},
-            limits=httpx.Limits(max_connections=200, max_keepalive_connections=20),
+            transport=httpx.HTTPTransport(verify=tls, limits=limits, socket_options=keepalive_options()),
         )
         # called after every request with (method, status code or "<error>", seconds): the
         # Manager turns these into client-go's rest_client_* metrics
@@ -175,6 +194,18 @@ class KubeClient:
             raise Unavailable(f"watch {res.key}: {type(exc).__name__}: {exc}") from exc
         except orjson.JSONDecodeError as exc:
             raise Unavailable(f"watch {res.key}: undecodable event: {exc}") from exc
+
+    def round_trip(self, timeout: float) -> None:
+        """``GET /version`` bounded by ``timeout`` (``kube.liveness``): cheap, served by every API
+        server, and allowed to every client by the default ``system:public-info-viewer`` role.
+        Any HTTP answer proves the server answered (a cluster that refuses it still answers 401 or
+        403); only a transport failure or a timeout raises (:class:`Unavailable`)."""
+        try:
+            self.request("GET", "/version", timeout=timeout)
+        except Unavailable:
+            raise
+        except KubeError:
+            return
 
     def has_resource(self, res: Resource) -> bool:
         """Whether the server serves ``res`` (e.g. whether a CRD is installed)."""

@@ -36,6 +36,13 @@ class WebhookGroup(Group):
                                            description="Time a kept-alive connection may idle")
     handshake_timeout: PositiveDuration = Field(timedelta(seconds=10),
                                                 description="Time a TLS handshake may take")
+    # issue 32: a connection to the API server that dies without FIN/RST must not look alive
+    api_probe_interval: PositiveDuration = Field(
+        timedelta(seconds=2), description="Interval of the round trips (GET /version) that prove the API "
+                                          "server answers; each may take as long")
+    api_silence_limit: PositiveDuration = Field(
+        timedelta(seconds=6), description="After this long without an answered round trip every cache "
+                                          "is stale (deletes 503, /readyz failing), its watch restarted")
 
     @field_validator("cert_reload_interval", "graceful_timeout", "header_timeout", "body_timeout",
                      "handshake_timeout")
@@ -79,3 +86,8 @@ class DeletionGuardGroup(Group):
                                            "into one kind=\"_folded\" series")
     metrics_interval: PositiveDuration = Field(
         timedelta(seconds=30), description="How often the per-provider dependents metric is recomputed")
+    # issue 32: an allow is sent only after a round trip that started after the request arrived
+    allow_proof_timeout: PositiveDuration = Field(
+        timedelta(seconds=1), description="How long an allowed delete may wait for a round trip to the API "
+                                          "server that proves its caches' connection alive; without one "
+                                          "the answer is 503 (keep well below the webhook's timeoutSeconds)")

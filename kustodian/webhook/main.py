@@ -28,6 +28,7 @@ from kustodian.kube.config import load_config
 from kustodian.kube.discovery import resolve, served_kinds
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.kinds import FollowedKinds
+from kustodian.kube.liveness import ApiLiveness
 from kustodian.kube.slim import projection
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
@@ -91,6 +92,7 @@ class Webhook:
     kinds: FollowedKinds | None = None
     guard: DeletionGuard | None = None  # its warmer runs while the caches do
     provider_metrics: ProviderDependents | None = None  # its loop runs while the caches do
+    liveness: ApiLiveness | None = None  # round trips to the API server (issue 32), with the caches
     components: list[Runnable] = field(default_factory=list)  # what runs while the app serves
 
     def start_caches(self) -> None:
@@ -121,6 +123,9 @@ def _components(hook: Webhook) -> list[Runnable]:
             cache.stop(timeout=1)
 
     out: list[Runnable] = [Service("followed-kinds", start_caches, stop_caches, needs_leader=False)]
+    if hook.liveness is not None:
+        out.append(Loop("api-liveness", hook.liveness.run, needs_leader=False,
+                        join_timeout=hook.liveness.probe_timeout + 1))
     if hook.guard is not None:
         out.append(Service("deletion-guard-warmer", hook.guard.start, hook.guard.stop, needs_leader=False))
     if hook.provider_metrics is not None:
@@ -166,12 +171,21 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
         # that admin deletion rules may need stays separate
         caches.update(reclaim.config_caches(client))
     view = CacheView(caches, kinds)
+    liveness = None
+    if rules is not None:  # the guard never allows on a connection it has not proven alive (issue 32)
+        web = settings.webhook
+        liveness = ApiLiveness(client.round_trip, caches=lambda: [*list(caches.values()), kinds.crds],
+                               interval=web.api_probe_interval.total_seconds(),
+                               silence_limit=web.api_silence_limit.total_seconds(),
+                               probe_timeout=web.api_probe_interval.total_seconds())
     outcomes = Outcomes()  # refusals by feature/rule/mode/outcome, on /metrics
     if rules is not None:
         # events only about objects the caches hold: a forged review writes none
         guard_events = cast(EventRecorder, ExistingObjectsRecorder(recorder, view))
         guard = DeletionGuard(rules, view, guard_events)
         guard.mode, guard.outcomes = Mode(settings.deletion_guard.mode), outcomes
+        guard.liveness = liveness
+        guard.proof_timeout = settings.deletion_guard.allow_proof_timeout.total_seconds()
         guard.register(registry)
     if reclaim is not None:
         reclaim.mode, reclaim.outcomes = Mode(settings.reclaim.mode), outcomes
@@ -184,6 +198,8 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
     readiness = Checks()
     readiness.add("caches-synced", view.synced)
     add_freshness(readiness, kinds)
+    if liveness is not None:
+        readiness.add("api-server-answers", liveness.problem)
     metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds,
                              registry=metrics_registry)
     metrics.registry.register(outcomes)
@@ -198,7 +214,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
     hook = Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard,
-                   provider_metrics=provider_metrics)
+                   provider_metrics=provider_metrics, liveness=liveness)
     hook.components = _components(hook)
     return hook
 

@@ -60,7 +60,7 @@ def test_the_webhook_is_one_manager_and_nothing_in_it_needs_the_leader(kube_api:
     settings = WebhookSettings(kube={"kubeconfig": str(kube_api.kubeconfig)}, tls={"mode": "builtin"})
     manager, _ = build_webhook(settings, kube_api.client)
     assert manager.leader_election is None
-    assert manager.describe() == [("cert-manager", False), ("followed-kinds", False),
+    assert manager.describe() == [("cert-manager", False), ("followed-kinds", False), ("api-liveness", False),
                                   ("deletion-guard-warmer", False), ("provider-metrics", False),
                                   ("cache-sync-report", False), ("https-server", False)]
     assert manager.reconcilers == []

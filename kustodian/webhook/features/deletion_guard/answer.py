@@ -20,7 +20,7 @@ from kustodian.webhook.outcomes import Outcomes, judged
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied
 
 __all__ = ["DeletionAnswer", "DeletionEvent", "answer_provider_delete", "answer_refusal", "stale_answer",
-           "stale_message"]
+           "stale_message", "unproven_answer"]
 
 # the Event reason of a refusal in each mode (``policy.deletion.refusals.REASONS`` reads them back)
 REFUSAL_REASONS: Mapping[Mode, str] = {Mode.ENFORCE: "DeletionBlocked", Mode.WARN: "DeletionWarned",
@@ -58,6 +58,16 @@ def stale_message(subject: str, stale: Sequence[tuple[str, float]]) -> str:
 def stale_answer(subject: str, stale: Sequence[tuple[str, float]]) -> DeletionAnswer:
     """503 while a kind the decision would read is not current: never allow on stale knowledge."""
     return DeletionAnswer(denied(stale_message(subject, stale), code=503, reason="ServiceUnavailable"))
+
+
+def unproven_answer(subject: str, kinds: Sequence[str], silent_for: float) -> DeletionAnswer:
+    """503 for an allow whose caches' connection could not be proven alive since the review
+    arrived (``kube.liveness``): the watches that fed ``kinds`` may be cut off silently."""
+    return DeletionAnswer(denied(
+        f"kustodian cannot tell whether {subject} has dependents: its view of {', '.join(kinds)} is not "
+        f"current (no round trip to the API server succeeded since this request arrived; the last one "
+        f"answered {silent_for:.1f}s ago); refusing the delete for now (retry in a few seconds)",
+        code=503, reason="ServiceUnavailable"))
 
 
 def _events(req: AdmissionRequest, *events: DeletionEvent) -> tuple[DeletionEvent, ...]:

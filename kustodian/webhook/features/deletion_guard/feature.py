@@ -20,6 +20,20 @@ would put the API server's latency and availability on every DELETE; the freshne
 machine in ``kube.cache`` (re-list after any unexpected watch end) gives the same guarantee
 at the cost of a dict read.
 
+Never allow on a connection not proven alive (issue 32).  A watch whose connection died
+without a FIN/RST keeps its cache "fresh" until ``kube.liveness`` notices the silence (at
+most ``api_silence_limit`` + one probe).  So every *allow* that read the caches (no
+dependents, the object not cached, a Namespace without providers) is sent only once a round
+trip to the API server that started after the review arrived has succeeded
+(``ApiLiveness.prove``, shared by concurrent reviews); when none succeeds within
+``allow_proof_timeout`` the answer is the stale 503 naming the kinds read; when one does, the
+question is asked again of the caches as they are after it (a round trip held by a partition
+and answered once it lifts proves the route alive now, not that the caches saw what happened
+meanwhile).  The proof runs in a worker thread (a memoised allow answers ``PendingAnswer``),
+never on the event loop.  A
+refusal, and an allow by the override annotation or by the warn/audit mode, need no proof:
+what the caches missed cannot make them wrong.
+
 Unlike Rook (which accepts the DELETE and then holds the object Terminating behind a
 finalizer) the request is refused at once, so nothing is ever half-deleted, and ``kubectl
 delete`` prints the dependents.
@@ -29,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from datetime import UTC, datetime
@@ -38,6 +53,7 @@ from prometheus_client.core import CounterMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kustodian.kube.events import EventRecorder
+from kustodian.kube.liveness import ApiLiveness
 from kustodian.kube.view import CacheView
 from kustodian.logs import about
 from kustodian.policy.deletion import DeleteDecision, RuleSet
@@ -50,6 +66,7 @@ from kustodian.webhook.features.deletion_guard.answer import (
     answer_provider_delete,
     answer_refusal,
     stale_answer,
+    unproven_answer,
 )
 from kustodian.webhook.features.deletion_guard.kinds import NAMESPACE
 from kustodian.webhook.features.deletion_guard.memo import DecisionMemo, MemoKey, memo_key
@@ -70,6 +87,10 @@ class DeletionGuard(Collector):
     # enforcement mode (issue 20) and where refusals are counted; set by the webhook's wiring
     mode: Mode = Mode.ENFORCE
     outcomes: Outcomes | None = None
+    # round trips that prove the caches' API server alive before an allow (None: no API server,
+    # as in tests over listed objects and offline tools); how long an allow may wait for one
+    liveness: ApiLiveness | None = None
+    proof_timeout: float = 1.0
 
     def __init__(self, rules: RuleSet, view: CacheView, recorder: EventRecorder | None,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
@@ -180,49 +201,109 @@ class DeletionGuard(Collector):
         registry.validate(NAMESPACE, ["DELETE"], self.on_namespace_delete)
 
     def on_delete(self, req: AdmissionRequest) -> Answer | PendingAnswer:
-        """The answer from the memo (on the event loop), or ``PendingAnswer`` on its computation."""
+        """The answer from the memo (on the event loop), or ``PendingAnswer`` on its computation
+        or on the round trip an allow needs first."""
+        return self._judge(req, time.monotonic(), proven=False)
+
+    def _reads_of(self, req: AdmissionRequest) -> tuple[str, ...]:
         # Only the kinds this decision reads must be current (a cache never synced is not
         # fresh either): a newly served, still listing kind blocks its own providers, not all.
         reads = self._reads.get(req.kind_key, ())
-        if req.subject is None:
-            reads = (*reads, req.kind_key)  # the provider itself comes from the cache
+        return reads if req.subject is not None else (*reads, req.kind_key)  # provider from the cache
+
+    def _judge(self, req: AdmissionRequest, arrived: float, *, proven: bool) -> Answer | PendingAnswer:
+        """Decide from the caches as they are now.  ``proven``: a round trip that started after the
+        review ``arrived`` has succeeded, so an allow may be sent (this never answers pending then)."""
+        reads = self._reads_of(req)
         stale = self.stale_kinds(reads)
         if stale:
-            where = f"{req.namespace}/{req.name}" if req.namespace else req.name
-            return self._act(req, stale_answer(f'{req.kind_key.partition(".")[0]} "{where}"', stale))
+            return self._act(req, stale_answer(self._subject(req), stale))
         provider = req.subject or self.view.get(req.kind_key, req.namespace, req.name)
         if provider is None:
             # oldObject is null (old API servers) and the synced cache does not know the
             # object: it does not exist, and the API server will answer 404 itself.
-            return allowed()
+            if proven or self.liveness is None:
+                return allowed()
+            return PendingAnswer(functools.partial(self._proven, req, arrived))
         key = memo_key(req.kind_key, provider, self._terminating(req.namespace))
-        decision = self.memo.cached(key) if key.resource_version else None
+        decision = self.memo.cached(key, count=not proven) if key.resource_version else None
         if decision is None:
-            return PendingAnswer(functools.partial(self._computed, req, provider, key))
+            if not proven:
+                return PendingAnswer(functools.partial(self._computed, req, provider, key, arrived))
+            decision = self.memo.compute(key, provider, count=False)
+        if not proven and self._needs_proof(decision):
+            return PendingAnswer(functools.partial(self._proven, req, arrived))
         return self._answered(req, provider, decision)
 
-    def _computed(self, req: AdmissionRequest, provider: RawObject, key: MemoKey) -> Answer:
-        return self._answered(req, provider, self.memo.compute(key, provider))
+    def _computed(self, req: AdmissionRequest, provider: RawObject, key: MemoKey, arrived: float) -> Answer:
+        decision = self.memo.compute(key, provider)
+        if self._needs_proof(decision):
+            return self._proven(req, arrived)
+        return self._answered(req, provider, decision)
 
     def _answered(self, req: AdmissionRequest, provider: RawObject, decision: DeleteDecision) -> Answer:
         return self._act(req, answer_provider_delete(req, provider, decision, rules=self.rules,
                                                      mode=self.mode, outcomes=self.outcomes))
 
+    def _needs_proof(self, decision: DeleteDecision) -> bool:
+        return self.liveness is not None and decision.allowed and not decision.overridden
+
+    def _proven(self, req: AdmissionRequest, arrived: float) -> Answer:
+        """The allow the caches gave, once proven (issue 32): a round trip that started after the
+        review ``arrived`` must succeed within the budget, else the 503 naming the kinds read.
+        Then the question is asked again of the caches *as they are after that round trip*: a
+        round trip that was held in a partition and answered once it lifted proves the route
+        alive now, not that the caches saw what happened meanwhile; the watches cut by the
+        silence (``kube.liveness``) make the kinds stale, and the second look sees it."""
+        liveness = self.liveness
+        budget = self.proof_timeout - (time.monotonic() - arrived)
+        if liveness is not None and not liveness.prove(arrived, budget):
+            kinds = sorted({*self._reads_of(req), req.kind_key})
+            return self._act(req, unproven_answer(self._subject(req), kinds, liveness.silent_for()))
+        answer = self._judge(req, arrived, proven=True)
+        assert not isinstance(answer, PendingAnswer)
+        return answer
+
+    @staticmethod
+    def _subject(req: AdmissionRequest) -> str:
+        where = f"{req.namespace}/{req.name}" if req.namespace else req.name
+        return f'{req.kind_key.partition(".")[0]} "{where}"'
+
     def on_namespace_delete(self, req: AdmissionRequest) -> Answer | PendingAnswer:
+        arrived = time.monotonic()
         stale = self.stale_kinds(self._namespace_reads)
         if stale:
             return self._act(req, stale_answer(f'Namespace "{req.name}"', stale))
         # walks every provider in the namespace: never on the event loop
-        return PendingAnswer(functools.partial(self._namespace_decided, req))
+        return PendingAnswer(functools.partial(self._namespace_decided, req, arrived))
 
-    def _namespace_decided(self, req: AdmissionRequest) -> Answer:
+    def _namespace_decided(self, req: AdmissionRequest, arrived: float) -> Answer:
         decision = decide_namespace_teardown(gather_namespace(req.name, self.view, self.rules, self.now()))
         if decision.allowed:
-            return allowed()
+            return self._namespace_proven(req, arrived)
+        return self._namespace_refused(req, decision)
+
+    def _namespace_refused(self, req: AdmissionRequest, decision: DeleteDecision) -> Answer:
         ns_obj: Mapping[str, Any] = req.subject or {"apiVersion": "v1", "kind": NAMESPACE,
                                                     "metadata": {"name": req.name}}
         return self._act(req, answer_refusal(req, ns_obj, decision, {p.kind for p in decision.providers},
                                              rules=self.rules, mode=self.mode, outcomes=self.outcomes))
+
+    def _namespace_proven(self, req: AdmissionRequest, arrived: float) -> Answer:
+        """A Namespace without providers, allowed once proven and asked again (as ``_proven``)."""
+        liveness = self.liveness
+        if liveness is None:
+            return allowed()
+        if not liveness.prove(arrived, self.proof_timeout - (time.monotonic() - arrived)):
+            return self._act(req, unproven_answer(f'Namespace "{req.name}"', self._namespace_reads,
+                                                  liveness.silent_for()))
+        stale = self.stale_kinds(self._namespace_reads)
+        if stale:
+            return self._act(req, stale_answer(f'Namespace "{req.name}"', stale))
+        decision = decide_namespace_teardown(gather_namespace(req.name, self.view, self.rules))
+        if decision.allowed:
+            return allowed()
+        return self._namespace_refused(req, decision)
 
     def _act(self, req: AdmissionRequest, answered: DeletionAnswer) -> Answer:
         """Write what the answer implies (its Events, a log line for an override); the answer."""
