@@ -301,6 +301,11 @@ class WatchCache:
                 raw.reverse()
                 while raw:  # in list order, each let go as it is handed over
                     yield raw.pop()
+                # The collector is off for the whole list, and the HTTP client leaves each
+                # response (holding the page's bytes) in a reference cycle that only a
+                # collection frees; the freeze() after the list would keep them all for good.
+                # The young generation holds just this page's leftovers and copies: cheap.
+                gc.collect(0)
 
         with gc_paused():  # decoding pages allocates every object we are about to keep
             fresh = self._prepare_all(items())
