@@ -7,7 +7,10 @@
   backoff; handlers are told about every difference the re-list found, so nothing
   that changed while we were away is missed;
 * objects kept slim (no ``managedFields``, no last-applied annotation, plus an
-  optional per-resource ``transform``) and parsed with orjson;
+  optional per-resource ``transform``) and parsed with orjson; a list keeps each page
+  to its slim copies and lets the page go (collecting what the HTTP client left in
+  reference cycles) before it asks for the next, so what a list costs once it ends is
+  what the copies hold, not the largest list ever decoded;
 * secondary indexes declared by the policy modules (``policy.store.Indexers``), so
   the admission path is a dict lookup;
 * ``synced``: set once the first full list is in, never cleared (a cache that lost
