@@ -100,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
         "admission": lambda: admission.run(args.smoke, runs),
         "kopf": lambda: kopf_peer.run(args.smoke, runs),
         "cache": lambda: cache.cold_list(args.smoke, runs),
-        "memory": lambda: cache.memory(args.smoke),
+        "memory": lambda: cache.memory(args.smoke) + cache.webhook_memory(args.smoke),
         "planner": lambda: planner.run(args.smoke, runs),
         "orphans": lambda: orphans.run(args.smoke, runs),
         "node-loss": lambda: node_loss.run(args.smoke, runs),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
 
@@ -131,3 +132,108 @@ def cluster_kinds(pvs: int, pvcs: int, pods: int, *, dependents_of_pool: int = 3
         "CephBlockPool.ceph.rook.io": lambda: iter([pool("replicapool"), pool("bigpool"), pool("emptypool"),
                                                     *(pool(n) for n in extra_pools or {})]),
     }
+
+
+def _uid(kind: int, i: int) -> str:
+    return f"{i:08x}-{kind:04x}-4{i % 4096:03x}-8{(i * 7) % 4096:03x}-{(i * 2654435761) % 2**48:012x}"
+
+
+def _managed(manager: str, stamp: str, fields: Obj, *, subresource: str | None = None) -> Obj:
+    entry: Obj = {"manager": manager, "operation": "Update", "apiVersion": "v1", "time": stamp,
+                  "fieldsType": "FieldsV1", "fieldsV1": fields}
+    if subresource:
+        entry["subresource"] = subresource
+    return entry
+
+
+def api_pv(i: int, *, pool: str = "replicapool") -> Obj:
+    """``pv(i)`` as an API server lists a ceph-csi RBD volume: uids, timestamps, provisioner
+    annotations, finalizers, the whole CSI source and the managed fields of its writers."""
+    obj = pv(i, pool=pool)
+    stamp = f"2026-11-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:{(i * 7) % 60:02d}Z"
+    image = _uid(3, i)
+    meta, spec = obj["metadata"], obj["spec"]
+    meta.update({
+        "uid": _uid(1, i), "resourceVersion": str(1_000_000 + i), "creationTimestamp": stamp,
+        "annotations": {"pv.kubernetes.io/provisioned-by": "rook-ceph.rbd.csi.ceph.com",
+                        "volume.kubernetes.io/provisioner-deletion-secret-name": "rook-csi-rbd-provisioner",
+                        "volume.kubernetes.io/provisioner-deletion-secret-namespace": POOL_NS},
+        "finalizers": ["external-provisioner.volume.kubernetes.io/finalizer", "kubernetes.io/pv-protection"],
+        "managedFields": [
+            _managed("csi-provisioner", stamp, {
+                "f:metadata": {"f:annotations": {".": {}, "f:pv.kubernetes.io/provisioned-by": {},
+                                                 "f:volume.kubernetes.io/provisioner-deletion-secret-name": {},
+                                                 "f:volume.kubernetes.io/provisioner-deletion-secret-namespace": {}},
+                               "f:finalizers": {"v:\"external-provisioner.volume.kubernetes.io/finalizer\"": {}}},
+                "f:spec": {"f:accessModes": {}, "f:capacity": {".": {}, "f:storage": {}},
+                           "f:claimRef": {".": {}, "f:apiVersion": {}, "f:kind": {}, "f:name": {},
+                                          "f:namespace": {}, "f:resourceVersion": {}, "f:uid": {}},
+                           "f:csi": {".": {}, "f:controllerExpandSecretRef": {".": {}, "f:name": {},
+                                                                               "f:namespace": {}},
+                                     "f:driver": {}, "f:fsType": {},
+                                     "f:nodeStageSecretRef": {".": {}, "f:name": {}, "f:namespace": {}},
+                                     "f:volumeAttributes": {".": {}, "f:clusterID": {}, "f:imageFeatures": {},
+                                                            "f:imageFormat": {}, "f:imageName": {},
+                                                            "f:journalPool": {}, "f:pool": {},
+                                                            "f:storage.kubernetes.io/csiProvisionerIdentity": {}},
+                                     "f:volumeHandle": {}},
+                           "f:persistentVolumeReclaimPolicy": {}, "f:storageClassName": {}, "f:volumeMode": {}}}),
+            _managed("kube-controller-manager", stamp, {"f:status": {"f:phase": {}}}, subresource="status"),
+        ],
+    })
+    claim = spec["claimRef"]
+    claim.update({"apiVersion": "v1", "kind": "PersistentVolumeClaim", "uid": _uid(2, i),
+                  "resourceVersion": str(900_000 + i)})
+    spec["volumeMode"] = "Filesystem"
+    spec["csi"] = {
+        "controllerExpandSecretRef": {"name": "rook-csi-rbd-provisioner", "namespace": POOL_NS},
+        "driver": "rook-ceph.rbd.csi.ceph.com",
+        "fsType": "ext4",
+        "nodeStageSecretRef": {"name": "rook-csi-rbd-node", "namespace": POOL_NS},
+        "volumeAttributes": {"clusterID": POOL_NS, "imageFeatures": "layering", "imageFormat": "2",
+                             "imageName": f"csi-vol-{image}", "journalPool": pool, "pool": pool,
+                             "storage.kubernetes.io/csiProvisionerIdentity":
+                                 "1763000000000-8081-rook-ceph.rbd.csi.ceph.com"},
+        "volumeHandle": f"0001-0009-{POOL_NS}-0000000000000002-{image}",
+    }
+    obj["status"] = {"phase": "Bound", "lastPhaseTransitionTime": stamp}
+    return obj
+
+
+def api_pvc(i: int) -> Obj:
+    """``pvc(i)`` as an API server lists a bound claim made with ``kubectl apply``."""
+    obj = pvc(i)
+    stamp = f"2026-11-{1 + i % 28:02d}T{i % 24:02d}:{i % 60:02d}:{(i * 3) % 60:02d}Z"
+    meta, spec = obj["metadata"], obj["spec"]
+    applied = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+               "metadata": {"annotations": {}, "name": meta["name"], "namespace": meta["namespace"]},
+               "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "10Gi"}},
+                        "storageClassName": spec["storageClassName"]}}
+    meta.update({
+        "uid": _uid(2, i), "resourceVersion": str(900_000 + i), "creationTimestamp": stamp,
+        "annotations": {"kubectl.kubernetes.io/last-applied-configuration":
+                            json.dumps(applied, separators=(",", ":")) + "\n",
+                        "pv.kubernetes.io/bind-completed": "yes",
+                        "pv.kubernetes.io/bound-by-controller": "yes",
+                        "volume.beta.kubernetes.io/storage-provisioner": "rook-ceph.rbd.csi.ceph.com",
+                        "volume.kubernetes.io/storage-provisioner": "rook-ceph.rbd.csi.ceph.com"},
+        "finalizers": ["kubernetes.io/pvc-protection"],
+        "managedFields": [
+            _managed("kubectl-client-side-apply", stamp, {
+                "f:metadata": {"f:annotations": {".": {}, "f:kubectl.kubernetes.io/last-applied-configuration": {}}},
+                "f:spec": {"f:accessModes": {}, "f:resources": {"f:requests": {".": {}, "f:storage": {}}},
+                           "f:storageClassName": {}, "f:volumeMode": {}}}),
+            _managed("kube-controller-manager", stamp, {
+                "f:metadata": {"f:annotations": {"f:pv.kubernetes.io/bind-completed": {},
+                                                 "f:pv.kubernetes.io/bound-by-controller": {},
+                                                 "f:volume.beta.kubernetes.io/storage-provisioner": {},
+                                                 "f:volume.kubernetes.io/storage-provisioner": {}}},
+                "f:spec": {"f:volumeName": {}}}),
+            _managed("kube-controller-manager", stamp, {
+                "f:status": {"f:accessModes": {}, "f:capacity": {".": {}, "f:storage": {}}, "f:phase": {}}},
+                subresource="status"),
+        ],
+    })
+    spec["volumeMode"] = "Filesystem"
+    obj["status"] = {"phase": "Bound", "accessModes": ["ReadWriteOnce"], "capacity": {"storage": "10Gi"}}
+    return obj

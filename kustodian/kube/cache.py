@@ -7,7 +7,10 @@
   backoff; handlers are told about every difference the re-list found, so nothing
   that changed while we were away is missed;
 * objects kept slim (no ``managedFields``, no last-applied annotation, plus an
-  optional per-resource ``transform``) and parsed with orjson;
+  optional per-resource ``transform``) and parsed with orjson; a list keeps each page
+  to its slim copies and lets the page go (collecting what the HTTP client left in
+  reference cycles) before it asks for the next, so what a list costs once it ends is
+  what the copies hold, not the largest list ever decoded;
 * secondary indexes declared by the policy modules (``policy.store.Indexers``), so
   the admission path is a dict lookup;
 * ``synced``: set once the first full list is in, never cleared (a cache that lost
@@ -40,7 +43,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kustodian.kube.client import KubeClient, Obj
@@ -301,19 +304,34 @@ class WatchCache:
                 failures += 1
 
     def _relist(self) -> None:
-        assert self.client is not None
-        items: list[Obj] = []
+        client = self.client
+        assert client is not None
         rv = ""
         started = time.monotonic()
-        with gc_paused():  # decoding pages allocates every object we are about to keep
-            for page in self.client.list_pages(self.resource, self.namespace,
-                                                 label_selector=self._label_selector,
-                                                 field_selector=self._field_selector, limit=self._page_size):
-                items.extend(page.get("items") or [])
+
+        def items() -> Iterator[Obj]:
+            # page by page: each decoded page is kept to its slim copies and dropped before the
+            # next one is asked for, so a list never holds every raw object of a kind at once
+            nonlocal rv
+            for page in client.list_pages(self.resource, self.namespace, label_selector=self._label_selector,
+                                          field_selector=self._field_selector, limit=self._page_size):
                 rv = str((page.get("metadata") or {}).get("resourceVersion") or "")
-            self.replace(items, rv)
+                raw = page.pop("items", None) or []
+                del page
+                raw.reverse()
+                while raw:  # in list order, each let go as it is handed over
+                    yield raw.pop()
+                # The collector is off for the whole list, and the HTTP client leaves each
+                # response (holding the page's bytes) in a reference cycle that only a
+                # collection frees; the freeze() after the list would keep them all for good.
+                # The young generation holds just this page's leftovers and copies: cheap.
+                gc.collect(0)
+
+        with gc_paused():  # decoding pages allocates every object we are about to keep
+            fresh = self._prepare_all(items())
+            self._announce(fresh, self._swap(fresh, rv))
         self.list_seconds = time.monotonic() - started
-        log.debug("%s: listed %d objects at resourceVersion %s", self.kind_key, len(items), rv)
+        log.debug("%s: listed %d objects at resourceVersion %s", self.kind_key, len(fresh), rv)
 
     def replace(self, items: Iterable[Obj], resource_version: str) -> None:
         """Swap in a complete, consistent list (client-go's ``Store.Replace``) and mark synced.
@@ -322,24 +340,40 @@ class WatchCache:
         uses it after each list; benchmarks and offline tools load a cache through it.
         """
         with gc_paused():
-            fresh: dict[str, Obj] = {}
-            for raw in items:
-                obj = self._prepare(raw)
-                fresh[object_key(obj)] = obj
-            with self._lock:
-                old = self._items
-                self._items = fresh
-                self._index = {n: {} for n in self._indexers}
-                self._bucket_gen = {}
-                self._tombstones = 0
-                self.epoch += 1
-                for key, obj in fresh.items():
-                    self._index_add(key, obj)
-                self.resource_version = resource_version
-                self.relists += 1
-                self._last_event_at = time.monotonic()
-            # what we keep lives long: take it out of every later collection
-            gc.freeze()
+            fresh = self._prepare_all(items)
+            old = self._swap(fresh, resource_version)
+        self._announce(fresh, old)
+
+    def _prepare_all(self, items: Iterable[Obj]) -> dict[str, Obj]:
+        """Each raw object's slim copy by key, in list order; a raw object is let go as soon
+        as its copy is made (``items`` may be a generator over pages)."""
+        fresh: dict[str, Obj] = {}
+        for raw in items:
+            obj = self._prepare(raw)
+            fresh[object_key(obj)] = obj
+        return fresh
+
+    def _swap(self, fresh: dict[str, Obj], resource_version: str) -> dict[str, Obj]:
+        """``fresh`` becomes the cache's content (call with the collector paused); returns
+        what it held before."""
+        with self._lock:
+            old = self._items
+            self._items = fresh
+            self._index = {n: {} for n in self._indexers}
+            self._bucket_gen = {}
+            self._tombstones = 0
+            self.epoch += 1
+            for key, obj in fresh.items():
+                self._index_add(key, obj)
+            self.resource_version = resource_version
+            self.relists += 1
+            self._last_event_at = time.monotonic()
+        # what we keep lives long: take it out of every later collection
+        gc.freeze()
+        return old
+
+    def _announce(self, fresh: dict[str, Obj], old: dict[str, Obj]) -> None:
+        """Tell the handlers what a swap changed; the cache is synced from now on."""
         if self._handlers:
             for key, obj in fresh.items():
                 prev = old.get(key)

@@ -4,7 +4,15 @@ The generic ``kube.cache.slim`` already drops ``managedFields`` and the last-app
 annotation.  Pods are the bulk of a cluster (150k in the benchmark) and policy
 only needs their identity, node and claimed volumes, so their cached form keeps
 just that.  Repeated strings (namespaces, node names, phases) are interned: a
-cluster has few distinct values and many copies.
+cluster has few distinct values and many copies.  What names one object (its name,
+uid, resourceVersion, deletionTimestamp) is not: nothing shares it, and the table of
+interned strings would grow by an entry per value (~10 MiB at 100k PersistentVolumes)
+to save nothing.
+
+A copy keeps the decoded string objects themselves.  A str holds its own characters,
+never a reference into the response it was decoded from, so what a list costs after it
+ends is what the copies hold, provided the pages go as they are copied
+(``kube.cache.WatchCache``: one page at a time, its garbage collected before the next).
 """
 
 from __future__ import annotations
@@ -87,12 +95,18 @@ def projection(paths: Iterable[tuple[str, ...]]) -> Callable[[Obj], Obj]:
         node = tree
         for part in p[:-1]:
             nxt = node.setdefault(part, {})
-            if nxt is None:  # a shorter path already keeps this subtree whole
+            if nxt is None or nxt is _AS_IS:  # a shorter path already keeps this subtree whole
                 break
             node = nxt
         else:
-            node[p[-1]] = None  # None: keep the value whole
+            node[p[-1]] = _AS_IS if len(p) == 2 and p[0] == "metadata" and p[1] in _OWN else None
     return lambda obj: _project(obj, tree, top=True)
+
+
+_OWN = frozenset({"name", "uid", "resourceVersion", "deletionTimestamp"})
+"""Metadata that names one object: kept as decoded, not interned."""
+_AS_IS: Any = object()
+"""A projection tree's leaf for a value kept whole, not interned (None: kept whole, interned)."""
 
 
 def _project(obj: Obj, tree: dict[str, Any], *, top: bool = False) -> Obj:
@@ -105,7 +119,9 @@ def _project(obj: Obj, tree: dict[str, Any], *, top: bool = False) -> Obj:
         if key not in obj:
             continue
         value = obj[key]
-        if sub is None or not isinstance(value, dict):
+        if sub is _AS_IS:
+            out[key] = value
+        elif sub is None or not isinstance(value, dict):
             out[key] = _i(value)
         else:
             out[key] = _project(value, sub)

@@ -9,6 +9,7 @@ webhook's caches keep them.  Dependents, verdict and message must be identical.
 from __future__ import annotations
 
 import copy
+import sys
 from typing import Any
 
 import pytest
@@ -94,6 +95,19 @@ def test_projected_strings_are_interned() -> None:
     a = make({"spec": {"storageClassName": "".join(["rook-", "ceph"])}})
     b = make({"spec": {"storageClassName": "".join(["rook-c", "eph"])}})
     assert a["spec"]["storageClassName"] is b["spec"]["storageClassName"]
+
+
+def test_what_names_one_object_is_kept_as_decoded_not_interned() -> None:
+    """Nothing shares a name, uid or resourceVersion: interning them only grows the table."""
+    make = projection(IDENTITY)
+    meta = {"name": "".join(["pvc-", "0001"]), "uid": "".join(["u-", "1"]), "resourceVersion": "".join(["7", "7"]),
+            "namespace": "".join(["app-", "1"])}
+    kept = make({"metadata": dict(meta)})["metadata"]
+    assert kept == meta
+    for key in ("name", "uid", "resourceVersion"):
+        assert kept[key] is meta[key]
+        assert sys.intern("".join([meta[key], ""])) is not kept[key]
+    assert kept["namespace"] is sys.intern("".join(["app", "-1"]))  # shared by many: interned
 
 
 def test_what_is_kept_follows_the_rules() -> None:
