@@ -443,12 +443,15 @@ def test_a_collection_the_api_server_does_not_confirm_is_not_made(capacity: Fact
     cluster.apply(cluster.ac("d1", "n1", "HDD", 100 * GIB), cluster.pod("web"),
                   cluster.acr("web", ["n1"], [("data", "HDD", 10 * GIB)]))
     cluster.wait_status("web", "RESERVED")
+    assert runtime.wait_idle(5)  # the release pass the RESERVED write woke
     gathers: list[str] = []
     ctl.cache_source = LaggingPods("cache", ctl.cache_source, gathers, frozenset({f"{cluster.ns}/web"}))
     ctl.api_source = LaggingPods("api", ctl.api_source, gathers)
     runtime.enqueue(GC_KEY)
     assert runtime.wait_idle(5)
-    assert gathers[:2] == ["cache", "api"]  # the cache said collect; the API server was asked
+    # the cache said collect; the API server was asked after it (a release pass, woken by a late
+    # watch event, gathers from the cache the same way and may log between the two)
+    assert gathers[0] == "cache" and "api" in gathers, gathers
     assert cluster.get("web") is not None
     assert ctl.collected == 0
 

@@ -18,7 +18,6 @@ import contextlib
 import os
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -30,7 +29,7 @@ from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import EVENTS, NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from kustodian.testing.upstream import build
 from tests.conftest import KubeApi, unavailable
-from tests.support import free_port
+from tests.support import free_port, wait_while_running
 
 pytestmark = pytest.mark.api
 
@@ -94,12 +93,8 @@ class Side:
         return self.log.read_text(errors="replace") if self.log else ""
 
     def until(self, cond: Callable[[], bool], what: str, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while not cond():
-            assert self.proc is not None and self.proc.poll() is None, \
-                f"{self.label} exited:\n{self.text()[-4000:]}"
-            assert time.monotonic() < deadline, f"{self.label}: timed out waiting for {what}\n{self.text()[-4000:]}"
-            time.sleep(0.1)
+        assert self.proc is not None and self.log is not None
+        wait_while_running(self.proc, self.log, cond, f"{self.label}: {what}", timeout)
 
     def pvc_gone(self) -> bool:
         try:
