@@ -22,6 +22,22 @@ def split_kind_key(key: str) -> tuple[str, str]:
     return kind, group
 
 
+def _group_resources(client: KubeClient, group: str) -> tuple[str, list[dict[str, object]]] | None:
+    """The preferred version of ``group`` (``""``: the core group) and its resource list; ``None``
+    when the group is not served (its CRDs are not installed)."""
+    try:
+        if not group:
+            return "v1", client.request("GET", "/api/v1").get("resources") or []
+        doc = client.request("GET", f"/apis/{group}")
+        version = str((doc.get("preferredVersion") or {}).get("version") or "")
+        if not version:
+            return None
+        return version, client.request("GET", f"/apis/{group}/{version}").get("resources") or []
+    except NotFound:
+        log.debug("API group %r is not served; its kinds are absent", group)
+        return None
+
+
 def resolve(client: KubeClient, kind_keys: Iterable[str]) -> dict[str, Resource]:
     wanted = set(kind_keys)
     found: dict[str, Resource] = {r.key: r for r in BUILTIN if r.key in wanted}
@@ -30,19 +46,10 @@ def resolve(client: KubeClient, kind_keys: Iterable[str]) -> dict[str, Resource]
         kind, group = split_kind_key(key)
         by_group.setdefault(group, set()).add(kind)
     for group, kinds in by_group.items():
-        try:
-            if group:
-                doc = client.request("GET", f"/apis/{group}")
-                version = str((doc.get("preferredVersion") or {}).get("version") or "")
-                if not version:
-                    continue
-                resources = client.request("GET", f"/apis/{group}/{version}").get("resources") or []
-            else:
-                version = "v1"
-                resources = client.request("GET", "/api/v1").get("resources") or []
-        except NotFound:
-            log.debug("API group %r is not served; its kinds are absent", group)
+        served = _group_resources(client, group)
+        if served is None:
             continue
+        version, resources = served
         for item in resources:
             name = str(item.get("name") or "")
             if "/" in name or item.get("kind") not in kinds:
@@ -57,16 +64,7 @@ def served_kinds(client: KubeClient, groups: Iterable[str]) -> dict[str, set[str
     version serves; a group not served at all (its CRDs not installed) is absent."""
     out: dict[str, set[str]] = {}
     for group in sorted(set(groups)):
-        try:
-            if group:
-                doc = client.request("GET", f"/apis/{group}")
-                version = str((doc.get("preferredVersion") or {}).get("version") or "")
-                if not version:
-                    continue
-                resources = client.request("GET", f"/apis/{group}/{version}").get("resources") or []
-            else:
-                resources = client.request("GET", "/api/v1").get("resources") or []
-        except NotFound:
-            continue
-        out[group] = {str(r.get("kind")) for r in resources if "/" not in str(r.get("name") or "")}
+        served = _group_resources(client, group)
+        if served is not None:
+            out[group] = {str(r.get("kind")) for r in served[1] if "/" not in str(r.get("name") or "")}
     return out
