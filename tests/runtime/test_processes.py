@@ -180,3 +180,20 @@ def test_a_critical_runnable_that_dies_stops_the_process_with_exit_code_1() -> N
     manager = Manager(None, name="dies")
     manager.add_runnable(Loop("https-server", serve, needs_leader=False, critical=True))
     assert manager.run(threading.Event()) == 1
+
+
+@pytest.mark.api
+@pytest.mark.parametrize("given", [True, False], ids=["flag-given", "flag-absent"])
+def test_an_upstream_flag_that_changes_nothing_says_so(kube_api: KubeApi, caplog: pytest.LogCaptureFixture,
+                                                       given: bool) -> None:
+    """--stale-pv-discovery-interval is kept for upstream's command lines; PVs are cleaned on events
+    now, so a value given for it is named as having no effect rather than silently ignored."""
+    extra = {"discovery_interval": "5s"} if given else {}
+    settings = NodeCleanupSettings(kube={"kubeconfig": str(kube_api.kubeconfig)},
+                                   node_cleanup={"storage_classes": ["local"], **extra})
+    with caplog.at_level("WARNING"):
+        app = build_node_cleanup(settings, kube_api.client)
+    app.recorder.close()
+    said = [r.getMessage() for r in caplog.records if "stale-pv-discovery-interval" in r.getMessage()]
+    assert said == (["--stale-pv-discovery-interval=0:00:05 has no effect: stale PVs are deleted on Node "
+                     "and PV events, not by a periodic scan"] if given else [])

@@ -90,6 +90,10 @@ def install(manager: Manager, cleaning: NodeCleanupGroup, *, recorder: EventReco
     """
     client = manager.client
     assert client is not None, "node cleanup reads and deletes through the API server"
+    if "discovery_interval" in cleaning.model_fields_set:
+        # upstream's flag is accepted so its command lines keep working; say that it changes nothing
+        log.warning("--stale-pv-discovery-interval=%s has no effect: stale PVs are deleted on Node and "
+                    "PV events, not by a periodic scan", cleaning.discovery_interval)
     cleanup = NodeCleanup(client, storage_classes=cleaning.storage_classes, delay=cleaning.delay,
                           detect_recreated=cleaning.detect_recreated, recorder=recorder,
                           registry=manager.registry, clock=clock, caches=manager.cache,
