@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv demo test lint bench bench-smoke clean
+.PHONY: venv demo test lint bench bench-smoke manifests clean
 
 # pip's own lines ("Collecting ...", "Installing collected packages ...") are the progress:
 # about a minute on a fresh machine, so nothing here is silent. The editable install compiles
@@ -29,6 +29,10 @@ demo: venv
 ## make test: the whole suite, real API tier included (what CI runs)
 test: venv
 	$(BIN)/python -m pytest -q
+
+## make manifests: deploy/kustodian.yaml, the chart rendered for installing without Helm
+manifests: venv
+	$(BIN)/python -m docsgen.manifests
 
 lint: venv
 	$(BIN)/ruff check .

@@ -12,12 +12,13 @@ from mkdocs.structure.files import File, Files
 
 # mkdocs loads this file by path: the repository root must be importable for ``docsgen``
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from docsgen import alerts, chart, settings
+from docsgen import alerts, architecture, chart, settings
 
 ROOT = Path(__file__).resolve().parent.parent
 GENERATED = {
     "reference/configuration.md": settings.render,
     "reference/chart-values.md": chart.render,
+    "assets/architecture.svg": architecture.svg,
 }
 
 

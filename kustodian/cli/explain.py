@@ -18,8 +18,9 @@ import yaml
 from kustodian.cli.output import dump, print_rows, records
 from kustodian.cli.progress import Progress
 from kustodian.cli.rules import load_rules, yaml_problem
+from kustodian.cli.tree import print_tree, wants_tree
 from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, NotFoundError
-from kustodian.policy.deletion import RuleSet, decide_delete, dependents_table
+from kustodian.policy.deletion import ObjectRef, RuleSet, decide_delete, dependents_table
 from kustodian.policy.deletion.verdict import Override, read_override
 from kustodian.policy.store import ClusterView, ListView, kind_key
 from kustodian.settings import ToolSettings, settings_from_args
@@ -85,6 +86,7 @@ def override_line(override: Override, now: datetime) -> str:
 
 
 def explain_delete(args: argparse.Namespace) -> int:
+    tree = wants_tree(args)  # with -o json|yaml: one line, before anything is read
     rules = load_rules(args.rules)
     known = rules.provider_kinds() | rules.dependent_kinds() | {"Namespace"}
     key = _resolve_kind(args.kind, known)
@@ -132,7 +134,10 @@ def explain_delete(args: argparse.Namespace) -> int:
     if shown:
         print(shown)
     print()
-    print_table(rows, ("KIND", "NAMESPACE", "NAME"))
+    if tree:
+        print_tree(ObjectRef(key, namespace or "", args.name), decision, view, rules, now)
+    else:
+        print_table(rows, ("KIND", "NAMESPACE", "NAME"))
     if unserved:
         print()
         print(unserved)

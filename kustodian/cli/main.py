@@ -30,6 +30,9 @@ from kustodian.settings import (
 
 Command = Callable[[argparse.Namespace], int]
 
+TREE_HELP = ("Draw each provider's dependents as a tree, nested where a dependent has dependents of its "
+             "own, named and capped as the guard's message names them")
+
 
 def _component(run_target: str, model: type[Settings]) -> Command:
     """A long-running component: settings from flags and env, logging, then ``run(settings)``.
@@ -236,6 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--rules", help="Extra deletion rules file")
     add_output_flag(p)
+    p.add_argument("--tree", action="store_true", help=TREE_HELP)
     add_progress_flag(p)
     add_settings_flags(p, ToolSettings)
     p.set_defaults(settings_model=ToolSettings)
@@ -247,6 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "cluster or from a directory of manifests (--from).")
     _object_namespace(p, "Only providers in this namespace (default: all)")
     add_output_flag(p)
+    p.add_argument("--tree", action="store_true", help=TREE_HELP)
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--rules", help="Extra deletion rules file")
     p.add_argument("--since", help="Also list the DELETEs the guard refused in this window, by mode, "

@@ -23,6 +23,7 @@ from kustodian.cli.cluster import connect
 from kustodian.cli.explain import load_view, print_table
 from kustodian.cli.output import dump, print_rows
 from kustodian.cli.rules import load_rules
+from kustodian.cli.tree import print_forest, wants_tree
 from kustodian.errors import ConfigError
 from kustodian.kube.errors import Forbidden, KubeError
 from kustodian.kube.resources import EVENTS
@@ -112,10 +113,12 @@ def _history(args: argparse.Namespace, win: Window) -> tuple[list[RefusedDeletes
 
 
 def report(args: argparse.Namespace) -> int:
+    tree = wants_tree(args)
     rules = load_rules(args.rules)
     win = _window(args)  # a bad --since fails before anything is read
     view = load_view(args, rules)
-    found = [p for p in protections(view, rules, datetime.now(UTC))
+    now = datetime.now(UTC)
+    found = [p for p in protections(view, rules, now)
              if not args.object_namespace or p.provider.namespace == args.object_namespace]
     refused, unreadable = _history(args, win) if win is not None else ([], "")
     if args.output != "table":
@@ -130,6 +133,8 @@ def report(args: argparse.Namespace) -> int:
         return 0
     if not found:
         print("no protected objects: every provider could be deleted now")
+    elif tree:
+        print_forest([p.provider for p in found], view, rules, now)
     else:
         rows = []
         for p in found:

@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import NamedTuple, overload
 
-from kustodian.policy.deletion.message import MESSAGE_LIMIT, Section, fit_message
+from kustodian.policy.deletion.message import MESSAGE_LIMIT, Section, fit
 from kustodian.policy.deletion.verdict import (
     ALLOW_ANNOTATION,
     NO_OVERRIDE,
     DeleteDecision,
+    NamedGroup,
     ObjectRef,
     Override,
     group_title,
@@ -119,17 +120,25 @@ def decide_provider_delete(gathered: DependentsOfProvider, now: datetime | None 
     section = Section(tuple((title, _Labels(refs, gathered.home)) for title, refs in titled.items()))
     me = gathered.provider
     override = gathered.override
+
+    def named(counts: Sequence[int]) -> tuple[tuple[ObjectRef, tuple[NamedGroup, ...]], ...]:
+        return ((me, tuple(NamedGroup(title, refs, n)
+                           for (title, refs), n in zip(titled.items(), counts, strict=True))),)
+
     if override.applies(now):
         header = f"{me.quoted()} is being deleted despite its dependents ({override.shown()}): "
-        return DeleteDecision(True, fit_message(header, [section]), titled, overridden=True, providers=(me,),
-                              valid_until=override.until, override=override.annotation)
+        message, counts = fit(header, [section])
+        return DeleteDecision(True, message, titled, overridden=True, providers=(me,),
+                              valid_until=override.until, override=override.annotation, named=named(counts))
     header = f"{me.quoted()} cannot be deleted: it has dependents: "
     why_not = override.why_not(now)
     if not why_not:
-        return DeleteDecision(False, fit_message(header, [section]), titled, providers=(me,))
+        message, counts = fit(header, [section])
+        return DeleteDecision(False, message, titled, providers=(me,), named=named(counts))
     note = f" (no override: {why_not})"
     budget = max(MESSAGE_LIMIT - len(note.encode()), len(header.encode()) + 64)
-    return DeleteDecision(False, fit_message(header, [section], budget) + note, titled, providers=(me,))
+    message, counts = fit(header, [section], budget)
+    return DeleteDecision(False, message + note, titled, providers=(me,), named=named(counts))
 
 
 # -- a Namespace's DELETE -------------------------------------------------------------------
@@ -191,16 +200,21 @@ def decide_namespace_teardown(gathered: ProvidersInNamespace) -> DeleteDecision:
     if not chosen:
         return DeleteDecision(allowed=True)
     chosen.sort()
-    sections = [
-        _section(_grouped(refs, namespace), namespace, f"{ref.quoted()} (", ")") for ref, refs in chosen
-    ]
+    per_provider = [(ref, _grouped(refs, namespace)) for ref, refs in chosen]
+    sections = [_section(groups, namespace, f"{ref.quoted()} (", ")") for ref, groups in per_provider]
     grouped = _grouped((r for _, refs in chosen for r in refs), namespace)
     providers = tuple(ref for ref, _ in chosen)
     if blocking:
         header = f'Namespace "{namespace}" cannot be deleted: it holds providers with dependents outside it: '
-        return DeleteDecision(False, fit_message(header, sections), grouped, providers=providers)
-    header = (
-        f'Namespace "{namespace}" is being deleted although providers in it have dependents outside it '
-        f"({ALLOW_ANNOTATION}=true): "
-    )
-    return DeleteDecision(True, fit_message(header, sections), grouped, overridden=True, providers=providers)
+    else:
+        header = (
+            f'Namespace "{namespace}" is being deleted although providers in it have dependents outside it '
+            f"({ALLOW_ANNOTATION}=true): "
+        )
+    message, counts = fit(header, sections)
+    left = iter(counts)
+    named = tuple((ref, tuple(NamedGroup(title, refs, next(left)) for title, refs in groups.items()))
+                  for ref, groups in per_provider)
+    if blocking:
+        return DeleteDecision(False, message, grouped, providers=providers, named=named)
+    return DeleteDecision(True, message, grouped, overridden=True, providers=providers, named=named)

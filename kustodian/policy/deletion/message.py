@@ -74,13 +74,14 @@ def _labels_within(sections: Sequence[Section], limit: int) -> bool:
     return True
 
 
-def fit_message(header: str, sections: Sequence[Section], limit: int = MESSAGE_LIMIT) -> str:
-    """Render ``header`` + sections, showing as many labels as fit in ``limit`` bytes."""
+def fit_counts(header: str, sections: Sequence[Section], limit: int = MESSAGE_LIMIT) -> list[int]:
+    """How many labels of each group (sections' groups in order) ``fit_message`` shows: as many
+    as fit in ``limit`` bytes, handed out round-robin.  ``kustodian explain-delete --tree``
+    draws the same names as the message from these counts."""
     totals = [len(labels) for section in sections for _, labels in section.groups]
-    if _labels_within(sections, limit):  # cheap pre-check: never render 50,000 names just to measure them
-        everything = _render(header, sections, totals)
-        if len(everything.encode()) <= limit:
-            return everything
+    # cheap pre-check first: never render 50,000 names just to measure them
+    if _labels_within(sections, limit) and len(_render(header, sections, totals).encode()) <= limit:
+        return totals
     shown = [0] * len(totals)
     full = [False] * len(totals)
     progress = True
@@ -95,4 +96,15 @@ def fit_message(header: str, sections: Sequence[Section], limit: int = MESSAGE_L
             else:
                 shown[i] -= 1
                 full[i] = True
-    return _render(header, sections, shown)
+    return shown
+
+
+def fit_message(header: str, sections: Sequence[Section], limit: int = MESSAGE_LIMIT) -> str:
+    """Render ``header`` + sections, showing as many labels as fit in ``limit`` bytes."""
+    return _render(header, sections, fit_counts(header, sections, limit))
+
+
+def fit(header: str, sections: Sequence[Section], limit: int = MESSAGE_LIMIT) -> tuple[str, list[int]]:
+    """``fit_message`` and the ``fit_counts`` it rendered, from one fitting."""
+    counts = fit_counts(header, sections, limit)
+    return _render(header, sections, counts), counts

@@ -58,6 +58,15 @@ class ObjectRef(NamedTuple):
         return f'{short_kind(self.kind)} "{self.label()}"'
 
 
+class NamedGroup(NamedTuple):
+    """One group of a refusal's message: its title, all its objects (sorted as the message sorts
+    them) and how many of them the message names before ``and N more``."""
+
+    title: str
+    refs: tuple[ObjectRef, ...]
+    shown: int
+
+
 @dataclass(frozen=True)
 class DeleteDecision:
     """Whether a DELETE may proceed, and why.
@@ -76,6 +85,9 @@ class DeleteDecision:
     valid_until: datetime | None = None
     #: the annotation that let it through (``overridden``): Kustodian's or Rook's
     override: str = ""
+    #: what the message names, per provider (one for a provider's DELETE, one per blocking
+    #: provider for a Namespace's): ``explain-delete --tree`` draws exactly these
+    named: tuple[tuple[ObjectRef, tuple[NamedGroup, ...]], ...] = ()
 
     @functools.cached_property
     def dependent_kinds(self) -> frozenset[str]:
