@@ -78,10 +78,17 @@ def fit_counts(header: str, sections: Sequence[Section], limit: int = MESSAGE_LI
     """How many labels of each group (sections' groups in order) ``fit_message`` shows: as many
     as fit in ``limit`` bytes, handed out round-robin.  ``kustodian explain-delete --tree``
     draws the same names as the message from these counts."""
+    return _fitted(header, sections, limit)[1]
+
+
+def _fitted(header: str, sections: Sequence[Section], limit: int) -> tuple[str | None, list[int]]:
+    """The counts, and the message already rendered when everything fits (rendered once)."""
     totals = [len(labels) for section in sections for _, labels in section.groups]
     # cheap pre-check first: never render 50,000 names just to measure them
-    if _labels_within(sections, limit) and len(_render(header, sections, totals).encode()) <= limit:
-        return totals
+    if _labels_within(sections, limit):
+        everything = _render(header, sections, totals)
+        if len(everything.encode()) <= limit:
+            return everything, totals
     shown = [0] * len(totals)
     full = [False] * len(totals)
     progress = True
@@ -96,15 +103,15 @@ def fit_counts(header: str, sections: Sequence[Section], limit: int = MESSAGE_LI
             else:
                 shown[i] -= 1
                 full[i] = True
-    return shown
+    return None, shown
 
 
 def fit_message(header: str, sections: Sequence[Section], limit: int = MESSAGE_LIMIT) -> str:
     """Render ``header`` + sections, showing as many labels as fit in ``limit`` bytes."""
-    return _render(header, sections, fit_counts(header, sections, limit))
+    return fit(header, sections, limit)[0]
 
 
 def fit(header: str, sections: Sequence[Section], limit: int = MESSAGE_LIMIT) -> tuple[str, list[int]]:
     """``fit_message`` and the ``fit_counts`` it rendered, from one fitting."""
-    counts = fit_counts(header, sections, limit)
-    return _render(header, sections, counts), counts
+    rendered, counts = _fitted(header, sections, limit)
+    return (rendered if rendered is not None else _render(header, sections, counts)), counts
