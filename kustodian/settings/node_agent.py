@@ -96,19 +96,21 @@ class NodeAgentGroup(Group):
         3, ge=1, description="Mass-orphan brake: only with at least this many orphans on the disk")
     quarantine_retention: NonNegativeDuration = Field(
         timedelta(hours=24),
-        description="How long a deleted orphan's directory stays in <disk>/kustodian-quarantine (moved there "
-                    "by one rename, restorable with `kustodian orphans restore`) before it is removed for good")
+        description="How long a deleted orphan's directory stays in <disk>/kustodian-quarantine (moved "
+                    "there by one rename, restorable with `kustodian orphans restore`) before it is removed "
+                    "for good")
     quarantine_min_retention: NonNegativeDuration = Field(
         timedelta(hours=1), description="The floor of the quarantine retention: a disk under pressure keeps "
                                         "quarantined data only this long, never less (at most "
                                         "quarantine_retention)")
     quarantine_pressure_free: float = Field(
         0.1, ge=0, lt=1,
-        description="A disk whose free share is below this is under pressure: its quarantined data is removed "
-                    "after quarantine_min_retention; 0: never shortened")
+        description="A disk whose free share is below this is under pressure: its quarantined data is "
+                    "removed after quarantine_min_retention; 0: never shortened")
     size_interval: PositiveDuration = Field(
-        timedelta(minutes=5), description="How often the sizer (a low-priority loop, never the scan) measures "
-                                          "each orphan's directory as du -sb does, for status.sizeBytes and "
+        timedelta(minutes=5), description="How often the sizer (a low-priority loop, never the scan) "
+                                          "measures each orphan's directory as du -sb does, for "
+                                          "status.sizeBytes and "
                                           "kustodian_orphan_bytes")
     tracker: Literal["longhorn", "none"] = Field(
         "longhorn", description="Who owns replica data: longhorn (this node's Longhorn Node and the "
