@@ -122,6 +122,7 @@ from kustodian.policy.orphans import (
     normalize_disk_path,
     orphan_object,
     quarantine_deadline,
+    quarantine_path,
     replica_dir_count,
     turned_orphan_at_once,
 )
@@ -603,6 +604,10 @@ class NodeAgent:
         now = self.clock()
         free = probe_quarantine(action.disk_path, action.dir_name).free_share
         deadline = quarantine_deadline(now, self.quarantine, free)
+        if deadline <= now:  # no retention: removed at once, on the decision just confirmed
+            held = quarantine_path(action.disk_path, action.dir_name) or result.path
+            return self._purge(obj, PurgeQuarantined(action.disk_path, action.dir_name, action.expected_uuid,
+                                                     held))
         obj = self._write_status(obj, None, {"state": STATE_QUARANTINED, "quarantinedAt": format_rfc3339(now),
                                              "removeAfter": format_rfc3339(deadline)})
         log.info("Orphan %s/%s: %s %s", self.namespace, name, result.path, result.message)
