@@ -690,6 +690,18 @@ class NodeAgent:
 
     # -- sizer ------------------------------------------------------------------------------
 
+    def _write_size(self, obj: RawObject, size: int) -> None:
+        """``status.sizeBytes``, the sizer's own field: written without a resourceVersion, so it never
+        fights the reconciler's compare-and-swap writes."""
+        name = str_field(obj, "metadata", "name")
+        try:
+            self.client.patch(ORPHANS, name, {"status": {"sizeBytes": size}},
+                              str_field(obj, "metadata", "namespace"), subresource="status")
+        except NotFound:
+            pass
+        except KubeError as exc:
+            log.warning("Orphan %s/%s: cannot write its size: %s", self.namespace, name, exc)
+
     def sizer(self) -> Loop:
         """The sizer: every ``size_interval``, at the lowest CPU priority, each Orphan's directory measured
         as ``du -sb`` does (never in the scan, whose cost stays what it was)."""
@@ -722,7 +734,7 @@ class NodeAgent:
             key = (orphan_param(obj, PARAM_DISK_NAME), "quarantined" if quarantined else "reported")
             totals[key] = totals.get(key, 0) + size
             if (obj.get("status") or {}).get("sizeBytes") != size:
-                self._write_status(obj, None, {"sizeBytes": size})
+                self._write_size(obj, size)
         self.orphan_bytes = totals
         self.sizes_done += 1
         return totals
