@@ -444,8 +444,11 @@ def _quarantined(orphan: RawObject, scans_now: Sequence[DiskScan], owners_now: O
         back = safe_target(disk, data_name) or ""
         return OrphanDecision(RestoreDir(disk, data_name, disk_uuid, back, request), condition, status)
     if keep_data(orphan):
-        kept = f"{held_at} kept in quarantine: kustodian.io/keep-data is set"
-        return OrphanDecision(HoldQuarantined(None, kept), condition, {**status, "removeAfter": None})
+        # the record released, the data kept where it is: never removed, no longer reported
+        kept = (f"kustodian.io/keep-data is set: the record is released and the data stays in {held_at} "
+                "(not scanned; move it back or remove it by hand)")
+        return OrphanDecision(DropFinalizer(OrphanReason.KEEP_DATA, kept), condition,
+                              {**status, "removeAfter": None})
     if now >= deadline:
         return OrphanDecision(PurgeQuarantined(disk, data_name, disk_uuid, held_at), condition, status)
     return OrphanDecision(HoldQuarantined(deadline, f"{held_at} kept until {format_rfc3339(deadline)}"),

@@ -9,8 +9,8 @@ import pytest
 
 from kustodian.errors import ConfigError
 from kustodian.policy.orphans import (
-    ANNOTATION_KEEP_DATA,
     ANNOTATION_RESTORE,
+    DropFinalizer,
     HoldQuarantined,
     OrphanReason,
     PurgeQuarantined,
@@ -101,11 +101,10 @@ def test_a_quarantine_the_status_does_not_know_yet_starts_now() -> None:
     assert isinstance(decision.action, HoldQuarantined)
 
 
-def test_keep_data_holds_quarantined_data_without_an_end() -> None:
+def test_keep_data_releases_the_record_and_keeps_quarantined_data() -> None:
     decision = decide(quarantined(keep=True), now=NOW + timedelta(days=30))
-    assert isinstance(decision.action, HoldQuarantined) and decision.action.remove_at is None
-    assert decision.status["removeAfter"] is None
-    assert ANNOTATION_KEEP_DATA in decision.action.message
+    assert isinstance(decision.action, DropFinalizer) and decision.action.reason == OrphanReason.KEEP_DATA
+    assert HELD in decision.action.message and decision.status["removeAfter"] is None
 
 
 def test_restore_is_made_only_on_every_fact_fresh() -> None:
