@@ -121,6 +121,37 @@ def test_a_disk_under_pressure_keeps_quarantined_data_for_the_floor_only(world: 
     assert since is not None and until is not None and until - since == timedelta(minutes=30)
 
 
+def test_auto_deletion_quarantines_too_and_a_restarted_agent_keeps_the_quarantine(world: World) -> None:
+    world.longhorn_node()
+    orphaned = world.mkreplica(world.disk, ORPHAN_DIR)
+    world.mkreplica(world.disk, TRACKED_DIR)
+    world.replica(TRACKED_DIR)  # one owned directory: the disk did not turn orphan at once (the brake)
+    inode = orphaned.stat().st_ino
+    agent = quarantining_agent(world, orphan_auto_delete=True, orphan_grace_period=0)
+    world.settle(agent)
+    wait_for(lambda: state_of(world) == "Quarantined", "auto-deletion moved the directory into quarantine")
+    held = world.disk / QUARANTINE / ORPHAN_DIR
+    assert held.stat().st_ino == inode and not orphaned.exists()
+    obj = world.orphan()
+    assert obj is not None
+    remove_after = obj["status"]["removeAfter"]
+
+    # the agent restarts while the data is in quarantine: the delete predates it, yet nothing is
+    # released (the quarantine is the agent's own, read back from the disk and the object)
+    world.stop(agent)
+    again = quarantining_agent(world)
+    world.settle(again)
+    assert again.controller.wait_idle(10)
+    current = world.orphan()
+    assert current is not None and current["status"]["removeAfter"] == remove_after
+    assert held.is_dir() and not world.events("DataKept")
+
+    world.clock.offset = timedelta(hours=2, seconds=1)
+    again.reconcile_all()
+    wait_for(lambda: world.orphan() is None, "removed for good after the retention, by the new agent")
+    assert not held.exists()
+
+
 # -- restore ---------------------------------------------------------------------------------
 
 
