@@ -1,6 +1,6 @@
 """``kustodian node-agent``: report orphaned replica directories as Orphans, remove them on request.
 
-One agent per node (a DaemonSet), three loops that never wait for each other:
+One agent per node (a DaemonSet), four loops that never wait for each other:
 
 * the **monitor** (a runnable loop) scans the configured disks every ``scan_interval``
   (:func:`controllers.orphans.scan.scan_disk` reuses what did not change), asks
@@ -16,12 +16,17 @@ One agent per node (a DaemonSet), three loops that never wait for each other:
   reconciles each Orphan of this node, gather -> decide -> act: it gathers one frozen
   :class:`policy.orphans.OrphanCleanupInput` from what it holds
   (:mod:`controllers.orphans.gather`), :func:`policy.orphans.decide_orphan_cleanup`
-  decides, and it keeps the ``DataCleanable`` condition current, auto-deletes after the
-  grace period when enabled, and, once the object is being deleted, removes the
-  directory or only drops the finalizer.  That last act is confirmed first: the same
-  decision on a gather from the API server and a *fresh* disk read, compared with the
-  first (:func:`policy.orphans.confirms`).  :func:`controllers.orphans.scan.remove_replica_dir`
-  re-verifies the disk identity itself right before it deletes anything;
+  decides, and it keeps the ``DataCleanable`` condition and ``status.state`` current,
+  auto-deletes after the grace period when enabled, and, once the object is being deleted,
+  moves the directory into the disk's quarantine or only drops the finalizer.  That act is
+  confirmed first: the same decision on a gather from the API server and a *fresh* disk read,
+  compared with the first (:func:`policy.orphans.confirms`).
+  :func:`controllers.orphans.quarantine.quarantine_replica_dir` makes every check a removal makes
+  right before its one rename; the Orphan keeps its finalizer while its data is in quarantine,
+  and the reconciler removes the data for good once the retention passed, or moves it back on a
+  restore request (:mod:`policy.orphans.quarantine`), and only then releases the object;
+* the **sizer** (a runnable loop at the lowest CPU priority, never the scan) measures each
+  Orphan's directory as ``du -sb`` does for ``status.sizeBytes`` and ``kustodian_orphan_bytes``;
 * the **heartbeat** (:mod:`controllers.orphans.heartbeat`, a runnable loop) renews this
   node's heartbeat in ``kustodian-disks-<node>`` and marks the Orphans of nodes whose
   heartbeat expired ``DataCleanable=False`` (``NodeAgentGone``).
