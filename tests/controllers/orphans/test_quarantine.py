@@ -330,6 +330,40 @@ def test_a_bind_mount_on_the_quarantine_folder_is_never_renamed_across(tmp_path:
         subprocess.run(["umount", "-l", str(disk / QUARANTINE)], check=False)
 
 
+def test_restore_checks_the_quarantined_directory_again(tmp_path: Path, mkreplica: Path) -> None:
+    """A mount that appeared inside the quarantined directory, or a volume.meta that no longer parses,
+    stops the restore before its rename; a clean one goes back, same inode."""
+    disk = make_disk(tmp_path / "disk")
+    made = disk / "replicas" / ORPHAN_DIR
+    subprocess.run([str(mkreplica), "-dir", str(made), "-size", str(16 << 20)], check=True, capture_output=True)
+    settled(made)
+    inode = made.stat().st_ino
+    assert quarantine_replica_dir(str(disk), ORPHAN_DIR, UUID).outcome == RemovalOutcome.QUARANTINED
+    held = disk / QUARANTINE / ORPHAN_DIR
+    other = tmp_path / "other"
+    other.mkdir()
+    (held / "mnt").mkdir()
+    proc = subprocess.run(["mount", "--bind", str(other), str(held / "mnt")], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, f"mount --bind (the agent tests run as root): {proc.stderr}"
+    try:
+        result = restore_quarantined(str(disk), ORPHAN_DIR, UUID)
+        assert (result.outcome, result.reason) == (RemovalOutcome.REFUSED, "MountInside")
+        assert held.is_dir() and not made.exists()
+        result = purge_quarantined(str(disk), ORPHAN_DIR, UUID)  # nor removed across it
+        assert (result.outcome, result.reason) == (RemovalOutcome.REFUSED, "MountInside")
+    finally:
+        subprocess.run(["umount", "-l", str(held / "mnt")], check=False)
+    (held / "mnt").rmdir()
+    meta = (held / "volume.meta").read_bytes()
+    (held / "volume.meta").write_bytes(b"{corrupt")
+    assert restore_quarantined(str(disk), ORPHAN_DIR, UUID).reason == "MetaInvalid"
+    (held / "volume.meta").write_bytes(meta)
+    result = restore_quarantined(str(disk), ORPHAN_DIR, UUID)
+    assert result.outcome == RemovalOutcome.RESTORED, result
+    assert made.stat().st_ino == inode and not held.exists()
+
+
 # -- size -------------------------------------------------------------------------------------
 
 
