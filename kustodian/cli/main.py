@@ -318,7 +318,26 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_flags(p, ToolSettings)
     p.set_defaults(settings_model=ToolSettings)
     p.set_defaults(func=_cmd_plan("capacity_plan"))
+
+    orphans = sub.add_parser("orphans", help="orphaned replica directory tools")
+    osub = orphans.add_subparsers(dest="orphans_command", required=True, metavar="ACTION")
+    p = osub.add_parser("restore", help="move a quarantined replica directory back, through its node agent",
+                        description="Ask the node agent holding OrphanedReplicaDir NAME's directory in "
+                                    "quarantine to rename it back to <disk>/replicas/; wait for its answer. "
+                                    "Exit 1 when it refuses (anything now at that path) or does not answer "
+                                    "in time.")
+    p.add_argument("name", help="The OrphanedReplicaDir (in --kustodian-namespace)")
+    p.add_argument("--timeout", type=float, default=60.0, help="Seconds to wait for the node agent's answer")
+    add_settings_flags(p, ToolSettings)
+    p.set_defaults(settings_model=ToolSettings)
+    p.set_defaults(func=_cmd_orphans_restore)
     return parser
+
+
+def _cmd_orphans_restore(args: argparse.Namespace) -> int:
+    from kustodian.cli.orphans import restore
+
+    return restore(args)
 
 
 def _object_namespace(p: argparse.ArgumentParser, help_text: str) -> None:
@@ -344,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``ValueError`` too): its traceback, one line saying so, and ``EXIT_INTERNAL`` (70)."""
     args = build_parser().parse_args(argv)
     func: Command = args.func
-    actions = ("certs_command", "reclaim_command", "capacity_command", "rules_command")
+    actions = ("certs_command", "reclaim_command", "capacity_command", "rules_command", "orphans_command")
     name = " ".join(n for n in (args.command, *(getattr(args, a, None) for a in actions)) if n)
     try:
         model = getattr(args, "settings_model", None)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from kustodian.settings.common import Group
 from kustodian.settings.types import CommaList, NonNegativeDuration, PositiveDuration
@@ -94,6 +94,24 @@ class NodeAgentGroup(Group):
                                      "share of the replica directories are orphans")
     brake_min_orphans: int = Field(
         3, ge=1, description="Mass-orphan brake: only with at least this many orphans on the disk")
+    quarantine_retention: NonNegativeDuration = Field(
+        timedelta(hours=24),
+        description="How long a deleted orphan's directory stays in <disk>/kustodian-quarantine (moved "
+                    "there by one rename, restorable with `kustodian orphans restore`) before it is removed "
+                    "for good")
+    quarantine_min_retention: NonNegativeDuration = Field(
+        timedelta(hours=1), description="The floor of the quarantine retention: a disk under pressure keeps "
+                                        "quarantined data only this long, never less (at most "
+                                        "quarantine_retention)")
+    quarantine_pressure_free: float = Field(
+        0.1, ge=0, lt=1,
+        description="A disk whose free share is below this is under pressure: its quarantined data is "
+                    "removed after quarantine_min_retention; 0: never shortened")
+    size_interval: PositiveDuration = Field(
+        timedelta(minutes=5), description="How often the sizer (a low-priority loop, never the scan) "
+                                          "measures each orphan's directory as du -sb does, for "
+                                          "status.sizeBytes and "
+                                          "kustodian_orphan_bytes")
     tracker: Literal["longhorn", "none"] = Field(
         "longhorn", description="Who owns replica data: longhorn (this node's Longhorn Node and the "
                                 "Replica objects) or none (nothing is ever reported as orphaned)")
@@ -119,6 +137,13 @@ class NodeAgentGroup(Group):
         if errors:
             raise ValueError("; ".join(errors))
         return value
+
+    @model_validator(mode="after")
+    def _floor_below_retention(self) -> NodeAgentGroup:
+        if self.quarantine_min_retention > self.quarantine_retention:
+            raise ValueError(f"quarantine_min_retention ({self.quarantine_min_retention}) must not exceed "
+                             f"quarantine_retention ({self.quarantine_retention})")
+        return self
 
     @property
     def disk_specs(self) -> list[DiskSpec]:

@@ -1,6 +1,6 @@
 """``kustodian node-agent``: report orphaned replica directories as Orphans, remove them on request.
 
-One agent per node (a DaemonSet), three loops that never wait for each other:
+One agent per node (a DaemonSet), four loops that never wait for each other:
 
 * the **monitor** (a runnable loop) scans the configured disks every ``scan_interval``
   (:func:`controllers.orphans.scan.scan_disk` reuses what did not change), asks
@@ -16,12 +16,17 @@ One agent per node (a DaemonSet), three loops that never wait for each other:
   reconciles each Orphan of this node, gather -> decide -> act: it gathers one frozen
   :class:`policy.orphans.OrphanCleanupInput` from what it holds
   (:mod:`controllers.orphans.gather`), :func:`policy.orphans.decide_orphan_cleanup`
-  decides, and it keeps the ``DataCleanable`` condition current, auto-deletes after the
-  grace period when enabled, and, once the object is being deleted, removes the
-  directory or only drops the finalizer.  That last act is confirmed first: the same
-  decision on a gather from the API server and a *fresh* disk read, compared with the
-  first (:func:`policy.orphans.confirms`).  :func:`controllers.orphans.scan.remove_replica_dir`
-  re-verifies the disk identity itself right before it deletes anything;
+  decides, and it keeps the ``DataCleanable`` condition and ``status.state`` current,
+  auto-deletes after the grace period when enabled, and, once the object is being deleted,
+  moves the directory into the disk's quarantine or only drops the finalizer.  That act is
+  confirmed first: the same decision on a gather from the API server and a *fresh* disk read,
+  compared with the first (:func:`policy.orphans.confirms`).
+  :func:`controllers.orphans.quarantine.quarantine_replica_dir` makes every check a removal makes
+  right before its one rename; the Orphan keeps its finalizer while its data is in quarantine,
+  and the reconciler removes the data for good once the retention passed, or moves it back on a
+  restore request (:mod:`policy.orphans.quarantine`), and only then releases the object;
+* the **sizer** (a runnable loop at the lowest CPU priority, never the scan) measures each
+  Orphan's directory as ``du -sb`` does for ``status.sizeBytes`` and ``kustodian_orphan_bytes``;
 * the **heartbeat** (:mod:`controllers.orphans.heartbeat`, a runnable loop) renews this
   node's heartbeat in ``kustodian-disks-<node>`` and marks the Orphans of nodes whose
   heartbeat expired ``DataCleanable=False`` (``NodeAgentGone``).
@@ -43,11 +48,15 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
+
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from kustodian.clock import utc_now
 from kustodian.controllers.orphans.disks import CONDITION_READY, OWNERSHIP_KEY, DiskRegistry
@@ -59,7 +68,14 @@ from kustodian.controllers.orphans.gather import (
     gather_sync,
 )
 from kustodian.controllers.orphans.heartbeat import Heartbeat
-from kustodian.controllers.orphans.scan import remove_replica_dir, scan_disk
+from kustodian.controllers.orphans.quarantine import (
+    apparent_size,
+    probe_quarantine,
+    purge_quarantined,
+    quarantine_replica_dir,
+    restore_quarantined,
+)
+from kustodian.controllers.orphans.scan import RemovalOutcome, scan_disk
 from kustodian.controllers.orphans.tracker import LONGHORN_NODES, Longhorn, NoTracker, ReplicaTracker
 from kustodian.kube.cache import object_key
 from kustodian.kube.client import KubeClient, Obj
@@ -81,6 +97,7 @@ from kustodian.policy.orphans import (
     DiskCondition,
     DiskScan,
     DropFinalizer,
+    HoldQuarantined,
     NoAction,
     OrphanAction,
     OrphanCleanupInput,
@@ -92,7 +109,11 @@ from kustodian.policy.orphans import (
     OrphanSyncInput,
     Ownership,
     PruneOrphan,
+    PurgeQuarantined,
+    QuarantinePolicy,
+    RefuseRestore,
     RemoveDir,
+    RestoreDir,
     Wait,
     auto_deletion,
     confirms,
@@ -105,9 +126,19 @@ from kustodian.policy.orphans import (
     mass_orphan_brake,
     normalize_disk_path,
     orphan_object,
+    quarantine_deadline,
+    quarantine_path,
     replica_dir_count,
     turned_orphan_at_once,
 )
+from kustodian.policy.orphans.quarantine import (
+    RESTORE_REFUSED,
+    RESTORE_RESTORED,
+    STATE_QUARANTINED,
+    STATE_REMOVED,
+    STATE_RESTORED,
+)
+from kustodian.policy.orphans.resource import PARAM_DATA_NAME, PARAM_DISK_NAME, PARAM_DISK_PATH, orphan_param
 from kustodian.policy.timestamps import format_rfc3339
 from kustodian.runtime.manager import CacheFactory, Manager
 from kustodian.runtime.runnables import Loop
@@ -128,6 +159,7 @@ class _Confirmed:
 
     orphan: RawObject
     action: OrphanAction
+    status: Mapping[str, Any]
 
 
 def _scan_fingerprint(scan: DiskScan) -> tuple[Any, ...]:
@@ -146,7 +178,8 @@ class NodeAgent:
                  auto_delete: bool | None, grace: timedelta | None, caches: CacheFactory,
                  clock: Callable[[], datetime] = utc_now, retry_interval: float = 10.0,
                  brake_share: float = 0.5, brake_min_orphans: int = 3,
-                 write_grace: timedelta = timedelta(minutes=10)) -> None:
+                 write_grace: timedelta = timedelta(minutes=10),
+                 quarantine: QuarantinePolicy | None = None, size_interval: float = 300.0) -> None:
         self.client = client
         self.node = node
         self.namespace = namespace
@@ -159,6 +192,11 @@ class NodeAgent:
         self.brake_share = brake_share
         self.brake_min_orphans = brake_min_orphans
         self.write_grace = write_grace  # a directory written more recently is live: never removed
+        self.quarantine = quarantine or QuarantinePolicy()  # how long deleted data is kept in quarantine
+        self.size_interval = size_interval
+        self.orphan_bytes: Mapping[tuple[str, str], int] = {}  # (disk name, state) -> bytes, swapped whole
+        self._size_wake = threading.Event()
+        self.sizes_done = 0
         self.agent_since: datetime | None = None  # deletes requested before this are deferred ones
         self._owners: Ownership = Ownership(False, OrphanReason.TRACKING_UNKNOWN, "not looked at yet")
         self._owners_reported: Ownership | None = None
@@ -459,7 +497,7 @@ class NodeAgent:
         namespace, _, name = key.rpartition("/")
         policy = self.auto_deletion()
         rules = OrphanCleanupRules(self.node, policy.enabled, policy.grace, self.agent_since,
-                                   self.write_grace)
+                                   self.write_grace, self.quarantine)
         held = self._held_disks()
         observed = gather(self.cache_source, namespace, name, rules, held)
         if observed is None or str_field(observed.orphan, "spec", "nodeID") != self.node:
@@ -470,8 +508,8 @@ class NodeAgent:
         now = self.clock()
         decision = decide_orphan_cleanup(observed, now)
         if not deleting:
-            self._write_condition(observed.orphan, decision.condition)
-            result = self._act(observed.orphan, decision.action, now, policy)
+            obj = self._write_status(observed.orphan, decision.condition, decision.status)
+            result = self._act(obj, decision.action, now, policy)
             return result if result is not None else self._look_again(observed)
         # about to remove data or to give up the request to: look again, at the disks and at the API server
         confirmed = self._confirm(namespace, name, observed, decision, now)
@@ -479,7 +517,8 @@ class NodeAgent:
             return None  # the Orphan is gone
         if isinstance(confirmed, Result):
             return confirmed
-        return self._act(confirmed.orphan, confirmed.action, now, policy)
+        obj = self._write_status(confirmed.orphan, None, confirmed.status)
+        return self._act(obj, confirmed.action, now, policy)
 
     def _look_again(self, observed: OrphanCleanupInput) -> Result | None:
         """A directory kept as live data is looked at again once the write grace may have passed:
@@ -512,13 +551,22 @@ class NodeAgent:
                          namespace, name)
                 return Result(requeue_after=self.retry_interval)
             fresh = again
-        return _Confirmed(fresh.orphan, decision.action)
+        return _Confirmed(fresh.orphan, decision.action, decision.status)
 
     def _act(self, obj: RawObject, action: OrphanAction, now: datetime,
              policy: AutoDeletion) -> Result | None:
         if isinstance(action, RemoveDir):
-            return self._remove(obj, action)
-        if isinstance(action, DropFinalizer):
+            return self._quarantine(obj, action)
+        if isinstance(action, PurgeQuarantined):
+            return self._purge(obj, action)
+        if isinstance(action, RestoreDir):
+            return self._restore(obj, action)
+        if isinstance(action, RefuseRestore):
+            self._answer_restore(obj, action.request, RESTORE_REFUSED, f"{action.reason}: {action.message}")
+        elif isinstance(action, HoldQuarantined):
+            if action.remove_at is not None:
+                return Result(requeue_after=max(0.0, (action.remove_at - now).total_seconds()) + 0.05)
+        elif isinstance(action, DropFinalizer):
             self._drop_finalizer(obj)
             why = action.message or "data left in place"
             self._event(obj, "Normal", "DataKept", f"{action.reason}: {why}")
@@ -543,19 +591,74 @@ class NodeAgent:
             return {normalize_disk_path(d.path) or d.path: "no full scan yet" for d in self.disks}
         return self._held
 
-    def _remove(self, obj: RawObject, action: RemoveDir) -> Result | None:
-        result = remove_replica_dir(action.disk_path, action.dir_name, action.expected_uuid,
-                                    quiet_for=self.write_grace.total_seconds())
-        if not result.gone:
+    def _quarantine(self, obj: RawObject, action: RemoveDir) -> Result | None:
+        """Every removal check, then one rename into the disk's quarantine; the finalizer stays."""
+        result = quarantine_replica_dir(action.disk_path, action.dir_name, action.expected_uuid,
+                                        quiet_for=self.write_grace.total_seconds())
+        name = str_field(obj, "metadata", "name")
+        if result.outcome == RemovalOutcome.ALREADY_ABSENT:
+            log.info("Orphan %s/%s: %s is already gone", self.namespace, name, result.path)
+            self._event(obj, "Normal", "DataRemoved", f"{result.path} was already gone")
+            self._drop_finalizer(obj)
+            return None
+        if result.outcome != RemovalOutcome.QUARANTINED:
             message = f"{result.path} not removed ({result.outcome}): {result.reason} {result.message}"
-            log.warning("Orphan %s/%s: %s", self.namespace, str_field(obj, "metadata", "name"), message)
+            log.warning("Orphan %s/%s: %s", self.namespace, name, message)
             self._event(obj, "Warning", f"Remove{result.outcome}", message)
             return Result(requeue_after=self.retry_interval)  # re-decided on fresh facts then
-        log.info("Orphan %s/%s: removed %s (%s)", self.namespace, str_field(obj, "metadata", "name"),
-                 result.path, result.outcome)
-        self._event(obj, "Normal", "DataRemoved", f"{result.path} removed")
+        now = self.clock()
+        free = probe_quarantine(action.disk_path, action.dir_name).free_share
+        deadline = quarantine_deadline(now, self.quarantine, free)
+        if deadline <= now:  # no retention: removed at once, on the decision just confirmed
+            held = quarantine_path(action.disk_path, action.dir_name) or result.path
+            return self._purge(obj, PurgeQuarantined(action.disk_path, action.dir_name, action.expected_uuid,
+                                                     held))
+        obj = self._write_status(obj, None, {"state": STATE_QUARANTINED, "quarantinedAt": format_rfc3339(now),
+                                             "removeAfter": format_rfc3339(deadline)})
+        log.info("Orphan %s/%s: %s %s", self.namespace, name, result.path, result.message)
+        self._event(obj, "Normal", "DataQuarantined",
+                    f"{result.path} {result.message}; removed for good after {format_rfc3339(deadline)} "
+                    f"unless restored (kustodian orphans restore {name})")
+        return Result(requeue_after=0.05)  # decided again from the quarantine now
+
+    def _purge(self, obj: RawObject, action: PurgeQuarantined) -> Result | None:
+        """The retention has passed: remove the quarantined directory for good, then release the Orphan."""
+        result = purge_quarantined(action.disk_path, action.dir_name, action.expected_uuid)
+        name = str_field(obj, "metadata", "name")
+        if not result.gone:
+            message = f"{result.path} not removed ({result.outcome}): {result.reason} {result.message}"
+            log.warning("Orphan %s/%s: %s", self.namespace, name, message)
+            self._event(obj, "Warning", f"Remove{result.outcome}", message)
+            return Result(requeue_after=self.retry_interval)
+        obj = self._write_status(obj, None, {"state": STATE_REMOVED, "removeAfter": None})
+        log.info("Orphan %s/%s: removed %s after its quarantine (%s)", self.namespace, name, result.path,
+                 result.outcome)
+        self._event(obj, "Normal", "DataRemoved", f"{result.path} removed (quarantine retention passed)")
         self._drop_finalizer(obj)
         return None
+
+    def _restore(self, obj: RawObject, action: RestoreDir) -> Result | None:
+        """Move the quarantined directory back (every check made again), answer the request, release."""
+        result = restore_quarantined(action.disk_path, action.dir_name, action.expected_uuid)
+        if result.outcome != RemovalOutcome.RESTORED:
+            message = f"{result.reason}: {result.message}"
+            self._answer_restore(obj, action.request, RESTORE_REFUSED, message)
+            failed = result.outcome == RemovalOutcome.FAILED
+            return Result(requeue_after=self.retry_interval) if failed else None
+        message = f"{result.path} restored ({result.message})"
+        obj = self._write_status(obj, None, {
+            "state": STATE_RESTORED, "removeAfter": None,
+            "restore": {"request": action.request, "result": RESTORE_RESTORED, "message": message}})
+        log.info("Orphan %s/%s: %s", self.namespace, str_field(obj, "metadata", "name"), message)
+        self._event(obj, "Normal", "DataRestored", message)
+        self._drop_finalizer(obj)  # the next scan reports the directory afresh
+        return None
+
+    def _answer_restore(self, obj: RawObject, request: str, answer: str, message: str) -> None:
+        self._write_status(obj, None, {"restore": {"request": request, "result": answer, "message": message}})
+        log.warning("Orphan %s/%s: restore refused: %s", self.namespace, str_field(obj, "metadata", "name"),
+                    message)
+        self._event(obj, "Warning", "RestoreRefused", message)
 
     def _drop_finalizer(self, obj: RawObject) -> None:
         meta = obj.get("metadata") or {}
@@ -566,21 +669,100 @@ class NodeAgent:
                 "finalizers": remaining, "resourceVersion": meta.get("resourceVersion")}},
                 str(meta.get("namespace")))
 
-    def _write_condition(self, obj: RawObject, condition: Mapping[str, str]) -> None:
-        conditions = list_field(obj, "status", "conditions")
-        current = next((c for c in conditions if field(c, "type") == CONDITION_DATA_CLEANABLE), None)
-        if current is not None and all(field(current, k) == condition[k]
-                                       for k in ("status", "reason", "message")):
-            return
-        merged = [c for c in conditions if field(c, "type") != CONDITION_DATA_CLEANABLE] + [dict(condition)]
+    def _write_status(self, obj: RawObject, condition: Mapping[str, str] | None,
+                      fields: Mapping[str, Any]) -> RawObject:
+        """Merge ``condition`` (``DataCleanable``) and ``fields`` (``None``: remove) into the status, when
+        anything differs; the object as written (its new resourceVersion), else ``obj``."""
+        status = obj.get("status") or {}
+        patch: dict[str, Any] = {k: v for k, v in fields.items() if status.get(k) != v}
+        if condition is not None:
+            conditions = list_field(obj, "status", "conditions")
+            current = next((c for c in conditions if field(c, "type") == CONDITION_DATA_CLEANABLE), None)
+            same = current is not None and all(field(current, k) == condition[k]
+                                               for k in ("status", "reason", "message"))
+            if not same:
+                others = [c for c in conditions if field(c, "type") != CONDITION_DATA_CLEANABLE]
+                patch["conditions"] = [*others, dict(condition)]
+        if not patch:
+            return obj
         meta = obj.get("metadata") or {}
-        with contextlib.suppress(NotFound):
-            self.client.patch(ORPHANS, str(meta.get("name")), {
+        try:
+            return self.client.patch(ORPHANS, str(meta.get("name")), {
                 "metadata": {"resourceVersion": meta.get("resourceVersion")},
-                "status": {"conditions": merged}}, str(meta.get("namespace")), subresource="status")
+                "status": patch}, str(meta.get("namespace")), subresource="status")
+        except NotFound:
+            return obj
+
+    # -- sizer ------------------------------------------------------------------------------
+
+    def _write_size(self, obj: RawObject, size: int) -> None:
+        """``status.sizeBytes``, the sizer's own field: written without a resourceVersion, so it never
+        fights the reconciler's compare-and-swap writes."""
+        name = str_field(obj, "metadata", "name")
+        try:
+            self.client.patch(ORPHANS, name, {"status": {"sizeBytes": size}},
+                              str_field(obj, "metadata", "namespace"), subresource="status")
+        except NotFound:
+            pass
+        except KubeError as exc:
+            log.warning("Orphan %s/%s: cannot write its size: %s", self.namespace, name, exc)
+
+    def sizer(self) -> Loop:
+        """The sizer: every ``size_interval``, at the lowest CPU priority, each Orphan's directory measured
+        as ``du -sb`` does (never in the scan, whose cost stays what it was)."""
+        return Loop("orphan-sizer", self._sizer, on_stop=self._size_wake.set, join_timeout=10)
+
+    def _sizer(self, stop: threading.Event) -> None:
+        with contextlib.suppress(OSError, AttributeError):  # Linux: a nice value per thread
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 19)
+        while not stop.is_set():
+            try:
+                self.measure_sizes()
+            except Exception:  # the sizer must outlive any one bad pass
+                log.exception("node %s: measuring orphan sizes failed", self.node)
+            self._size_wake.wait(self.size_interval)
+            self._size_wake.clear()
+
+    def measure_sizes(self) -> Mapping[tuple[str, str], int]:
+        """Measure every Orphan of this node (reported in ``replicas/``, quarantined in the quarantine),
+        write ``status.sizeBytes`` where it changed and publish the totals by disk and state."""
+        totals: dict[tuple[str, str], int] = {}
+        for disk in self.disks:
+            for state in ("reported", "quarantined"):
+                totals[(disk.name, state)] = 0
+        for obj in self.orphans.by_index(ORPHAN_BY_NODE, self.node):
+            disk_path, data_name = orphan_param(obj, PARAM_DISK_PATH), orphan_param(obj, PARAM_DATA_NAME)
+            quarantined = is_deleting(obj) and probe_quarantine(disk_path, data_name).exists
+            size = apparent_size(disk_path, data_name, quarantined=quarantined)
+            if size is None:
+                continue
+            key = (orphan_param(obj, PARAM_DISK_NAME), "quarantined" if quarantined else "reported")
+            totals[key] = totals.get(key, 0) + size
+            if (obj.get("status") or {}).get("sizeBytes") != size:
+                self._write_size(obj, size)
+        self.orphan_bytes = totals
+        self.sizes_done += 1
+        return totals
 
     def _event(self, obj: RawObject, event_type: str, reason: str, message: str) -> None:
         self.recorder.record(obj, event_type, reason, message)
+
+
+class OrphanBytes(Collector):
+    """``kustodian_orphan_bytes{node,disk,state}``: the bytes of this node's orphaned replica directories
+    by disk, ``reported`` (still in ``replicas/``) and ``quarantined``, as the sizer last measured them
+    (read at scrape time: the sizer's pass keeps the books, the scrape never walks a disk)."""
+
+    def __init__(self, agent: NodeAgent) -> None:
+        self._agent = agent
+
+    def collect(self) -> list[Metric]:
+        family = GaugeMetricFamily("kustodian_orphan_bytes", "Bytes of orphaned replica directories on this "
+                                   "node, by disk and state (reported, quarantined), as du -sb counts them",
+                                   labels=["node", "disk", "state"])
+        for (disk, state), size in sorted(self._agent.orphan_bytes.items()):
+            family.add_metric([self._agent.node, disk, state], size)
+        return [family]
 
 
 def make_tracker(settings: NodeAgentSettings, client: KubeClient) -> ReplicaTracker:
@@ -610,7 +792,10 @@ def install(manager: Manager, settings: NodeAgentSettings, *, recorder: EventRec
         scan_interval=agent.scan_interval.total_seconds(), auto_delete=agent.auto_delete,
         grace=agent.grace_period, caches=manager.cache, clock=clock,
         brake_share=agent.brake_share, brake_min_orphans=agent.brake_min_orphans,
-        write_grace=agent.write_grace)
+        write_grace=agent.write_grace,
+        quarantine=QuarantinePolicy(agent.quarantine_retention, agent.quarantine_min_retention,
+                                    agent.quarantine_pressure_free),
+        size_interval=agent.size_interval.total_seconds())
     node_agent.heartbeat = Heartbeat(
         client, node_agent.registry, node=agent.node_name, namespace=namespace,
         longhorn_namespace=agent.longhorn_namespace,
@@ -618,9 +803,11 @@ def install(manager: Manager, settings: NodeAgentSettings, *, recorder: EventRec
         recorder=node_agent.recorder, clock=clock, interval=agent.heartbeat_interval,
         timeout=agent.heartbeat_timeout)
     manager.add_runnable(node_agent.tracker)
+    manager.registry.register(OrphanBytes(node_agent))
     node_agent.queue = manager.add(node_agent, workers=settings.controllers.workers, resync=0)
     if monitor:
         manager.add_runnable(node_agent.monitor())
+        manager.add_runnable(node_agent.sizer())
         manager.add_runnable(node_agent.heartbeat.loop())
     return node_agent
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from kustodian.controllers.orphans.quarantine import probe_quarantine
 from kustodian.controllers.orphans.scan import probe_replica_dir
 from kustodian.controllers.orphans.tracker import ReplicaTracker
 from kustodian.kube.cache import WatchCache
@@ -27,6 +28,7 @@ from kustodian.policy.orphans import (
     OrphanCleanupRules,
     OrphanSyncInput,
     Ownership,
+    QuarantineProbe,
     safe_target,
 )
 from kustodian.policy.orphans.resource import PARAM_DATA_NAME, PARAM_DISK_PATH, orphan_param
@@ -108,13 +110,15 @@ def gather(source: OrphanCleanupSource, namespace: str, name: str, rules: Orphan
     gathers carry the same ones (a brake only holds auto-deletion, never a requested delete).
     The Orphan's directory is looked at during the gather itself, from whichever source
     (:func:`controllers.orphans.scan.probe_replica_dir`: ``volume.meta`` read again, the
-    newest modification time): live data is told by a fresh look, never by the cached scan.
+    newest modification time): live data is told by a fresh look, never by the cached scan;
+    its place in the disk's quarantine is looked at the same way
+    (:func:`controllers.orphans.quarantine.probe_quarantine`).
     """
     obj = source.orphan(namespace, name)
     if obj is None:
         return None
     scans, owners = tuple(source.scans()), source.ownership()
-    return OrphanCleanupInput(obj, scans, owners, dict(held_disks), rules, _probe(obj))
+    return OrphanCleanupInput(obj, scans, owners, dict(held_disks), rules, _probe(obj), _in_quarantine(obj))
 
 
 def _probe(obj: Obj) -> DirProbe | None:
@@ -122,6 +126,13 @@ def _probe(obj: Obj) -> DirProbe | None:
     if not disk_path or not data_name or safe_target(disk_path, data_name) is None:
         return None
     return probe_replica_dir(disk_path, data_name)
+
+
+def _in_quarantine(obj: Obj) -> QuarantineProbe | None:
+    disk_path, data_name = orphan_param(obj, PARAM_DISK_PATH), orphan_param(obj, PARAM_DATA_NAME)
+    if not disk_path or not data_name or safe_target(disk_path, data_name) is None:
+        return None
+    return probe_quarantine(disk_path, data_name)
 
 
 def gather_sync(source: OrphanCleanupSource, node: str) -> OrphanSyncInput:

@@ -307,6 +307,8 @@ def probe_replica_dir(disk_path: str, dir_name: str, *,
 
 class RemovalOutcome(StrEnum):
     REMOVED = "Removed"
+    QUARANTINED = "Quarantined"
+    RESTORED = "Restored"
     ALREADY_ABSENT = "AlreadyAbsent"
     REFUSED = "Refused"
     FAILED = "Failed"
@@ -377,12 +379,30 @@ def _remove_tree(parent_fd: int, name: str, dev: int, mnt: int, depth: int) -> N
     os.rmdir(name, dir_fd=parent_fd)
 
 
+@dataclass(frozen=True)
+class VerifiedDir:
+    """A replica directory every removal check passed on, its disk and ``replicas`` still open:
+    what an :data:`Act` other than removal (the quarantine's rename) works on."""
+
+    disk_fd: int
+    replicas_fd: int
+    name: str
+    dev: int
+    mount_id: int
+    inode: int
+    path: str
+
+
+Act = Callable[[VerifiedDir], "RemovalResult"]
+
+
 def remove_replica_dir(disk_path: str, dir_name: str, expected_uuid: str, *, quiet_for: float = 0.0,
-                       clock_ns: Callable[[], int] = time.time_ns) -> RemovalResult:
+                       clock_ns: Callable[[], int] = time.time_ns, act: Act | None = None) -> RemovalResult:
     """Remove ``<disk_path>/replicas/<dir_name>`` after re-verifying the disk it is on.
 
     Its ``volume.meta`` is read again first, and with ``quiet_for`` (seconds) a directory in
     which anything was modified more recently than that is refused ("RecentlyWritten").
+    ``act``: what to do instead of removing, once every check passed (the quarantine's move).
     """
     target = safe_target(disk_path, dir_name)
     shown = target or f"{disk_path}/{REPLICAS_DIR}/{dir_name!r}"
@@ -394,7 +414,7 @@ def remove_replica_dir(disk_path: str, dir_name: str, expected_uuid: str, *, qui
         return RemovalResult(RemovalOutcome.REFUSED, target, "DiskUnreadable", _describe(exc))
     try:
         return _remove_verified(disk_fd, target, dir_name, expected_uuid, quiet_for=quiet_for,
-                                clock_ns=clock_ns)
+                                clock_ns=clock_ns, act=act)
     finally:
         os.close(disk_fd)
 
@@ -418,7 +438,7 @@ def _live_or_invalid(replicas_fd: int, dir_name: str, target: str, quiet_for: fl
 
 
 def _remove_verified(disk_fd: int, target: str, dir_name: str, expected_uuid: str, *, quiet_for: float,
-                     clock_ns: Callable[[], int]) -> RemovalResult:
+                     clock_ns: Callable[[], int], act: Act | None = None) -> RemovalResult:
     refused, failed = RemovalOutcome.REFUSED, RemovalOutcome.FAILED
     try:
         disk_dev = os.fstat(disk_fd).st_dev
@@ -465,6 +485,8 @@ def _remove_verified(disk_fd: int, target: str, dir_name: str, expected_uuid: st
         refused_now = _live_or_invalid(replicas_fd, dir_name, target, quiet_for, clock_ns)
         if refused_now is not None:
             return refused_now
+        if act is not None:
+            return act(VerifiedDir(disk_fd, replicas_fd, dir_name, disk_dev, target_mnt, st.st_ino, target))
         try:
             _remove_tree(replicas_fd, dir_name, disk_dev, target_mnt, 0)
         except _UnsafeToRemoveError as exc:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dc_field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -60,6 +61,15 @@ from kustodian.policy.orphans.detect import (
 from kustodian.policy.orphans.model import DirProbe, DiskScan
 from kustodian.policy.orphans.names import normalize_disk_path, safe_target
 from kustodian.policy.orphans.ownership import Ownership, deferred_delete, longhorn_disk_verdict
+from kustodian.policy.orphans.quarantine import (
+    STATE_QUARANTINED,
+    STATE_REPORTED,
+    QuarantinePolicy,
+    QuarantineProbe,
+    quarantine_deadline,
+    quarantine_path,
+    restore_request,
+)
 from kustodian.policy.orphans.reasons import OrphanReason
 from kustodian.policy.orphans.resource import (
     CONDITION_DATA_CLEANABLE,
@@ -77,10 +87,11 @@ from kustodian.policy.timestamps import format_rfc3339, parse_rfc3339
 
 @dataclass(frozen=True)
 class RemoveDir:
-    """Remove ``<disk_path>/replicas/<dir_name>`` (``path``), re-verifying the disk UUID first.
+    """Take ``<disk_path>/replicas/<dir_name>`` (``path``) away, re-verifying the disk UUID first.
 
-    Drop the finalizer only once the removal reports success (or the directory is
-    already gone); otherwise re-evaluate.
+    The node agent moves it into quarantine (:mod:`policy.orphans.quarantine`): one rename on
+    the same filesystem, after the same checks a removal makes; the finalizer stays until
+    the quarantined data is removed for good or restored.
     """
 
     disk_path: str
@@ -119,7 +130,48 @@ class NoAction:
     message: str = ""
 
 
-OrphanAction = RemoveDir | DropFinalizer | DeleteOrphan | Wait | NoAction
+@dataclass(frozen=True)
+class PurgeQuarantined:
+    """The retention has passed: remove ``<disk>/kustodian-quarantine/<dir_name>`` for good (the disk
+    UUID re-verified, no mount or symlink crossed), then drop the finalizer."""
+
+    disk_path: str
+    dir_name: str
+    expected_uuid: str
+    path: str
+
+
+@dataclass(frozen=True)
+class RestoreDir:
+    """Rename the quarantined directory back to ``<disk>/replicas/<dir_name>`` (answering restore
+    ``request``), every check made again right before; then drop the finalizer."""
+
+    disk_path: str
+    dir_name: str
+    expected_uuid: str
+    path: str
+    request: str
+
+
+@dataclass(frozen=True)
+class RefuseRestore:
+    """Answer restore ``request`` with a refusal; nothing is moved."""
+
+    request: str
+    reason: OrphanReason
+    message: str
+
+
+@dataclass(frozen=True)
+class HoldQuarantined:
+    """Keep the quarantined data; look again at ``remove_at`` (``None``: kept, keep-data is set)."""
+
+    remove_at: datetime | None
+    message: str = ""
+
+
+OrphanAction = (RemoveDir | DropFinalizer | DeleteOrphan | Wait | NoAction | PurgeQuarantined | RestoreDir
+                | RefuseRestore | HoldQuarantined)
 
 
 @dataclass(frozen=True)
@@ -136,6 +188,7 @@ class OrphanDecision:
 
     action: OrphanAction
     condition: Mapping[str, str]
+    status: Mapping[str, str | None] = dc_field(default_factory=dict)  # status fields to merge (state, ...)
 
 
 def _not(reason: OrphanReason, message: str) -> Cleanability:
@@ -269,6 +322,8 @@ def cleanup_decision(
     held_disks: Mapping[str, str] | None = None,
     probe: DirProbe | None = None,
     write_grace: timedelta = timedelta(0),
+    quarantine: QuarantineProbe | None = None,
+    retention: QuarantinePolicy | None = None,
 ) -> OrphanDecision:
     """The node agent's step for one Orphan, from a fresh scan and a fresh ownership verdict.
 
@@ -276,7 +331,8 @@ def cleanup_decision(
     deferred ones); ``held_disks`` maps a normalized disk path to the mass-orphan brake's
     message for disks whose auto-deletion is held; ``probe`` the directory looked at just
     now and ``write_grace`` how long ago it must last have been written (see
-    :func:`data_cleanability`).
+    :func:`data_cleanability`); ``quarantine`` the Orphan's directory looked at in quarantine just
+    now and ``retention`` how long quarantined data is kept (see :mod:`policy.orphans.quarantine`).
     """
     cleanability = data_cleanability(orphan_obj, scans_now, owners_now, node=node, probe=probe,
                                      write_grace=write_grace)
@@ -287,6 +343,9 @@ def cleanup_decision(
     if is_deleting(orphan_obj):
         if not has_finalizer(orphan_obj):
             return OrphanDecision(NoAction(OrphanReason.NO_FINALIZER), condition)
+        if quarantine is not None and quarantine.exists:
+            return _quarantined(orphan_obj, scans_now, owners_now, quarantine,
+                                retention=retention or QuarantinePolicy(), now=now, condition=condition)
         if keep_data(orphan_obj):
             return OrphanDecision(DropFinalizer(OrphanReason.KEEP_DATA, "kustodian.io/keep-data is set"),
                                   condition)
@@ -301,6 +360,18 @@ def cleanup_decision(
             return OrphanDecision(cleanability.target, condition)
         return OrphanDecision(DropFinalizer(cleanability.reason, cleanability.message), condition)
 
+    return _reported(_live_decision(orphan_obj, cleanability, condition, auto_delete=auto_delete, grace=grace,
+                                    now=now, held_disks=held_disks))
+
+
+def _reported(decision: OrphanDecision) -> OrphanDecision:
+    return OrphanDecision(decision.action, decision.condition,
+                          {"state": STATE_REPORTED, "quarantinedAt": None, "removeAfter": None})
+
+
+def _live_decision(orphan_obj: RawObject, cleanability: Cleanability, condition: dict[str, str], *,
+                   auto_delete: bool, grace: timedelta, now: datetime,
+                   held_disks: Mapping[str, str] | None) -> OrphanDecision:
     if not auto_delete:
         return OrphanDecision(NoAction(OrphanReason.AUTO_DELETE_DISABLED), condition)
     if keep_data(orphan_obj):
@@ -320,6 +391,68 @@ def cleanup_decision(
     if not uid(orphan_obj):
         return OrphanDecision(NoAction(OrphanReason.MISSING_UID, "metadata.uid: absent"), condition)
     return OrphanDecision(DeleteOrphan(namespace(orphan_obj), name(orphan_obj), uid(orphan_obj)), condition)
+
+
+def _restore_refusal(orphan: RawObject, scans_now: Sequence[DiskScan], owners_now: Ownership,
+                     quarantine: QuarantineProbe) -> Cleanability | None:
+    """Why the quarantined directory of ``orphan`` may not go back now, or ``None``."""
+    data_name = orphan_param(orphan, PARAM_DATA_NAME)
+    disk_path = orphan_param(orphan, PARAM_DISK_PATH)
+    disk_uuid = orphan_param(orphan, PARAM_DISK_UUID)
+    back = safe_target(disk_path, data_name) or f"{disk_path}/replicas/{data_name}"
+    if quarantine.error:
+        return _not(OrphanReason.DATA_INVALID,
+                    f"the quarantined directory cannot be looked at: {quarantine.error}")
+    if quarantine.original_exists:
+        return _not(OrphanReason.DATA_IN_USE, f"{back} exists again: something now lives there; not restored")
+    if not owners_now.known or owners_now.tracked is None:
+        return _not(owners_now.reason,
+                    f"ownership unknown ({owners_now.message}); not restored, ask again later")
+    if data_name in tracked_dir_names(owners_now.tracked):
+        return _not(OrphanReason.DATA_TRACKED, f"a Replica names {data_name} now; not restored")
+    scan = next((s for s in scans_now if same_disk_path(s.disk_path, disk_path)), None)
+    if scan is None:
+        return _not(OrphanReason.DISK_INVALID, f"disk {disk_path} is not configured here")
+    if scan.expected_uuid != disk_uuid or (scan.found_uuid is not None and scan.found_uuid != disk_uuid):
+        return _not(OrphanReason.DISK_CHANGED,
+                    f"disk at {disk_path} is now {scan.found_uuid or scan.expected_uuid}, "
+                    f"the data was on {disk_uuid}")
+    condition = disk_condition(scan, scans_now)
+    if not condition.ok:
+        return _not(OrphanReason.DISK_INVALID, f"{condition.reason}: {condition.message}")
+    return None
+
+
+def _quarantined(orphan: RawObject, scans_now: Sequence[DiskScan], owners_now: Ownership,
+                 quarantine: QuarantineProbe, *, retention: QuarantinePolicy, now: datetime,
+                 condition: dict[str, str]) -> OrphanDecision:
+    """A deleting Orphan whose directory sits in quarantine: restore it on request, remove it for good
+    once the retention has passed, else keep it until then."""
+    data_name = orphan_param(orphan, PARAM_DATA_NAME)
+    disk = normalize_disk_path(orphan_param(orphan, PARAM_DISK_PATH)) or orphan_param(orphan, PARAM_DISK_PATH)
+    disk_uuid = orphan_param(orphan, PARAM_DISK_UUID)
+    held_at = quarantine_path(disk, data_name) or f"{disk}/?/{data_name}"
+    since = parse_rfc3339(str_field(orphan, "status", "quarantinedAt")) or now
+    deadline = quarantine_deadline(since, retention, quarantine.free_share)
+    status: dict[str, str | None] = {"state": STATE_QUARANTINED, "quarantinedAt": format_rfc3339(since),
+                                     "removeAfter": format_rfc3339(deadline)}
+    request = restore_request(orphan)
+    if request:
+        refusal = _restore_refusal(orphan, scans_now, owners_now, quarantine)
+        if refusal is not None:
+            return OrphanDecision(RefuseRestore(request, refusal.reason, refusal.message), condition, status)
+        back = safe_target(disk, data_name) or ""
+        return OrphanDecision(RestoreDir(disk, data_name, disk_uuid, back, request), condition, status)
+    if keep_data(orphan):
+        # the record released, the data kept where it is: never removed, no longer reported
+        kept = (f"kustodian.io/keep-data is set: the record is released and the data stays in {held_at} "
+                "(not scanned; move it back or remove it by hand)")
+        return OrphanDecision(DropFinalizer(OrphanReason.KEEP_DATA, kept), condition,
+                              {**status, "removeAfter": None})
+    if now >= deadline:
+        return OrphanDecision(PurgeQuarantined(disk, data_name, disk_uuid, held_at), condition, status)
+    return OrphanDecision(HoldQuarantined(deadline, f"{held_at} kept until {format_rfc3339(deadline)}"),
+                          condition, status)
 
 
 def agent_gone(node: str, renew_time: str, lease_seconds: object, now: datetime) -> str:

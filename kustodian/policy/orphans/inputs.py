@@ -18,7 +18,7 @@ Orphans read from the API server prunes it too (:func:`confirms_prune`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from kustodian.policy.objects import RawObject
@@ -26,6 +26,7 @@ from kustodian.policy.orphans.cleanup import OrphanAction, OrphanDecision, Remov
 from kustodian.policy.orphans.detect import OrphanSync, PruneOrphan, sync_orphans
 from kustodian.policy.orphans.model import DirProbe, DiskScan
 from kustodian.policy.orphans.ownership import Ownership
+from kustodian.policy.orphans.quarantine import QuarantinePolicy, QuarantineProbe
 
 __all__ = [
     "OrphanCleanupInput",
@@ -43,7 +44,8 @@ class OrphanCleanupRules:
     """What the agent runs with: its node, auto-deletion as in force, when it started watching.
 
     ``agent_since``: deletes requested before it are deferred ones (see ``deferred_delete``);
-    ``write_grace``: a directory written more recently than this is live and never removed.
+    ``write_grace``: a directory written more recently than this is live and never removed;
+    ``quarantine``: how long a deleted Orphan's directory is kept in quarantine.
     """
 
     node: str
@@ -51,6 +53,7 @@ class OrphanCleanupRules:
     grace: timedelta
     agent_since: datetime | None = None
     write_grace: timedelta = timedelta(minutes=10)
+    quarantine: QuarantinePolicy = field(default_factory=QuarantinePolicy)
 
 
 @dataclass(frozen=True)
@@ -61,7 +64,8 @@ class OrphanCleanupInput:
     ``owners`` is Longhorn's ownership verdict; ``held_disks`` maps a normalized disk path
     to the mass-orphan brake's message, for the disks whose auto-deletion is held; ``probe``
     is the Orphan's directory looked at during this very gather (``volume.meta`` read again,
-    the newest modification time), ``None`` when the Orphan names no valid directory.
+    the newest modification time), ``None`` when the Orphan names no valid directory;
+    ``quarantine`` the same directory looked at in quarantine during this gather.
     """
 
     orphan: RawObject
@@ -70,6 +74,7 @@ class OrphanCleanupInput:
     held_disks: Mapping[str, str]
     rules: OrphanCleanupRules
     probe: DirProbe | None = None
+    quarantine: QuarantineProbe | None = None
 
 
 def decide_orphan_cleanup(observed: OrphanCleanupInput, now: datetime) -> OrphanDecision:
@@ -78,7 +83,8 @@ def decide_orphan_cleanup(observed: OrphanCleanupInput, now: datetime) -> Orphan
     return cleanup_decision(observed.orphan, observed.scans, observed.owners, node=rules.node,
                             auto_delete=rules.auto_delete, grace=rules.grace, now=now,
                             agent_since=rules.agent_since, held_disks=observed.held_disks,
-                            probe=observed.probe, write_grace=rules.write_grace)
+                            probe=observed.probe, write_grace=rules.write_grace,
+                            quarantine=observed.quarantine, retention=rules.quarantine)
 
 
 def confirms(fresh: OrphanDecision, action: OrphanAction) -> bool:

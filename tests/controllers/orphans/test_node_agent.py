@@ -178,6 +178,10 @@ class World:
 
     def agent(self, *, disks: list[str] | None = None, monitor: bool = False, **settings: Any) -> NodeAgent:
         settings.setdefault("longhorn_namespace", self.ns)
+        # these tests are about what a delete may remove: the quarantine's retention is 0 here (the
+        # directory is moved into quarantine, then removed at once); the quarantine's own tests set one
+        settings.setdefault("quarantine_retention", "0s")
+        settings.setdefault("quarantine_min_retention", "0s")
         group = {k.removeprefix("orphan_"): v for k, v in settings.items()}
         config = NodeAgentSettings(kube={"namespace": self.ns},
                                    node_agent={"node_name": self.node, "scan_interval": 0.1,
