@@ -163,8 +163,8 @@ def _cmd_rules_test(args: argparse.Namespace) -> int:
     return rules_test(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="kustodian", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+def build_parser(prog: str = "kustodian") -> argparse.ArgumentParser:
+    parser = Parser(prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                     description=(
         "Kubernetes storage custodian: an admission webhook that refuses to delete storage that is "
         "still in use and applies reclaim-space policy, plus controllers that keep storage tidy."))
@@ -332,12 +332,12 @@ def _cmd_plan(name: str) -> Command:
     return run
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "kustodian") -> int:
     """Run one command; a ``KustodianError`` (a user mistake, a refusal, a missing object) is
     printed as one line per problem, prefixed with the command, and its ``exit_code`` returned:
     never a traceback for a user mistake.  Any other exception is a bug, whatever its type (a
     ``ValueError`` too): its traceback, one line saying so, and ``EXIT_INTERNAL`` (70)."""
-    args = build_parser().parse_args(argv)
+    args = build_parser(prog).parse_args(argv)
     func: Command = args.func
     actions = ("certs_command", "reclaim_command", "capacity_command", "rules_command")
     name = " ".join(n for n in (args.command, *(getattr(args, a, None) for a in actions)) if n)
@@ -351,14 +351,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         lines, code = describe(exc, connected_server())
         for line in lines:
-            sys.stderr.write(f"kustodian {name}: {line}\n")
+            sys.stderr.write(f"{prog} {name}: {line}\n")
         return code
     except KeyboardInterrupt:
-        sys.stderr.write(f"kustodian {name}: interrupted\n")
+        sys.stderr.write(f"{prog} {name}: interrupted\n")
         return 130
     except Exception as exc:  # a bug: say so, with its traceback, under its own code
         traceback.print_exc()
-        sys.stderr.write(f"kustodian {name}: internal error ({type(exc).__name__}): this is a bug in "
+        sys.stderr.write(f"{prog} {name}: internal error ({type(exc).__name__}): this is a bug in "
                          f"kustodian, please report it with the traceback above\n")
         return EXIT_INTERNAL
 
