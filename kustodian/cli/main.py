@@ -196,6 +196,7 @@ def build_parser(prog: str = "kustodian") -> argparse.ArgumentParser:
                                    "provisioner's node cleanup controller.")
     add_settings_flags(p, NodeCleanupSettings)
     p.set_defaults(func=_component("kustodian.controllers.node_cleanup.main:run", NodeCleanupSettings))
+    _node_cleanup_plan(p)
 
     p = sub.add_parser("node-agent", help="run the per-node orphan detection agent (DaemonSet)",
                        description="Report replica directories no Longhorn Replica owns as "
@@ -316,6 +317,25 @@ def build_parser(prog: str = "kustodian") -> argparse.ArgumentParser:
     return parser
 
 
+def _node_cleanup_plan(node_cleanup: argparse.ArgumentParser) -> None:
+    # an optional action: `kustodian node-cleanup --storageclass-names ...` (upstream's command
+    # lines, no action) still runs the controller
+    sub = node_cleanup.add_subparsers(dest="node_cleanup_command", required=False, metavar="[ACTION]")
+    p = sub.add_parser("plan", help="what node cleanup would clean, and when (a dry run)",
+                       description="List the local PVs and PVCs node cleanup would delete because their "
+                                   "Node is gone, each with the time it becomes eligible after "
+                                   "--pvc-deletion-delay, and why the others are kept: the controller's own "
+                                   "decision, from the live cluster or --from DIR. Takes the controller's "
+                                   "flags (--storageclass-names, --pvc-deletion-delay, "
+                                   "--detect-recreated-nodes); deletes nothing.")
+    p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
+    add_output_flag(p)
+    add_progress_flag(p)
+    add_settings_flags(p, NodeCleanupSettings)
+    p.set_defaults(settings_model=NodeCleanupSettings)
+    p.set_defaults(func=_cmd_plan("node_cleanup_plan"))
+
+
 def _object_namespace(p: argparse.ArgumentParser, help_text: str) -> None:
     # --object-namespace: this flag's name before issue 21, kept (same meaning)
     p.add_argument("-n", "--namespace", "--object-namespace", dest="object_namespace", default="",
@@ -339,7 +359,8 @@ def main(argv: Sequence[str] | None = None, prog: str = "kustodian") -> int:
     ``ValueError`` too): its traceback, one line saying so, and ``EXIT_INTERNAL`` (70)."""
     args = build_parser(prog).parse_args(argv)
     func: Command = args.func
-    actions = ("certs_command", "reclaim_command", "capacity_command", "rules_command")
+    actions = ("certs_command", "reclaim_command", "capacity_command", "rules_command",
+               "node_cleanup_command")
     name = " ".join(n for n in (args.command, *(getattr(args, a, None) for a in actions)) if n)
     try:
         model = getattr(args, "settings_model", None)
