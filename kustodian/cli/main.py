@@ -357,6 +357,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "kustodian") -> int:
     printed as one line per problem, prefixed with the command, and its ``exit_code`` returned:
     never a traceback for a user mistake.  Any other exception is a bug, whatever its type (a
     ``ValueError`` too): its traceback, one line saying so, and ``EXIT_INTERNAL`` (70)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["__complete"]:  # the completion scripts' helper (cobra's habit), not a command
+        from kustodian.cli.completion import complete_values
+
+        return complete_values(argv[1:])
     args = build_parser(prog).parse_args(argv)
     func: Command = args.func
     actions = ("certs_command", "reclaim_command", "capacity_command", "rules_command",
