@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING, Literal, get_args, get_origin
 if TYPE_CHECKING:
     from kustodian.settings import KubeGroup
 
-__all__ = ["DYNAMIC_TIMEOUT", "Level", "complete_values", "guarded_kinds", "levels", "script"]
+__all__ = ["DIRECTIVE_DEFAULT", "DIRECTIVE_NO_FILE", "DYNAMIC_TIMEOUT", "Level", "complete_values",
+           "complete_words", "guarded_kinds", "levels", "script"]
 
 _PATHLIKE = re.compile(r"(file|kubeconfig|from|out|dir|rules)(\b|_|-|$)")
 _NAMESPACE = re.compile(r"^-(n|-([a-z-]+-)?namespace)$")
@@ -312,23 +313,72 @@ def _give_up(signum: int, frame: object) -> None:
     raise TimeoutError
 
 
-def complete_values(argv: Sequence[str]) -> int:
-    """``kustodian __complete contexts|namespaces [-- WORDS...]``: one value per line on stdout.
-
-    Whatever goes wrong (no kubeconfig, no cluster, no permission, a slow API server) prints
-    nothing and exits 0: a completion that fails offers nothing, it never speaks."""
-    what, words = (argv[0] if argv else ""), [w for w in argv[1:] if w != "--"]
+def _lookup(what: str, words: Sequence[str]) -> list[str]:
+    """Contexts or namespaces for the line ``words``; ``[]`` whatever goes wrong (no kubeconfig,
+    no cluster, no permission, a slow API server): a completion that fails offers nothing."""
     lookup = {"contexts": _contexts, "namespaces": _namespaces}.get(what)
     if lookup is None:
-        return 0
+        return []
     # a hard deadline above the client's own timeouts (connect, TLS, DNS): never hang a <TAB>
     signal.signal(signal.SIGALRM, _give_up)
     signal.setitimer(signal.ITIMER_REAL, DYNAMIC_TIMEOUT + 0.5)
     try:
-        found = lookup(words)
+        return sorted(set(lookup(words)))
     except Exception:  # completion fails silently, by design
-        return 0
+        return []
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-    sys.stdout.write("".join(f"{v}\n" for v in sorted(set(found))))
+
+
+def complete_values(argv: Sequence[str]) -> int:
+    """``kustodian __complete contexts|namespaces [-- WORDS...]``: one value per line on stdout;
+    nothing (and exit 0) when the lookup fails: it never speaks."""
+    what, words = (argv[0] if argv else ""), [w for w in argv[1:] if w != "--"]
+    sys.stdout.write("".join(f"{v}\n" for v in _lookup(what, words)))
     return 0
+
+
+# cobra's ShellCompDirective: the shell may fall back to file names, or must not
+DIRECTIVE_DEFAULT, DIRECTIVE_NO_FILE = 0, 4
+
+
+def complete_words(parser: argparse.ArgumentParser, words: Sequence[str]) -> tuple[list[str], int]:
+    """What <TAB> offers after ``kustodian WORDS`` (the last word is the one being completed), and
+    cobra's directive: the bash script's rules, for callers that speak cobra's protocol
+    (kubectl's plugin completion runs ``kubectl_complete-kustodian WORDS...``)."""
+    tree = {lv.words: lv for lv in levels(parser)}
+    done, cur = list(words[:-1]), (words[-1] if words else "")
+    path: tuple[str, ...] = ()
+    start = 0
+    for i, word in enumerate(done):
+        if word in tree[path].subs:
+            path, start = (*path, word), i + 1
+    level = tree[path]
+    by_option = {o: a for a in level.flags for o in a.option_strings}
+
+    def offered(values: Sequence[str]) -> list[str]:
+        return [v for v in values if v.startswith(cur)]
+
+    prev = by_option.get(done[-1]) if done else None
+    if prev is not None and _takes_value(prev):
+        kind = _value_kind(prev)
+        if kind == "@file":
+            return [], DIRECTIVE_DEFAULT
+        if kind == "@any":
+            return [], DIRECTIVE_NO_FILE
+        if kind in ("@contexts", "@namespaces"):
+            return offered(_lookup(kind[1:], done)), DIRECTIVE_NO_FILE
+        return offered(kind.split()), DIRECTIVE_NO_FILE
+    if cur.startswith("-"):
+        return offered(list(by_option)), DIRECTIVE_NO_FILE
+    positionals, i = 0, start
+    while i < len(done):
+        action = by_option.get(done[i])
+        if action is not None:
+            i += 1 if _takes_value(action) else 0
+        elif not done[i].startswith("-"):
+            positionals += 1
+        i += 1
+    if positionals == 0 and " ".join(path) in _KIND_COMMANDS:
+        return offered(guarded_kinds()), DIRECTIVE_NO_FILE
+    return offered([*level.subs, *level.positional_choices]), DIRECTIVE_NO_FILE

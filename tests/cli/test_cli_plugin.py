@@ -92,6 +92,43 @@ def test_kubectl_refuses_its_global_flags_before_the_plugin_name(kubectl: Path, 
     assert "flags cannot be placed before plugin name: --kubeconfig" in proc.stderr
 
 
+def _tab(kubectl: Path, home: Path, *words: str, **env: str) -> list[str]:
+    """What ``kubectl kustodian WORDS<TAB>`` offers, through kubectl's own completion entry
+    (``kubectl __complete``), which runs ``kubectl_complete-kustodian``; the last line is cobra's
+    directive."""
+    proc = run_kubectl(kubectl, home, "__complete", "kustodian", *words, **env)
+    assert proc.returncode == 0, proc.stderr
+    assert "kubectl_complete-kustodian" in proc.stderr  # kubectl's debug line: the plugin answered
+    return proc.stdout.splitlines()
+
+
+def test_kubectl_completes_the_plugins_commands_kinds_and_contexts(kubectl: Path, tmp_path: Path) -> None:
+    assert _tab(kubectl, tmp_path, "exp") == ["explain-delete", ":4"]
+    assert _tab(kubectl, tmp_path, "capacity", "") == ["plan", ":4"]
+    assert _tab(kubectl, tmp_path, "report", "-o", "") == ["table", "json", "yaml", ":4"]
+    assert _tab(kubectl, tmp_path, "report", "--rules", "") == [":0"]  # file names: the shell's own
+    assert _tab(kubectl, tmp_path, "explain-delete", "-n", "rook-ceph", "CephBlockP") == [
+        "CephBlockPool", "CephBlockPoolRadosNamespace", ":4"]
+    assert _tab(kubectl, tmp_path, "explain-delete", "CephBlockPool", "") == [":4"]  # the name
+    kubeconfig = tmp_path / "kc"
+    kubeconfig.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "Config", "current-context": "prod",
+                                          "contexts": [{"name": n, "context": {"cluster": "c"}}
+                                                       for n in ("prod", "staging")]}))
+    assert _tab(kubectl, tmp_path, "report", "--context", "", KUBECONFIG=str(kubeconfig)) == [
+        "prod", "staging", ":4"]
+    assert _tab(kubectl, tmp_path, "report", "--kubeconfig", str(kubeconfig), "--context", "s") == [
+        "staging", ":4"]
+
+
+@pytest.mark.api
+def test_kubectl_completes_the_plugins_namespaces_from_the_cluster(kube_api: KubeApi, namespace: str,
+                                                                  kubectl: Path, tmp_path: Path) -> None:
+    offered = _tab(kubectl, tmp_path, "report", "--kubeconfig", str(kube_api.kubeconfig), "-n", "")
+    assert {namespace, "default", ":4"} <= set(offered) and offered[-1] == ":4"
+    by_env = _tab(kubectl, tmp_path, "explain-delete", "-n", namespace[:6], KUBECONFIG=str(kube_api.kubeconfig))
+    assert by_env == [namespace, ":4"]
+
+
 @pytest.mark.api
 def test_kubectl_kustodian_reads_the_live_cluster_through_kubeconfig(
         kube_api: KubeApi, namespace: str, kubectl: Path, tmp_path: Path,
