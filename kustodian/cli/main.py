@@ -193,7 +193,8 @@ def build_parser(prog: str = "kustodian") -> argparse.ArgumentParser:
     p = sub.add_parser("node-cleanup", help="run only the node-loss cleanup controller (upstream flags)",
                        description="Delete the PVCs and then the PVs of local volumes whose Node is gone, "
                                    "after --pvc-deletion-delay; flags as sig-storage-local-static-"
-                                   "provisioner's node cleanup controller.")
+                                   "provisioner's node cleanup controller. 'node-cleanup plan' lists what it "
+                                   "would clean, and when, without deleting anything.")
     add_settings_flags(p, NodeCleanupSettings)
     p.set_defaults(func=_component("kustodian.controllers.node_cleanup.main:run", NodeCleanupSettings))
     _node_cleanup_plan(p)
