@@ -166,8 +166,8 @@ def _cmd_rules_test(args: argparse.Namespace) -> int:
     return rules_test(args)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = Parser(prog="kustodian", formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
+def build_parser(prog: str = "kustodian") -> argparse.ArgumentParser:
+    parser = Parser(prog=prog, formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG,
                     description=(
         "Kubernetes storage custodian: an admission webhook that refuses to delete storage that is "
         "still in use and applies reclaim-space policy, plus controllers that keep storage tidy."))
@@ -196,9 +196,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("node-cleanup", help="run only the node-loss cleanup controller (upstream flags)",
                        description="Delete the PVCs and then the PVs of local volumes whose Node is gone, "
                                    "after --pvc-deletion-delay; flags as sig-storage-local-static-"
-                                   "provisioner's node cleanup controller.")
+                                   "provisioner's node cleanup controller. 'node-cleanup plan' lists what it "
+                                   "would clean, and when, without deleting anything.")
     add_settings_flags(p, NodeCleanupSettings)
     p.set_defaults(func=_component("kustodian.controllers.node_cleanup.main:run", NodeCleanupSettings))
+    _node_cleanup_plan(p)
 
     p = sub.add_parser("node-agent", help="run the per-node orphan detection agent (DaemonSet)",
                        description="Report replica directories no Longhorn Replica owns as "
@@ -340,6 +342,25 @@ def _cmd_orphans_restore(args: argparse.Namespace) -> int:
     return restore(args)
 
 
+def _node_cleanup_plan(node_cleanup: argparse.ArgumentParser) -> None:
+    # an optional action: `kustodian node-cleanup --storageclass-names ...` (upstream's command
+    # lines, no action) still runs the controller
+    sub = node_cleanup.add_subparsers(dest="node_cleanup_command", required=False, metavar="[ACTION]")
+    p = sub.add_parser("plan", help="what node cleanup would clean, and when (a dry run)",
+                       description="List the local PVs and PVCs node cleanup would delete because their "
+                                   "Node is gone, each with the time it becomes eligible after "
+                                   "--pvc-deletion-delay, and why the others are kept: the controller's own "
+                                   "decision, from the live cluster or --from DIR. Takes the controller's "
+                                   "flags (--storageclass-names, --pvc-deletion-delay, "
+                                   "--detect-recreated-nodes); deletes nothing.")
+    p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
+    add_output_flag(p)
+    add_progress_flag(p)
+    add_settings_flags(p, NodeCleanupSettings)
+    p.set_defaults(settings_model=NodeCleanupSettings)
+    p.set_defaults(func=_cmd_plan("node_cleanup_plan"))
+
+
 def _object_namespace(p: argparse.ArgumentParser, help_text: str) -> None:
     # --object-namespace: this flag's name before issue 21, kept (same meaning)
     p.add_argument("-n", "--namespace", "--object-namespace", dest="object_namespace", default="",
@@ -356,14 +377,20 @@ def _cmd_plan(name: str) -> Command:
     return run
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, prog: str = "kustodian") -> int:
     """Run one command; a ``KustodianError`` (a user mistake, a refusal, a missing object) is
     printed as one line per problem, prefixed with the command, and its ``exit_code`` returned:
     never a traceback for a user mistake.  Any other exception is a bug, whatever its type (a
     ``ValueError`` too): its traceback, one line saying so, and ``EXIT_INTERNAL`` (70)."""
-    args = build_parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["__complete"]:  # the completion scripts' helper (cobra's habit), not a command
+        from kustodian.cli.completion import complete_values
+
+        return complete_values(argv[1:])
+    args = build_parser(prog).parse_args(argv)
     func: Command = args.func
-    actions = ("certs_command", "reclaim_command", "capacity_command", "rules_command", "orphans_command")
+    actions = ("certs_command", "reclaim_command", "capacity_command", "rules_command", "orphans_command",
+               "node_cleanup_command")
     name = " ".join(n for n in (args.command, *(getattr(args, a, None) for a in actions)) if n)
     try:
         model = getattr(args, "settings_model", None)
@@ -375,14 +402,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         lines, code = describe(exc, connected_server())
         for line in lines:
-            sys.stderr.write(f"kustodian {name}: {line}\n")
+            sys.stderr.write(f"{prog} {name}: {line}\n")
         return code
     except KeyboardInterrupt:
-        sys.stderr.write(f"kustodian {name}: interrupted\n")
+        sys.stderr.write(f"{prog} {name}: interrupted\n")
         return 130
     except Exception as exc:  # a bug: say so, with its traceback, under its own code
         traceback.print_exc()
-        sys.stderr.write(f"kustodian {name}: internal error ({type(exc).__name__}): this is a bug in "
+        sys.stderr.write(f"{prog} {name}: internal error ({type(exc).__name__}): this is a bug in "
                          f"kustodian, please report it with the traceback above\n")
         return EXIT_INTERNAL
 

@@ -1,6 +1,7 @@
-"""``kustodian reclaim plan`` and ``kustodian capacity plan``: policy decisions as tables.
+"""``kustodian reclaim plan``, ``kustodian capacity plan`` and ``kustodian node-cleanup plan``:
+policy decisions as tables.
 
-Both read either the live cluster (one list per kind) or a directory of manifests
+Each reads either the live cluster (one list per kind) or a directory of manifests
 (``--from DIR``), run the same pure policy functions as the webhook and the
 controllers, and print what they would do.  Nothing is written.
 """
@@ -16,12 +17,14 @@ from kustodian.cli.explain import iter_manifests
 from kustodian.cli.output import dump, print_rows, records
 from kustodian.cli.progress import Progress
 from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, FieldProblem
+from kustodian.policy.node_cleanup.plan import PlannedVolume, plan_node_cleanup
 from kustodian.policy.store import kind_key
-from kustodian.settings import ToolSettings, settings_from_args
+from kustodian.settings import NodeCleanupSettings, Settings, ToolSettings, settings_from_args
 
 
-def _objects(args: argparse.Namespace, kinds: dict[str, Any]) -> dict[str, list[dict[str, Any]]]:
-    """``kind key -> objects`` from ``--from DIR`` or the live cluster."""
+def _objects(args: argparse.Namespace, kinds: dict[str, Any],
+             model: type[Settings] = ToolSettings) -> dict[str, list[dict[str, Any]]]:
+    """``kind key -> objects`` from ``--from DIR`` or the live cluster (its flags: ``model``'s)."""
     found: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     if args.from_dir:
         if not Path(args.from_dir).is_dir():
@@ -34,7 +37,7 @@ def _objects(args: argparse.Namespace, kinds: dict[str, Any]) -> dict[str, list[
     from kustodian.cli.cluster import connect
     from kustodian.kube.discovery import resolve
 
-    settings = settings_from_args(ToolSettings, args)
+    settings = settings_from_args(model, args)
     client = connect(settings.kube)
     try:
         with Progress.of(args) as progress:
@@ -136,3 +139,49 @@ def capacity_plan(args: argparse.Namespace) -> int:
         return code
     print_rows(PLAN_TABLE_HEADER, table)
     return code
+
+
+NODE_CLEANUP_KINDS = ("PersistentVolume", "PersistentVolumeClaim", "Node")
+NODE_CLEANUP_HEADER = ("PV", "NODE", "PVC", "PVC ACTION", "ELIGIBLE", "PV ACTION", "REASON")
+
+
+def node_cleanup_plan(args: argparse.Namespace) -> int:
+    """The node cleanup controller's decision for every local PV, from the same gather and the same
+    pure function (``policy.node_cleanup.plan``), with the same flags as ``kustodian node-cleanup``."""
+    from kustodian.controllers.node_cleanup.gather import NodeCleanupListSource, gather
+    from kustodian.policy.node_cleanup import NodeCleanupRules, format_rfc3339
+
+    settings = settings_from_args(NodeCleanupSettings, args, check_env=True)
+    cleaning = settings.node_cleanup
+    if not cleaning.storage_classes:
+        raise ConfigError.at("--storageclass-names", "name the StorageClasses node cleanup is given (as its "
+                                                      "own flags): without them it cleans nothing")
+    objs = _objects(args, dict.fromkeys(NODE_CLEANUP_KINDS), NodeCleanupSettings)
+    source = NodeCleanupListSource(objs["PersistentVolume"], objs["PersistentVolumeClaim"], objs["Node"])
+    rules = NodeCleanupRules(frozenset(cleaning.storage_classes), cleaning.delay, cleaning.detect_recreated)
+    now = datetime.now(UTC)
+    observed = [o for o in (gather(source, n, rules) for n in source.volume_names) if o is not None]
+    rows = plan_node_cleanup(observed, now)
+    if args.output != "table":
+        dump({"volumes": [{
+            "name": r.volume, "nodes": list(r.nodes),
+            "claim": {"namespace": r.claim_namespace, "name": r.claim_name} if r.claim_name else None,
+            "claimAction": str(r.claim),
+            "eligibleAt": format_rfc3339(r.eligible_at) if r.eligible_at else None,
+            "timerStartsNow": r.timer_starts_now, "volumeAction": str(r.volume_action),
+            "reason": str(r.reason), "detail": r.detail or None} for r in rows]}, args.output)
+        return EXIT_OK
+
+    def when(r: PlannedVolume) -> str:
+        if r.eligible_at is None:
+            return "-"
+        if r.eligible_at <= now:
+            return "now"
+        at = r.eligible_at.strftime("%Y-%m-%d %H:%M:%S UTC")
+        return at + (" (timer starts now)" if r.timer_starts_now else "")
+
+    print_rows(NODE_CLEANUP_HEADER, (
+        (r.volume, ",".join(r.nodes) or "-", f"{r.claim_namespace}/{r.claim_name}" if r.claim_name else "-",
+         str(r.claim), when(r), str(r.volume_action), str(r.reason) + (f": {r.detail}" if r.detail else ""))
+        for r in rows))
+    return EXIT_OK

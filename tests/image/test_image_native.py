@@ -34,3 +34,12 @@ def test_the_compiler_stayed_in_the_builder(built_image: str) -> None:
                                     "+ glob.glob('/usr/bin/cc') + glob.glob('/usr/lib/gcc') "
                                     "+ glob.glob('/usr/include'))))")
     assert json.loads(out) == []
+
+
+def test_the_kubectl_plugin_is_in_the_image(built_image: str) -> None:
+    # pip installs every console script into the virtualenv the image keeps whole: copied out of
+    # the image onto a PATH, kubectl-kustodian is `kubectl kustodian`
+    proc = podman("run", "--rm", f"--user={UID}:{UID}", "--read-only", "--network=none",
+                  "--entrypoint=/opt/kustodian/bin/kubectl-kustodian", built_image, "report", "--help", check=False)
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    assert proc.stdout.startswith("usage: kubectl kustodian report"), proc.stdout

@@ -1,9 +1,10 @@
 """The one place node cleanup reads: :func:`gather` fills a :class:`NodeCleanupInput` from a source.
 
-Two sources answer the same three questions (this PV, the claim it names, the Nodes it may
-live on): :class:`NodeCleanupCacheSource` from the watch caches, for every pass, and
+Three sources answer the same three questions (this PV, the claim it names, the Nodes it may
+live on): :class:`NodeCleanupCacheSource` from the watch caches, for every pass;
 :class:`NodeCleanupApiSource` from the API server itself, to confirm a delete (a lagging Node
-cache must not delete) and to re-read after a conflict.  The decision never knows which one it was given.
+cache must not delete) and to re-read after a conflict; :class:`NodeCleanupListSource` from objects
+listed once, for a plan.  The decision never knows which one it was given.
 """
 
 from __future__ import annotations
@@ -118,6 +119,30 @@ class NodeCleanupApiSource:
         """
         seen = self._absent_seen.get(node_name)
         return seen is not None and time.monotonic() - seen < _ABSENCE_TTL
+
+
+class NodeCleanupListSource:
+    """Objects listed once, for a plan (``kustodian node-cleanup plan``): from the API server or from
+    a directory of manifests.  Nothing is watched, so its gathers carry no ``watched_since``."""
+
+    def __init__(self, pvs: Collection[Obj], pvcs: Collection[Obj], nodes: Collection[Obj]) -> None:
+        self._pvs = {str_field(pv, "metadata", "name"): pv for pv in pvs}
+        self._pvcs = {(str_field(c, "metadata", "namespace"), str_field(c, "metadata", "name")): c
+                      for c in pvcs}
+        self._nodes = NodeSnapshot.from_nodes(list(nodes))
+
+    @property
+    def volume_names(self) -> list[str]:
+        return sorted(self._pvs)
+
+    def volume(self, name: str) -> Obj | None:
+        return self._pvs.get(name)
+
+    def claim(self, namespace: str, name: str) -> Obj | None:
+        return self._pvcs.get((namespace, name))
+
+    def nodes(self, names: Collection[str]) -> NodeDirectory:
+        return self._nodes
 
 
 def gather(source: NodeCleanupSource, pv_name: str, rules: NodeCleanupRules,
