@@ -8,39 +8,20 @@ policy function as the webhook.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from kustodian.cli.manifests import read_manifests
 from kustodian.cli.output import dump, print_rows, records
 from kustodian.cli.progress import Progress
-from kustodian.cli.rules import load_rules, yaml_problem
+from kustodian.cli.rules import load_rules
 from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, NotFoundError
 from kustodian.policy.deletion import RuleSet, decide_delete, dependents_table
 from kustodian.policy.deletion.verdict import Override, read_override
 from kustodian.policy.store import ClusterView, ListView, kind_key
 from kustodian.settings import ToolSettings, settings_from_args
-
-
-def iter_manifests(directory: Path) -> Iterator[dict[str, Any]]:
-    for path in sorted(directory.rglob("*")):
-        if path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
-            continue
-        try:
-            docs = list(yaml.safe_load_all(path.read_text()))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            why = yaml_problem(exc) if isinstance(exc, yaml.YAMLError) else "not a text file"
-            raise ConfigError.at(f"--from {directory}", f"{path}: {why}") from None
-        for doc in docs:
-            if not isinstance(doc, dict):
-                continue
-            if doc.get("kind", "").endswith("List") and isinstance(doc.get("items"), list):
-                yield from (d for d in doc["items"] if isinstance(d, dict))
-            else:
-                yield doc
 
 
 def view_from_manifests(docs: Iterable[dict[str, Any]], indexers: Any) -> ListView:
@@ -64,10 +45,9 @@ def print_table(rows: list[tuple[str, str, str]], header: tuple[str, str, str]) 
 def load_view(args: argparse.Namespace, rules: RuleSet) -> ClusterView:
     """The manifests of ``--from DIR`` or one consistent read of the live cluster."""
     if args.from_dir:
-        directory = Path(args.from_dir)
-        if not directory.is_dir():
-            raise ConfigError.at(f"--from {args.from_dir}", "no such directory")
-        return view_from_manifests(iter_manifests(directory), rules.indexers())
+        manifests = read_manifests(Path(args.from_dir), args.object_namespace)
+        manifests.warn(args.command)  # every file and document not used, one line each on stderr
+        return view_from_manifests(manifests.objects, rules.indexers())
     from kustodian.cli.live_view import live_view
 
     return live_view(settings_from_args(ToolSettings, args), rules, Progress.of(args))
