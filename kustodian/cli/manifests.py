@@ -171,7 +171,7 @@ def _add(out: Manifests, doc: Any, source: tuple[str, str], namespace: str) -> N
     path, where = source
     if isinstance(doc, list):  # a top-level list of objects, as kubectl accepts
         for j, item in enumerate(doc):
-            _add(out, item, (path, f"{where}, [{j}]"), namespace)
+            _add(out, item, (path, f"{where}{_sep(source)}[{j}]"), namespace)
         return
     if not isinstance(doc, dict):
         out.skipped.append(Skipped(where, f"not a Kubernetes object (a {_type(doc)})"))
@@ -183,7 +183,7 @@ def _add(out: Manifests, doc: Any, source: tuple[str, str], namespace: str) -> N
             out.skipped.append(Skipped(where, f"{kind}: items: must be a list, got a {_type(items)}"))
             return
         for j, item in enumerate(items):
-            _add(out, item, (path, f"{where}, items[{j}]"), namespace)
+            _add(out, item, (path, f"{where}{_sep(source)}items[{j}]"), namespace)
         return
     missing = [name for name, value in (("apiVersion", api_version), ("kind", kind))
                if not isinstance(value, str) or not value]
@@ -197,6 +197,12 @@ def _add(out: Manifests, doc: Any, source: tuple[str, str], namespace: str) -> N
             doc = {**doc, "metadata": {**meta, "namespace": namespace}}
     out.objects.append(doc)
     out.source.append(source)
+
+
+def _sep(source: tuple[str, str]) -> str:
+    """``a.yaml: items[1]`` in a one-document file, ``a.yaml: document 2, items[1]`` in a stream."""
+    path, where = source
+    return ": " if where == path else ", "
 
 
 def _meant(key: str, wanted: Iterable[str]) -> list[str]:

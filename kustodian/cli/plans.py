@@ -62,8 +62,10 @@ def _objects(args: argparse.Namespace, kinds: dict[str, Any], command: str) -> G
     return Gathered(found, [k for k in kinds if k not in resolved], None)
 
 
-def _unserved_note(kinds: list[str], consequence: str) -> str:
-    return f"note: this cluster does not serve {', '.join(kinds)} (no CRD installed): {consequence}"
+def _unserved_note(command: str, kinds: list[str], consequence: str) -> None:
+    """One line on stderr, prefixed as errors are: kinds a plan reads that the cluster does not serve."""
+    print(f"kustodian {command}: note: this cluster does not serve {', '.join(kinds)} (no CRD installed): "
+          f"{consequence}", file=sys.stderr)
 
 
 RECLAIM_KINDS = ("PersistentVolumeClaim", "Namespace", "StorageClass.storage.k8s.io", "ConfigMap",
@@ -111,7 +113,7 @@ def reclaim_plan(args: argparse.Namespace) -> int:
     rows = [r for r in all_rows if not args.object_namespace or r.namespace == args.object_namespace]
     if gathered.unserved:  # csi-addons is not installed: its CronJobs and nodes cannot be shown
         why = "csi-addons is not installed, so no driver is known to reclaim space and no cron job runs"
-        print(_unserved_note(gathered.unserved, why), file=sys.stderr)
+        _unserved_note("reclaim plan", gathered.unserved, why)
     if args.output != "table":
         dump({"pvcs": [{"namespace": r.namespace, "name": r.pvc, "schedule": r.schedule or None,
                         "source": r.source or None,
@@ -190,8 +192,8 @@ def _capacity_readable(args: argparse.Namespace, gathered: Gathered) -> None:
         raise NotFoundError(f"this cluster does not serve {' or '.join(needed)} (csi-baremetal's CRDs are "
                             "not installed): there is no capacity to plan")
     if LVG_KIND_KEY in gathered.unserved:
-        print(_unserved_note([LVG_KIND_KEY], "LVG reservations are planned as if no LogicalVolumeGroup "
-                                             "existed"), file=sys.stderr)
+        _unserved_note("capacity plan", [LVG_KIND_KEY], "LVG reservations are planned as if no "
+                                                        "LogicalVolumeGroup existed")
     if gathered.manifests is not None and not (gathered[AC_KIND_KEY] or gathered[ACR_KIND_KEY]):
         m = gathered.manifests
         raise ConfigError.at(f"--from {args.from_dir}", (

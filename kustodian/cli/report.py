@@ -25,7 +25,7 @@ from kustodian.cli.output import dump, print_rows
 from kustodian.cli.rules import load_rules
 from kustodian.errors import ConfigError
 from kustodian.kube.errors import Forbidden, KubeError
-from kustodian.kube.resources import EVENTS
+from kustodian.kube.resources import EVENTS, VALIDATING_WEBHOOKS
 from kustodian.policy.deletion import RuleSet, rook_rules
 from kustodian.policy.deletion.message import short_kind
 from kustodian.policy.deletion.refusals import (
@@ -118,8 +118,12 @@ def report(args: argparse.Namespace) -> int:
     found = [p for p in protections(view, rules, datetime.now(UTC))
              if not args.object_namespace or p.provider.namespace == args.object_namespace]
     refused, unreadable = _history(args, win) if win is not None else ([], "")
+    guard, installed = _guard_installed(args) if win is not None else ("", None)
     if args.output != "table":
         document: dict[str, Any] = {"protected": [p.as_dict() for p in found]}
+        notes = [n for n in (guard, _unserved(args, rules, view)) if n]
+        if notes:  # what a script must know to read the rest (the guard is not installed, ...)
+            document["notes"] = notes
         if win is not None:
             document["refusedDeletes"] = {
                 "window": win.as_dict(), "providers": [r.as_dict() for r in refused],
@@ -129,7 +133,7 @@ def report(args: argparse.Namespace) -> int:
         dump(document, args.output)
         return 0
     if not found:
-        print("no protected objects: every provider could be deleted now")
+        print(_nothing_protected(args, rules, view))
     else:
         rows = []
         for p in found:
@@ -140,9 +144,58 @@ def report(args: argparse.Namespace) -> int:
     unserved = _unserved(args, rules, view)
     if unserved:
         print(unserved)
+    if guard:
+        print(guard)
     if win is not None:
-        _print_history(win, refused, unreadable)
+        _print_history(win, refused, unreadable, args.object_namespace, installed is False)
     return 0
+
+
+GUARD_WEBHOOK = "deletion-guard.kustodian.io"  # the chart's name for the deletion guard's webhook
+
+
+def _guard_installed(args: argparse.Namespace) -> tuple[str, bool | None]:
+    """Whether a ValidatingWebhookConfiguration sends DELETEs to Kustodian's deletion guard (None:
+    cannot tell), and one line to print when it does not: Kustodian is not installed, or its guard
+    is off, so nothing is refused whatever the report says would be protected."""
+    client = connect(settings_from_args(ToolSettings, args).kube)
+    try:
+        configs, _ = client.list(VALIDATING_WEBHOOKS)
+    except Forbidden:
+        return ("note: cannot tell whether Kustodian's deletion guard is installed: listing "
+                "validatingwebhookconfigurations is forbidden for this user"), None
+    except KubeError as exc:
+        return f"note: cannot tell whether Kustodian's deletion guard is installed: {exc}", None
+    finally:
+        client.close()
+    if any(isinstance(hook, dict) and hook.get("name") == GUARD_WEBHOOK
+           for config in configs for hook in config.get("webhooks") or []):
+        return "", True
+    return (f"note: Kustodian's deletion guard is not installed in this cluster (no "
+            f"ValidatingWebhookConfiguration has the {GUARD_WEBHOOK} webhook), so no DELETE is refused "
+            "(the protections listed are what it would enforce)"), False
+
+
+def _nothing_protected(args: argparse.Namespace, rules: RuleSet, view: ClusterView) -> str:
+    """Why the report is empty, and which filter it applied: no provider at all (its kinds not
+    served, or none in the namespace), or providers none of which has a dependent."""
+    namespace = args.object_namespace
+    where = f" in namespace {namespace}" if namespace else ""
+    head = f"no protected objects{where}"
+    kinds = sorted(rules.provider_kinds())
+    served = [k for k in kinds if view.has_kind(k)]
+    if not served and args.from_dir:
+        return f"{head}: the manifests hold none of the {len(kinds)} kinds the deletion rules guard"
+    if not served:
+        return (f"{head}: this cluster serves none of the {len(kinds)} kinds the deletion rules guard "
+                "(their CRDs are not installed), so there is nothing to protect")
+    providers = sum(len(view.list(k, namespace or None)) for k in served)
+    source = "the manifests hold" if args.from_dir else "this cluster holds"
+    if not providers:
+        return f"{head}: {source} no object{where} of a kind the deletion rules guard"
+    if providers == 1:
+        return f"{head}: the one provider{where} has no dependent, so it could be deleted now"
+    return f"{head}: none of the {providers} providers{where} has a dependent: each could be deleted now"
 
 
 def _unserved(args: argparse.Namespace, rules: RuleSet, view: ClusterView) -> str:
@@ -161,7 +214,8 @@ def _unserved(args: argparse.Namespace, rules: RuleSet, view: ClusterView) -> st
             f"{', '.join(absent)}")
 
 
-def _print_history(win: Window, refused: list[RefusedDeletes], unreadable: str) -> None:
+def _print_history(win: Window, refused: list[RefusedDeletes], unreadable: str, namespace: str = "",
+                   absent: bool = False) -> None:
     print()
     if unreadable:
         print(unreadable, file=sys.stderr)
@@ -169,7 +223,9 @@ def _print_history(win: Window, refused: list[RefusedDeletes], unreadable: str) 
     since = _human(win.since)
     if not refused:
         covered = " that Events still cover" if win.truncated else ""
-        print(f"no DELETE refused in the last {since}{covered}")
+        where = f" in namespace {namespace}" if namespace else ""
+        why = ": the deletion guard is not installed" if absent else ""
+        print(f"no DELETE refused{where} in the last {since}{covered}{why}")
     else:
         print(f"DELETEs the guard refused in the last {since}, by the mode it ran in:")
         print_rows(("PROVIDER", "NAMESPACE", "MODE", "REFUSED", "RESULT", "LAST SEEN"), [
