@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kustodian.cli.guard import guard_installed
 from kustodian.cli.manifests import read_manifests
 from kustodian.cli.output import dump, print_rows, records
 from kustodian.cli.progress import Progress
@@ -90,13 +91,15 @@ def explain_delete(args: argparse.Namespace) -> int:
     # kinds a rule names that this cluster (or these manifests) does not have: not checked
     absent = sorted(k for k in rules.kinds_read(key) if not view.has_kind(k))
     code = EXIT_OK if decision.allowed else EXIT_BLOCKED
+    guard = "" if args.from_dir else guard_installed(args, "this is what it would decide")[0]
     if args.output != "table":
         dump({"kind": key, "namespace": namespace, "name": args.name, "allowed": decision.allowed,
               "overridden": decision.overridden, "message": decision.message,
               "override": {"annotation": override.annotation or None,
                            "until": override.until.isoformat() if override.until else None,
                            "applies": override.applies(now), "problem": override.problem or None},
-              "dependents": records(("kind", "namespace", "name"), rows), "notChecked": absent}, args.output)
+              "dependents": records(("kind", "namespace", "name"), rows), "notChecked": absent,
+              **({"notes": [guard]} if guard else {})}, args.output)
         return code
     where = "in the manifests" if args.from_dir else "served by this cluster (no CRD)"
     unserved = f"note: not {where}, so not checked: {', '.join(absent)}" if absent else ""
@@ -107,6 +110,8 @@ def explain_delete(args: argparse.Namespace) -> int:
             print(shown)
         if unserved:
             print(unserved)
+        if guard:
+            print(guard)
         return code
     print(decision.message)
     if shown:
@@ -116,4 +121,6 @@ def explain_delete(args: argparse.Namespace) -> int:
     if unserved:
         print()
         print(unserved)
+    if guard:
+        print(guard)
     return code

@@ -21,11 +21,12 @@ from typing import Any
 
 from kustodian.cli.cluster import connect
 from kustodian.cli.explain import load_view, print_table
+from kustodian.cli.guard import guard_installed
 from kustodian.cli.output import dump, print_rows
 from kustodian.cli.rules import load_rules
 from kustodian.errors import ConfigError
 from kustodian.kube.errors import Forbidden, KubeError
-from kustodian.kube.resources import EVENTS, VALIDATING_WEBHOOKS
+from kustodian.kube.resources import EVENTS
 from kustodian.policy.deletion import RuleSet, rook_rules
 from kustodian.policy.deletion.message import short_kind
 from kustodian.policy.deletion.refusals import (
@@ -118,7 +119,7 @@ def report(args: argparse.Namespace) -> int:
     found = [p for p in protections(view, rules, datetime.now(UTC))
              if not args.object_namespace or p.provider.namespace == args.object_namespace]
     refused, unreadable = _history(args, win) if win is not None else ([], "")
-    guard, installed = _guard_installed(args) if win is not None else ("", None)
+    guard, installed = guard_installed(args) if win is not None else ("", None)
     if args.output != "table":
         document: dict[str, Any] = {"protected": [p.as_dict() for p in found]}
         notes = [n for n in (guard, _unserved(args, rules, view)) if n]
@@ -149,31 +150,6 @@ def report(args: argparse.Namespace) -> int:
     if win is not None:
         _print_history(win, refused, unreadable, args.object_namespace, installed is False)
     return 0
-
-
-GUARD_WEBHOOK = "deletion-guard.kustodian.io"  # the chart's name for the deletion guard's webhook
-
-
-def _guard_installed(args: argparse.Namespace) -> tuple[str, bool | None]:
-    """Whether a ValidatingWebhookConfiguration sends DELETEs to Kustodian's deletion guard (None:
-    cannot tell), and one line to print when it does not: Kustodian is not installed, or its guard
-    is off, so nothing is refused whatever the report says would be protected."""
-    client = connect(settings_from_args(ToolSettings, args).kube)
-    try:
-        configs, _ = client.list(VALIDATING_WEBHOOKS)
-    except Forbidden:
-        return ("note: cannot tell whether Kustodian's deletion guard is installed: listing "
-                "validatingwebhookconfigurations is forbidden for this user"), None
-    except KubeError as exc:
-        return f"note: cannot tell whether Kustodian's deletion guard is installed: {exc}", None
-    finally:
-        client.close()
-    if any(isinstance(hook, dict) and hook.get("name") == GUARD_WEBHOOK
-           for config in configs for hook in config.get("webhooks") or []):
-        return "", True
-    return (f"note: Kustodian's deletion guard is not installed in this cluster (no "
-            f"ValidatingWebhookConfiguration has the {GUARD_WEBHOOK} webhook), so no DELETE is refused "
-            "(the protections listed are what it would enforce)"), False
 
 
 def _nothing_protected(args: argparse.Namespace, rules: RuleSet, view: ClusterView) -> str:

@@ -248,6 +248,14 @@ def test_explain_delete_and_reclaim_plan_name_the_kinds_not_served(bare_api: Kub
     assert explained.stderr.splitlines() == [
         "kustodian explain-delete: CephBlockPool replicapool not found: this cluster does not serve "
         "CephBlockPool.ceph.rook.io (no CRD installed); the deletion guard guards it once it is served"]
+    # an answer the guard would give, on a cluster where no webhook sends it DELETEs: said so
+    namespace = run(tmp_path, "explain-delete", "Namespace", "default", *kc)
+    assert namespace.returncode == 0, namespace.stderr
+    assert namespace.stdout.splitlines()[-1] == (
+        "note: Kustodian's deletion guard is not installed in this cluster (no ValidatingWebhookConfiguration has "
+        "the deletion-guard.kustodian.io webhook), so no DELETE is refused (this is what it would decide)")
+    as_json = json.loads(run(tmp_path, "explain-delete", "Namespace", "default", *kc, "-o", "json").stdout)
+    assert as_json["allowed"] is True and "deletion guard is not installed" in as_json["notes"][0]
     planned = run(tmp_path, "reclaim", "plan", *kc)
     assert planned.returncode == 0
     assert planned.stdout == "no PersistentVolumeClaim in this cluster: nothing to plan\n"
