@@ -112,15 +112,17 @@ def read_manifests(directory: Path, namespace: str = "", flag: str = "--from") -
     out = Manifests(directory)
     broken: list[FieldProblem] = []
     for path in sorted(directory.rglob("*")):
+        if path.is_symlink() and not path.exists():  # a dangling link: a file kubectl could not read either
+            broken.append(FieldProblem(f"{flag} {directory}", f"{path}: no such file (a dangling link)"))
+            continue
         if not path.is_file():
             continue
         if path.suffix not in SUFFIXES:
             out.skipped.append(Skipped(str(path), "not a manifest (only .yaml, .yml and .json are read)"))
             continue
-        try:
-            docs = _parse(path)
-        except _Unreadable as exc:
-            broken.append(FieldProblem(f"{flag} {directory}", f"{path}: {exc}"))
+        docs, unreadable = _parse(path)
+        if unreadable:
+            broken.append(FieldProblem(f"{flag} {directory}", f"{path}: {unreadable}"))
             continue
         out.files += 1
         for i, doc in enumerate(docs, 1):
@@ -131,26 +133,23 @@ def read_manifests(directory: Path, namespace: str = "", flag: str = "--from") -
     return out
 
 
-class _Unreadable(Exception):
-    """A file that cannot be read or parsed (the message says where and why)."""
-
-
-def _parse(path: Path) -> list[Any]:
+def _parse(path: Path) -> tuple[list[Any], str]:
+    """The file's documents, or why it cannot be read or parsed (where the parser stopped)."""
     try:
         text = path.read_text()
     except OSError as exc:
-        raise _Unreadable((exc.strerror or str(exc)).lower()) from None
+        return [], (exc.strerror or str(exc)).lower()
     except UnicodeDecodeError:
-        raise _Unreadable("not a text file") from None
+        return [], "not a text file"
     if path.suffix == ".json":
         try:
-            return _json_stream(text)
+            return _json_stream(text), ""
         except json.JSONDecodeError as exc:
-            raise _Unreadable(f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+            return [], f"not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
     try:
-        return [d for d in yaml.safe_load_all(text) if d is not None]  # an empty document is nothing
+        return [d for d in yaml.safe_load_all(text) if d is not None], ""  # an empty document is nothing
     except yaml.YAMLError as exc:
-        raise _Unreadable(yaml_problem(exc)) from None
+        return [], yaml_problem(exc)
 
 
 def _json_stream(text: str) -> list[Any]:

@@ -69,15 +69,17 @@ def test_capacity_plan_names_every_broken_file_with_its_line(tmp_path: Path) -> 
     """Before: broken JSON gave only a header (exit 0), and only the first malformed file was named."""
     m = _write(tmp_path / "m", {"a.yaml": yaml.safe_dump_all([AC, ACR]), "b.json": '{"kind": \n',
                                 "c.yaml": "kind: [\n", "d/e.json": '{"apiVersion": "v1",}'})
+    (m / "f.yaml").symlink_to(tmp_path / "gone.yaml")  # a file that cannot be read
     proc = run(tmp_path, "capacity", "plan", "--from", str(m))
     assert proc.returncode == EXIT_CONFIG and proc.stdout == "", proc.stdout
     assert "Traceback" not in proc.stderr
     lines = proc.stderr.splitlines()
-    assert len(lines) == 3, lines  # one per broken file, not only the first
+    assert len(lines) == 4, lines  # one per broken file, not only the first
     assert all(line.startswith(f"{PREFIX}--from {m}: ") for line in lines), lines
     assert f"{m / 'b.json'}: not valid JSON at line 2" in lines[0]
     assert f"{m / 'c.yaml'}: not valid YAML at line 2" in lines[1]
     assert f"{m / 'd' / 'e.json'}: not valid JSON at line 1, column 21" in lines[2]
+    assert lines[3].endswith(f"{m / 'f.yaml'}: no such file (a dangling link)"), lines[3]
 
 
 @pytest.mark.parametrize(("doc", "names"), [
