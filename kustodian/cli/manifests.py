@@ -24,7 +24,7 @@ import difflib
 import json
 import sys
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -68,18 +68,24 @@ class Manifests:
             out.setdefault(kind_key(str(doc["apiVersion"]), str(doc["kind"])), []).append(doc)
         return out
 
-    def keep(self, kinds: Iterable[str], command: str) -> None:
+    def keep(self, kinds: Mapping[str, str | None], command: str) -> None:
         """Keep only ``kinds`` (kind keys); each file's other objects become one skip line.
 
         An object whose kind is a misspelling of one of ``kinds`` (other letter cases, another
         group, a typo) is a mistake, not another kind: ``ConfigError`` naming every such document
-        (after the skip lines), since the answer would silently leave it out."""
+        (after the skip lines), since the answer would silently leave it out.  So is an object of a
+        kept kind whose apiVersion is not the one ``kinds`` gives for it (when it gives one)."""
         wanted = set(kinds)
         kept: list[tuple[dict[str, Any], tuple[str, str]]] = []
         others: dict[str, Counter[str]] = {}
         mistakes: list[FieldProblem] = []
         for doc, (path, where) in zip(self.objects, self.source, strict=True):
             key = kind_key(str(doc["apiVersion"]), str(doc["kind"]))
+            expected = kinds.get(key)
+            if key in wanted and expected and doc["apiVersion"] != expected:
+                why = f"apiVersion {doc['apiVersion']} does not serve {doc['kind']} (use {expected})"
+                mistakes.append(FieldProblem(f"--from {self.directory}", f"{where}: {why}"))
+                continue
             if key in wanted:
                 kept.append((doc, (path, where)))
                 continue

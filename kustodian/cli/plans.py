@@ -33,9 +33,10 @@ class Gathered:
         return self.objects[key]
 
 
-def _objects(args: argparse.Namespace, kinds: dict[str, Any], command: str) -> Gathered:
+def _objects(args: argparse.Namespace, kinds: dict[str, str | None], command: str) -> Gathered:
     """The objects of ``kinds`` from ``--from DIR`` (every file and document it does not use named
-    on stderr) or from the live cluster (the kinds it does not serve named in ``unserved``)."""
+    on stderr; a kind's value, when set, is the apiVersion it must be written with there) or from
+    the live cluster (the kinds it does not serve named in ``unserved``)."""
     found: dict[str, list[dict[str, Any]]] = {k: [] for k in kinds}
     if args.from_dir:
         # capacity plan has no -n: csi-baremetal's kinds are cluster-scoped
@@ -146,10 +147,12 @@ def _no_pvcs(args: argparse.Namespace, everywhere: int) -> str:
 
 def capacity_plan(args: argparse.Namespace) -> int:
     from kustodian.policy.capacity import PLAN_TABLE_HEADER, PlanOptions, plan_all, plan_table
-    from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY, LVG_KIND_KEY
+    from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY, API_VERSION, LVG_KIND_KEY
     from kustodian.policy.capacity.validation import validate_available_capacity, validate_reservation
 
-    gathered = _objects(args, {AC_KIND_KEY: None, ACR_KIND_KEY: None, LVG_KIND_KEY: None}, "capacity plan")
+    # csi-baremetal serves its kinds in one version: another one in --from DIR is a mistake
+    gathered = _objects(args, dict.fromkeys((AC_KIND_KEY, ACR_KIND_KEY, LVG_KIND_KEY), API_VERSION),
+                        "capacity plan")
     objs = gathered.objects
     acs, acrs = objs[AC_KIND_KEY], objs[ACR_KIND_KEY]
     _capacity_readable(args, gathered)
