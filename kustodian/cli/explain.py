@@ -81,6 +81,9 @@ def explain_delete(args: argparse.Namespace) -> int:
         # a rule names it but the cluster has no such resource yet (its CRD is not installed)
         raise NotFoundError(f"{kind_name} {args.name} not found: this cluster does not serve {key} (no CRD "
                             "installed); the deletion guard guards it once it is served")
+    if provider is None and args.from_dir and not view.has_kind(key):
+        raise NotFoundError(f"{kind_name} {args.name} not found: the manifests of --from {args.from_dir} "
+                            f"hold no {key} at all")
     if provider is None:
         where = f" in namespace {namespace}" if namespace else " (no -n NAMESPACE given)"
         raise NotFoundError(f"{kind_name} {args.name} not found{where}")

@@ -179,6 +179,11 @@ def test_report_and_reclaim_plan_name_the_filter_they_applied(tmp_path: Path) ->
         "no protected objects in namespace rook-ceph: the one provider in namespace rook-ceph has no dependent, "
         "so it could be deleted now\n")
     nothing = run(tmp_path, "report", "--from", str(_write(tmp_path / "n", {"pv.yaml": yaml.safe_dump(PV)})))
+    no_pool = run(tmp_path, "explain-delete", "CephBlockPool", "replicapool", "-n", "rook-ceph", "--from",
+                  str(tmp_path / "n"))
+    assert no_pool.returncode == EXIT_NOT_FOUND and no_pool.stderr.splitlines() == [
+        f"kustodian explain-delete: CephBlockPool replicapool not found: the manifests of --from {tmp_path / 'n'} "
+        "hold no CephBlockPool.ceph.rook.io at all"], no_pool.stderr
     assert "the manifests hold none of the" in nothing.stdout and "kinds the deletion rules guard" in nothing.stdout
     pvcs = run(tmp_path, "reclaim", "plan", "-n", "app", "--from", str(m))
     assert pvcs.returncode == 0 and pvcs.stdout == (
