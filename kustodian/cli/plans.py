@@ -3,6 +3,11 @@
 Both read either the live cluster (one list per kind) or a directory of manifests
 (``--from DIR``), run the same pure policy functions as the webhook and the
 controllers, and print what they would do.  Nothing is written.
+
+Never an empty answer without a reason: a kind the cluster does not serve is named (and
+``capacity plan``, which has nothing to plan without csi-baremetal's CRDs, exits 3), every
+file and document of ``--from`` left out is named (``kustodian.cli.manifests``), and an empty
+table is one line saying why and under which ``-n`` filter.
 """
 
 from __future__ import annotations
