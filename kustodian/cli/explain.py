@@ -8,40 +8,22 @@ policy function as the webhook.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from kustodian.cli.guard import guard_installed
+from kustodian.cli.manifests import read_manifests
 from kustodian.cli.output import dump, print_rows, records
 from kustodian.cli.progress import Progress
-from kustodian.cli.rules import load_rules, yaml_problem
+from kustodian.cli.rules import load_rules
 from kustodian.cli.tree import print_tree, wants_tree
 from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, NotFoundError
 from kustodian.policy.deletion import ObjectRef, RuleSet, decide_delete, dependents_table
 from kustodian.policy.deletion.verdict import Override, read_override
 from kustodian.policy.store import ClusterView, ListView, kind_key
 from kustodian.settings import ToolSettings, settings_from_args
-
-
-def iter_manifests(directory: Path) -> Iterator[dict[str, Any]]:
-    for path in sorted(directory.rglob("*")):
-        if path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
-            continue
-        try:
-            docs = list(yaml.safe_load_all(path.read_text()))
-        except (yaml.YAMLError, UnicodeDecodeError) as exc:
-            why = yaml_problem(exc) if isinstance(exc, yaml.YAMLError) else "not a text file"
-            raise ConfigError.at(f"--from {directory}", f"{path}: {why}") from None
-        for doc in docs:
-            if not isinstance(doc, dict):
-                continue
-            if doc.get("kind", "").endswith("List") and isinstance(doc.get("items"), list):
-                yield from (d for d in doc["items"] if isinstance(d, dict))
-            else:
-                yield doc
 
 
 def view_from_manifests(docs: Iterable[dict[str, Any]], indexers: Any) -> ListView:
@@ -65,10 +47,9 @@ def print_table(rows: list[tuple[str, str, str]], header: tuple[str, str, str]) 
 def load_view(args: argparse.Namespace, rules: RuleSet) -> ClusterView:
     """The manifests of ``--from DIR`` or one consistent read of the live cluster."""
     if args.from_dir:
-        directory = Path(args.from_dir)
-        if not directory.is_dir():
-            raise ConfigError.at(f"--from {args.from_dir}", "no such directory")
-        return view_from_manifests(iter_manifests(directory), rules.indexers())
+        manifests = read_manifests(Path(args.from_dir), args.object_namespace)
+        manifests.warn(args.command)  # every file and document not used, one line each on stderr
+        return view_from_manifests(manifests.objects, rules.indexers())
     from kustodian.cli.live_view import live_view
 
     return live_view(settings_from_args(ToolSettings, args), rules, Progress.of(args))
@@ -102,6 +83,9 @@ def explain_delete(args: argparse.Namespace) -> int:
         # a rule names it but the cluster has no such resource yet (its CRD is not installed)
         raise NotFoundError(f"{kind_name} {args.name} not found: this cluster does not serve {key} (no CRD "
                             "installed); the deletion guard guards it once it is served")
+    if provider is None and args.from_dir and not view.has_kind(key):
+        raise NotFoundError(f"{kind_name} {args.name} not found: the manifests of --from {args.from_dir} "
+                            f"hold no {key} at all")
     if provider is None:
         where = f" in namespace {namespace}" if namespace else " (no -n NAMESPACE given)"
         raise NotFoundError(f"{kind_name} {args.name} not found{where}")
@@ -112,13 +96,15 @@ def explain_delete(args: argparse.Namespace) -> int:
     # kinds a rule names that this cluster (or these manifests) does not have: not checked
     absent = sorted(k for k in rules.kinds_read(key) if not view.has_kind(k))
     code = EXIT_OK if decision.allowed else EXIT_BLOCKED
+    guard = "" if args.from_dir else guard_installed(args, "this is what it would decide")[0]
     if args.output != "table":
         dump({"kind": key, "namespace": namespace, "name": args.name, "allowed": decision.allowed,
               "overridden": decision.overridden, "message": decision.message,
               "override": {"annotation": override.annotation or None,
                            "until": override.until.isoformat() if override.until else None,
                            "applies": override.applies(now), "problem": override.problem or None},
-              "dependents": records(("kind", "namespace", "name"), rows), "notChecked": absent}, args.output)
+              "dependents": records(("kind", "namespace", "name"), rows), "notChecked": absent,
+              **({"notes": [guard]} if guard else {})}, args.output)
         return code
     where = "in the manifests" if args.from_dir else "served by this cluster (no CRD)"
     unserved = f"note: not {where}, so not checked: {', '.join(absent)}" if absent else ""
@@ -129,6 +115,8 @@ def explain_delete(args: argparse.Namespace) -> int:
             print(shown)
         if unserved:
             print(unserved)
+        if guard:
+            print(guard)
         return code
     print(decision.message)
     if shown:
@@ -141,4 +129,6 @@ def explain_delete(args: argparse.Namespace) -> int:
     if unserved:
         print()
         print(unserved)
+    if guard:
+        print(guard)
     return code

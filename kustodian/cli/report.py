@@ -21,6 +21,7 @@ from typing import Any
 
 from kustodian.cli.cluster import connect
 from kustodian.cli.explain import load_view, print_table
+from kustodian.cli.guard import guard_installed
 from kustodian.cli.output import dump, print_rows
 from kustodian.cli.rules import load_rules
 from kustodian.cli.tree import print_forest, wants_tree
@@ -121,8 +122,12 @@ def report(args: argparse.Namespace) -> int:
     found = [p for p in protections(view, rules, now)
              if not args.object_namespace or p.provider.namespace == args.object_namespace]
     refused, unreadable = _history(args, win) if win is not None else ([], "")
+    guard, installed = guard_installed(args) if win is not None else ("", None)
     if args.output != "table":
         document: dict[str, Any] = {"protected": [p.as_dict() for p in found]}
+        notes = [n for n in (guard, _unserved(args, rules, view)) if n]
+        if notes:  # what a script must know to read the rest (the guard is not installed, ...)
+            document["notes"] = notes
         if win is not None:
             document["refusedDeletes"] = {
                 "window": win.as_dict(), "providers": [r.as_dict() for r in refused],
@@ -132,7 +137,7 @@ def report(args: argparse.Namespace) -> int:
         dump(document, args.output)
         return 0
     if not found:
-        print("no protected objects: every provider could be deleted now")
+        print(_nothing_protected(args, rules, view))
     elif tree:
         print_forest([p.provider for p in found], view, rules, now)
     else:
@@ -145,9 +150,33 @@ def report(args: argparse.Namespace) -> int:
     unserved = _unserved(args, rules, view)
     if unserved:
         print(unserved)
+    if guard:
+        print(guard)
     if win is not None:
-        _print_history(win, refused, unreadable)
+        _print_history(win, refused, unreadable, args.object_namespace, installed is False)
     return 0
+
+
+def _nothing_protected(args: argparse.Namespace, rules: RuleSet, view: ClusterView) -> str:
+    """Why the report is empty, and which filter it applied: no provider at all (its kinds not
+    served, or none in the namespace), or providers none of which has a dependent."""
+    namespace = args.object_namespace
+    where = f" in namespace {namespace}" if namespace else ""
+    head = f"no protected objects{where}"
+    kinds = sorted(rules.provider_kinds())
+    served = [k for k in kinds if view.has_kind(k)]
+    if not served and args.from_dir:
+        return f"{head}: the manifests hold none of the {len(kinds)} kinds the deletion rules guard"
+    if not served:
+        return (f"{head}: this cluster serves none of the {len(kinds)} kinds the deletion rules guard "
+                "(their CRDs are not installed), so there is nothing to protect")
+    providers = sum(len(view.list(k, namespace or None)) for k in served)
+    source = "the manifests hold" if args.from_dir else "this cluster holds"
+    if not providers:
+        return f"{head}: {source} no object{where} of a kind the deletion rules guard"
+    if providers == 1:
+        return f"{head}: the one provider{where} has no dependent, so it could be deleted now"
+    return f"{head}: none of the {providers} providers{where} has a dependent: each could be deleted now"
 
 
 def _unserved(args: argparse.Namespace, rules: RuleSet, view: ClusterView) -> str:
@@ -166,7 +195,8 @@ def _unserved(args: argparse.Namespace, rules: RuleSet, view: ClusterView) -> st
             f"{', '.join(absent)}")
 
 
-def _print_history(win: Window, refused: list[RefusedDeletes], unreadable: str) -> None:
+def _print_history(win: Window, refused: list[RefusedDeletes], unreadable: str, namespace: str = "",
+                   absent: bool = False) -> None:
     print()
     if unreadable:
         print(unreadable, file=sys.stderr)
@@ -174,7 +204,9 @@ def _print_history(win: Window, refused: list[RefusedDeletes], unreadable: str) 
     since = _human(win.since)
     if not refused:
         covered = " that Events still cover" if win.truncated else ""
-        print(f"no DELETE refused in the last {since}{covered}")
+        where = f" in namespace {namespace}" if namespace else ""
+        why = ": the deletion guard is not installed" if absent else ""
+        print(f"no DELETE refused{where} in the last {since}{covered}{why}")
     else:
         print(f"DELETEs the guard refused in the last {since}, by the mode it ran in:")
         print_rows(("PROVIDER", "NAMESPACE", "MODE", "REFUSED", "RESULT", "LAST SEEN"), [
