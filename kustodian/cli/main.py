@@ -25,6 +25,7 @@ from kustodian.settings import (
     ToolSettings,
     WebhookSettings,
     add_settings_flags,
+    idle_problems,
     settings_from_args,
 )
 
@@ -56,9 +57,14 @@ def _component(run_target: str, model: type[Settings]) -> Command:
 
 def _preflight(settings: Settings) -> None:
     """What a component needs from disk and the kubeconfig, checked before it starts, so a
-    missing file is one line naming its flag rather than a traceback once the caches synced."""
+    missing file is one line naming its flag rather than a traceback once the caches synced;
+    and that it has something to do (a node agent without disks would scan nothing)."""
     from kustodian.cli.cluster import resolve_config
     from kustodian.cli.rules import check_rules_file
+
+    idle = idle_problems(settings)
+    if idle:
+        raise ConfigError("nothing to do, refusing to start", idle)
 
     resolve_config(settings.kube)
     if isinstance(settings, WebhookSettings):
