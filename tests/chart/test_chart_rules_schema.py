@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from pydantic import BaseModel
 
 from kustodian.policy.deletion import schema
 from kustodian.policy.deletion.builtin_rook import ROOK_RULES
@@ -26,7 +27,7 @@ def _rule_schema() -> dict[str, Any]:
     return rules
 
 
-def _keys(model: type[schema.BaseModel]) -> set[str]:
+def _keys(model: type[BaseModel]) -> set[str]:
     return {info.alias or name for name, info in model.model_fields.items()}
 
 
