@@ -206,6 +206,7 @@ class Manager:
         self._stop = threading.Event()  # stops the leader's work (lease lost or process stopping)
         self._lock = threading.Lock()
         self.readiness.add("caches-synced", self._caches_ready)
+        self.readiness.add("leader-election", self._can_campaign)
         register_process_collectors(self.registry)
         if client is not None:
             RestClientMetrics(self.registry).attach(client)
@@ -322,6 +323,12 @@ class Manager:
             return True
         elector = self.elector
         return elector is not None and elector.fence() and not self._stop.is_set()
+
+    def _can_campaign(self) -> str | None:
+        """A standby is ready while it could lead; not one that never can (its Lease's namespace
+        missing, no right on Leases): that would look like a healthy standby forever."""
+        elector = self.elector
+        return (elector.campaign_error or None) if elector is not None else None
 
     def _caches_ready(self) -> str | None:
         if self.leader_election is not None and not self._acting.is_set():

@@ -144,3 +144,29 @@ def test_capacity_without_csi_baremetals_crds_is_refused_naming_them_and_runs_on
         rc = running.wait(15)
     assert rc == 0, log.read_text()
     assert "Traceback" not in log.read_text()
+
+
+def test_controllers_whose_lease_namespace_is_missing_are_not_ready_saying_why(kube_api: KubeApi,
+                                                                                tmp_path: Path) -> None:
+    # a standby is ready; a replica that can never lead is not, and /readyz says why
+    missing = f"kt-lease-{uuid.uuid4().hex[:8]}"
+    port, log = free_port(), tmp_path / "controllers.log"
+    proc = kustodian("controllers", "--kubeconfig", str(kube_api.kubeconfig), "--namespace", missing,
+                     f"--metrics-listen-address=127.0.0.1:{port}", log=log)
+    try:
+        reason = (f"leader-election: cannot create lease {missing}/kustodian-controllers: 404 NotFound: "
+                  f'namespaces "{missing}" not found')
+        wait_while_running(proc, log, lambda: (r := readyz(port)) is not None and r.status_code == 503
+                           and reason in r.text, "/readyz to say the Lease cannot be created", 30, poll=0.2)
+        assert "check the namespace exists" in log.read_text()
+
+        kube_api.kubectl("create", "namespace", missing)
+        wait_while_running(proc, log, lambda: (r := readyz(port)) is not None and r.status_code == 200,
+                           "the controllers to lead once the namespace exists", 60, poll=0.2)
+        assert f"became leader of lease {missing}/kustodian-controllers" in log.read_text()
+    finally:
+        proc.terminate()
+        rc = proc.wait(15)
+        kube_api.kubectl("delete", "namespace", missing, "--wait=false", "--ignore-not-found")
+    assert rc == 0, log.read_text()
+    assert "Traceback" not in log.read_text()
