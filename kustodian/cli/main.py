@@ -16,6 +16,7 @@ from kustodian.cli.exits import EPILOG, EXIT_INTERNAL, describe
 from kustodian.cli.output import add_output_flag
 from kustodian.cli.progress import Progress, add_progress_flag
 from kustodian.errors import EXIT_CONFIG, ConfigError, KustodianError
+from kustodian.kube.errors import NotFound
 from kustodian.logs import setup_logging
 from kustodian.settings import (
     ControllersSettings,
@@ -49,7 +50,16 @@ def _component(run_target: str, model: type[Settings]) -> Command:
         module, _, name = run_target.partition(":")
         run = getattr(importlib.import_module(module), name)
         setup_logging(settings.log.format, settings.log.level)
-        rc = run(settings)
+        try:
+            rc = run(settings)
+        except NotFound as exc:  # its own namespace missing is a setting to fix, not an API answer
+            details = exc.details if isinstance(exc.details, dict) else {}
+            namespace = settings.kube.namespace
+            if details.get("kind") == "namespaces" and details.get("name") == namespace:
+                raise ConfigError.at(f"--namespace / KUSTODIAN_KUBE__NAMESPACE {namespace}",
+                                     "no such namespace: create it or name the one Kustodian is "
+                                     "installed in") from None
+            raise
         return int(rc or 0)  # a component returns its exit code (1: could not sync, lost the Lease)
 
     return command

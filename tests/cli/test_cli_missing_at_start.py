@@ -1,6 +1,7 @@
 """What a component needs from the cluster and does not find at start (issue 33), with the real
 ``kustodian`` command on the real API server: a namespace that does not exist is one line naming
-the setting and exit 2; a CRD not served yet is a wait with a log line and a ``/readyz`` reason
+the setting and exit 2 (node agent, webhook); a controllers replica that cannot create its
+Lease is not ready, saying why; a CRD not served yet is a wait with a log line and a ``/readyz`` reason
 naming the kind, and the component proceeds once the CRD is applied; never a traceback, never
 unready in silence.  Capacity without csi-baremetal's CRDs is refused at start naming them."""
 
@@ -170,3 +171,18 @@ def test_controllers_whose_lease_namespace_is_missing_are_not_ready_saying_why(k
         kube_api.kubectl("delete", "namespace", missing, "--wait=false", "--ignore-not-found")
     assert rc == 0, log.read_text()
     assert "Traceback" not in log.read_text()
+
+
+def test_the_webhook_without_its_namespace_is_one_line_naming_the_setting(kube_api: KubeApi, tmp_path: Path) -> None:
+    # builtin TLS writes its Secret in the namespace it runs in: the first thing to find it missing
+    missing = f"kt-missing-{uuid.uuid4().hex[:8]}"
+    proc = subprocess.run([sys.executable, "-m", "kustodian", "webhook", "--kubeconfig", str(kube_api.kubeconfig),
+                           "--namespace", missing, "--tls-mode", "builtin", "--tls-dir", str(tmp_path),
+                           f"--webhook-port={free_port()}", f"--metrics-listen-address=127.0.0.1:{free_port()}"],
+                          capture_output=True, text=True, timeout=90, check=False,
+                          env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
+    assert proc.returncode == 2, proc.stderr
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("kustodian webhook:")]
+    assert errors == [f"kustodian webhook: --namespace / KUSTODIAN_KUBE__NAMESPACE {missing}: no such namespace: "
+                      "create it or name the one Kustodian is installed in"], proc.stderr
+    assert "Traceback" not in proc.stderr
