@@ -16,6 +16,7 @@ from kustodian.cli.exits import EPILOG, EXIT_INTERNAL, describe
 from kustodian.cli.output import add_output_flag
 from kustodian.cli.progress import Progress, add_progress_flag
 from kustodian.errors import EXIT_CONFIG, ConfigError, KustodianError
+from kustodian.kube.errors import NotFound
 from kustodian.logs import setup_logging
 from kustodian.settings import (
     ControllersSettings,
@@ -25,6 +26,7 @@ from kustodian.settings import (
     ToolSettings,
     WebhookSettings,
     add_settings_flags,
+    idle_problems,
     settings_from_args,
 )
 
@@ -51,7 +53,16 @@ def _component(run_target: str, model: type[Settings]) -> Command:
         module, _, name = run_target.partition(":")
         run = getattr(importlib.import_module(module), name)
         setup_logging(settings.log.format, settings.log.level)
-        rc = run(settings)
+        try:
+            rc = run(settings)
+        except NotFound as exc:  # its own namespace missing is a setting to fix, not an API answer
+            details = exc.details if isinstance(exc.details, dict) else {}
+            namespace = settings.kube.namespace
+            if details.get("kind") == "namespaces" and details.get("name") == namespace:
+                raise ConfigError.at(f"--namespace / KUSTODIAN_KUBE__NAMESPACE {namespace}",
+                                     "no such namespace: create it or name the one Kustodian is "
+                                     "installed in") from None
+            raise
         return int(rc or 0)  # a component returns its exit code (1: could not sync, lost the Lease)
 
     return command
@@ -59,9 +70,14 @@ def _component(run_target: str, model: type[Settings]) -> Command:
 
 def _preflight(settings: Settings) -> None:
     """What a component needs from disk and the kubeconfig, checked before it starts, so a
-    missing file is one line naming its flag rather than a traceback once the caches synced."""
+    missing file is one line naming its flag rather than a traceback once the caches synced;
+    and that it has something to do (a node agent without disks would scan nothing)."""
     from kustodian.cli.cluster import resolve_config
     from kustodian.cli.rules import check_rules_file
+
+    idle = idle_problems(settings)
+    if idle:
+        raise ConfigError("nothing to do, refusing to start", idle)
 
     resolve_config(settings.kube)
     if isinstance(settings, WebhookSettings):

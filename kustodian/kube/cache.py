@@ -47,7 +47,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from kustodian.kube.client import KubeClient, Obj
-from kustodian.kube.errors import ApiError, Gone, KubeError, Unavailable
+from kustodian.kube.errors import ApiError, Gone, KubeError, NotFound, Unavailable
 from kustodian.kube.resources import Resource
 from kustodian.kube.slim import TRANSFORMS, intern_common
 from kustodian.policy.gc_pause import gc_paused
@@ -266,6 +266,7 @@ class WatchCache:
         need_list = True
         failures = 0
         while not self._stop.is_set():
+            listing = need_list
             try:
                 if need_list:
                     self._relist()
@@ -290,8 +291,13 @@ class WatchCache:
                 need_list = True  # whatever happened meanwhile, only a list proves we caught up
                 if self._stop.is_set():  # stop() shut the stream down under us: not an incident
                     return
-                self.last_error = str(exc)
-                log.warning("%s: watch interrupted: %s; retrying", self.kind_key, exc)
+                if isinstance(exc, NotFound) and listing:
+                    # the list itself 404s: the API server does not serve the kind (yet)
+                    self.last_error = "not served by the API server: is its CRD installed?"
+                    log.warning("%s: %s (%s); waiting for it", self.kind_key, self.last_error, exc)
+                else:
+                    self.last_error = str(exc)
+                    log.warning("%s: watch interrupted: %s; retrying", self.kind_key, exc)
                 self._sleep_backoff(failures)
                 failures += 1
             except Exception:  # a bug must not kill the cache thread silently

@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from kustodian.kube.client import KubeClient, Obj
-from kustodian.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
+from kustodian.kube.errors import AlreadyExists, Conflict, Forbidden, KubeError, NotFound
 from kustodian.kube.resources import LEASES
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,9 @@ class LeaderElector:
         self.renewed_at = float("-inf")  # start of the last successful acquire/renew attempt
         self.is_leader = threading.Event()
         self._last_warning = ""
+        # why this replica can never lead as configured (its namespace missing, no right on Leases):
+        # the Manager's /readyz says it; cleared once the Lease is read or created
+        self.campaign_error = ""
         self._stop = threading.Event()
         self._expired = threading.Event()
 
@@ -130,7 +133,10 @@ class LeaderElector:
         except KubeError as exc:
             self._warn_once(f"cannot read lease {self.namespace}/{self.name}: {exc}; "
                             "not leading until it can")
+            if isinstance(exc, Forbidden):
+                self.campaign_error = f"cannot read lease {self.namespace}/{self.name}: {exc}"
             return False
+        self.campaign_error = ""
         spec: dict[str, Any] = lease.get("spec") or {}
         holder = str(spec.get("holderIdentity") or "")
         record = (holder, str(spec.get("renewTime") or ""))
@@ -182,7 +188,10 @@ class LeaderElector:
         except KubeError as exc:  # no such namespace, no RBAC for leases: say so, once per cause
             self._warn_once(f"cannot create lease {self.namespace}/{self.name}: {exc}; not leading until "
                             "it can (check the namespace exists and that leases may be created there)")
+            if isinstance(exc, NotFound | Forbidden):
+                self.campaign_error = f"cannot create lease {self.namespace}/{self.name}: {exc}"
             return False
+        self.campaign_error = ""
         return True
 
     def _warn_once(self, message: str) -> None:

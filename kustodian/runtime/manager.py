@@ -206,6 +206,7 @@ class Manager:
         self._stop = threading.Event()  # stops the leader's work (lease lost or process stopping)
         self._lock = threading.Lock()
         self.readiness.add("caches-synced", self._caches_ready)
+        self.readiness.add("leader-election", self._can_campaign)
         register_process_collectors(self.registry)
         if client is not None:
             RestClientMetrics(self.registry).attach(client)
@@ -323,10 +324,17 @@ class Manager:
         elector = self.elector
         return elector is not None and elector.fence() and not self._stop.is_set()
 
+    def _can_campaign(self) -> str | None:
+        """A standby is ready while it could lead; not one that never can (its Lease's namespace
+        missing, no right on Leases): that would look like a healthy standby forever."""
+        elector = self.elector
+        return (elector.campaign_error or None) if elector is not None else None
+
     def _caches_ready(self) -> str | None:
         if self.leader_election is not None and not self._acting.is_set():
             return None  # a standby replica is ready: it serves probes and waits for the Lease
-        pending = sorted(c.kind_key for c in self._caches.values() if not c.synced.is_set())
+        pending = sorted(c.kind_key + (f" ({c.last_error})" if c.last_error else "")
+                         for c in self._caches.values() if not c.synced.is_set())
         pending += sorted(r.name for r in self._started if isinstance(r, Syncs) and not r.wait_synced(0))
         return f"not synced: {', '.join(pending)}" if pending else None
 
@@ -348,7 +356,7 @@ class Manager:
         if not self._wait_synced(syncing):
             return False
         with self._lock:
-            if self._stop.is_set():  # stopped (lease lost, SIGTERM) while waiting for the caches
+            if self._stopping():  # stopped (lease lost, SIGTERM) while waiting for the caches
                 return True
             for runnable in leading:
                 if not isinstance(runnable, Syncs):
@@ -364,16 +372,25 @@ class Manager:
                                                              for c in self._caches.values()]
         waited += [(r.name, r.wait_synced) for r in syncing]
         for _, wait in waited:
-            if not wait(max(0.0, deadline - time.monotonic())):
+            # in slices, so a SIGTERM while a kind is not served (yet) stops the process at once
+            while not wait(min(0.5, max(0.0, deadline - time.monotonic()))):
+                if self._stopping():
+                    return True
+                if time.monotonic() < deadline:
+                    continue
                 pending = sorted(c.kind_key + (f" ({c.last_error})" if c.last_error else "")
                                  for c in self._caches.values() if not c.synced.is_set())
                 pending += sorted(r.name for r in syncing if not r.wait_synced(0))
                 log.error("%s: caches did not sync within %ss, refusing to act on a partial view: %s",
                           self.name, self.sync_timeout, "; ".join(pending))
                 return False
-            if self._stop.is_set():
+            if self._stopping():
                 return True
         return True
+
+    def _stopping(self) -> bool:
+        """Told to stop: the leader part ended (``stop_acting``), or the process is (``run``'s event)."""
+        return self._stop.is_set() or (self._done is not None and self._done.is_set())
 
     def stop_acting(self, timeout: float = 5.0) -> None:
         """Stop the leader runnables at once (last started first), then the caches."""

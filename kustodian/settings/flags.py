@@ -49,6 +49,7 @@ __all__ = [
     "env_for",
     "flag_table",
     "flags_for",
+    "idle_problems",
     "load_settings",
     "problems_of",
     "settings_from_args",
@@ -253,6 +254,43 @@ def load_settings(model: type[S], given: Mapping[str, Any] | None = None, *, che
         if not problems:
             return settings
     raise ConfigError(INVALID, problems)
+
+
+def _where(model: type[Settings], group: str, field: str) -> str:
+    return next(f.where for f in flag_table(model) if (f.group, f.field) == (group, field))
+
+
+def idle_problems(settings: Settings) -> list[FieldProblem]:
+    """A component that is on with nothing to do, one problem each, naming the setting to give.
+
+    Valid settings that would make a process run and do nothing (a node agent without disks,
+    node cleanup without a StorageClass, a controllers sidecar with every controller off) look
+    installed and protect nothing; the process refuses to start instead (``kustodian <command>``
+    exits 2), as the chart refuses to render them.
+    """
+    model = type(settings)
+    problems: list[FieldProblem] = []
+    if isinstance(settings, NodeAgentSettings) and not settings.node_agent.disks:
+        problems.append(FieldProblem(_where(model, "node_agent", "disks"),
+                                     "no disk is configured: the node agent would scan nothing; name this "
+                                     "node's Longhorn disk paths (e.g. /var/lib/longhorn)"))
+    if isinstance(settings, NodeCleanupSettings | ControllersSettings):
+        cleaning = settings.node_cleanup
+        alone = isinstance(settings, NodeCleanupSettings)  # the command is the controller
+        if (alone or cleaning.enabled) and not cleaning.storage_classes:
+            off = "" if alone else ", or turn node cleanup off (--no-node-cleanup / " \
+                                   "KUSTODIAN_NODE_CLEANUP__ENABLED=false)"
+            problems.append(FieldProblem(
+                _where(model, "node_cleanup", "storage_classes"),
+                "no StorageClass is named: node cleanup would clean nothing; name the StorageClasses of your "
+                f"local PVs{off}"))
+    if isinstance(settings, ControllersSettings) and not (
+            settings.reclaim.enabled or settings.node_cleanup.enabled or settings.capacity.enabled):
+        switches = ", ".join(_where(model, group, "enabled").partition(" / ")[0]
+                             for group in ("reclaim", "node_cleanup", "capacity"))
+        problems.append(FieldProblem(switches, "every controller is off: kustodian controllers would run "
+                                               "nothing; turn one on"))
+    return problems
 
 
 def settings_from_args(model: type[S], args: argparse.Namespace, *, check_env: bool = False) -> S:

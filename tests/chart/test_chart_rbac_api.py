@@ -360,7 +360,8 @@ def test_the_node_agent_runs_under_its_own_account(kube_api_rbac: KubeApi, chart
         proc = subprocess.Popen(
             [sys.executable, "-m", "kustodian", "node-agent", "--kubeconfig", str(server.kubeconfig_for(AGENT)),
              "--namespace", NAMESPACE, "--node-agent-node-name", "worker-3",
-             "--node-agent-longhorn-namespace", "longhorn-system", "--metrics-listen-address", f"127.0.0.1:{port}"],
+             "--node-agent-longhorn-namespace", "longhorn-system", "--metrics-listen-address", f"127.0.0.1:{port}",
+             f"--node-agent-disks={tmp_path}"],  # the chart renders no agent without disks (issue 33)
             stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
     try:
         _until(proc, log, lambda: _ready(port), "the agent never became ready under its account")

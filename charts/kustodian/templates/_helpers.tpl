@@ -72,6 +72,33 @@ warns while they are set.
 {{- end -}}
 {{- $_ := include "kustodian.overlay" (dict "base" $v.nodeAgent "over" $legacy) -}}
 {{- end -}}
+{{- include "kustodian.checkComponents" . -}}
+{{- end -}}
+
+{{/*
+Fails the render when a component is on with nothing to do: it would look installed and protect
+nothing (the processes refuse the same settings at start, exit 2). Each message names the value
+to set. Reads the values as normalized (orphans.* already moved to nodeAgent.*); a value given
+under its deprecated name is named so.
+*/}}
+{{- define "kustodian.checkComponents" -}}
+{{- $v := .Values -}}
+{{- if and $v.nodeAgent.enabled (empty $v.nodeAgent.disks) -}}
+{{- $at := ternary "orphans" "nodeAgent" (and (kindIs "map" $v.orphans) (hasKey ($v.orphans | default dict) "enabled")) -}}
+{{- fail (printf "%s.enabled is true but %s.disks is empty: the node agent would scan nothing; set %s.disks to the Longhorn disk paths of your nodes (e.g. [/var/lib/longhorn]), or %s.enabled=false" $at $at $at $at) -}}
+{{- end -}}
+{{- if and $v.nodeCleanup.enabled (empty $v.nodeCleanup.storageClasses) -}}
+{{- fail "nodeCleanup.enabled is true but nodeCleanup.storageClasses is empty: node cleanup would clean nothing; set nodeCleanup.storageClasses to the StorageClasses of your local PVs, or nodeCleanup.enabled=false" -}}
+{{- end -}}
+{{- if and $v.nodeCleanup.enabled (not $v.controllers.enabled) -}}
+{{- fail "nodeCleanup.enabled is true but controllers.enabled is false: node cleanup runs in the controllers Deployment; set controllers.enabled=true, or nodeCleanup.enabled=false" -}}
+{{- end -}}
+{{- if and $v.capacity.enabled (not $v.controllers.enabled) -}}
+{{- fail "capacity.enabled is true but controllers.enabled is false: the reservation controller runs in the controllers Deployment, so no AvailableCapacityReservation would be planned; set controllers.enabled=true, or capacity.enabled=false" -}}
+{{- end -}}
+{{- if and $v.controllers.enabled (not (or $v.reclaimSpace.enabled $v.nodeCleanup.enabled $v.capacity.enabled)) -}}
+{{- fail "controllers.enabled is true but every controller is off (reclaimSpace.enabled, nodeCleanup.enabled, capacity.enabled): the controllers Deployment would run nothing; turn one on, or set controllers.enabled=false" -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The deprecated value names set in this release's values (NOTES.txt lists them). */}}

@@ -77,6 +77,7 @@ from kustodian.controllers.orphans.quarantine import (
 )
 from kustodian.controllers.orphans.scan import RemovalOutcome, scan_disk
 from kustodian.controllers.orphans.tracker import LONGHORN_NODES, Longhorn, NoTracker, ReplicaTracker
+from kustodian.errors import ConfigError
 from kustodian.kube.cache import object_key
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.config import load_config
@@ -244,8 +245,20 @@ class NodeAgent:
         self.orphans.add_handler(self._on_orphan)
 
     def after_sync(self) -> None:
-        """Load the disk record before the first reconcile or scan."""
-        self.registry.load()
+        """Load the disk record before the first reconcile or scan.
+
+        Its namespace missing is a setting to fix (the chart runs the agent in the release
+        namespace; by hand ``--namespace`` may name one that does not exist): one line naming
+        it and exit 2, rather than an API error."""
+        try:
+            self.registry.load()
+        except NotFound as exc:
+            details = exc.details if isinstance(exc.details, dict) else {}
+            if details.get("kind") == "namespaces" and details.get("name") == self.namespace:
+                raise ConfigError.at(f"--namespace / KUSTODIAN_KUBE__NAMESPACE {self.namespace}",
+                                     "no such namespace: the node agent records its disks and orphans "
+                                     "there; create it or name the one Kustodian is installed in") from None
+            raise
         policy = self.auto_deletion()
         log.info("node agent running on %s: %d disk(s), scan every %.0fs, auto-delete %s after %s (%s)",
                  self.node, len(self.disks), self.scan_interval, "on" if policy.enabled else "off",

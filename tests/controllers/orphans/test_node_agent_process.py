@@ -24,7 +24,8 @@ def agent(kube_api: KubeApi, namespace: str, port: int, log: Path, *extra: str) 
             [sys.executable, "-m", "kustodian", "node-agent", "--kubeconfig", str(kube_api.kubeconfig),
              "--namespace", namespace, "--node-agent-node-name", "worker-1",
              "--node-agent-longhorn-namespace", namespace, "--metrics-listen-address", f"127.0.0.1:{port}",
-             *extra], stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
+             # a disk: an agent without one refuses to start (issue 33)
+             f"--node-agent-disks={log.parent}", *extra], stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
 
 
 def get(port: int, path: str) -> httpx.Response | None:
