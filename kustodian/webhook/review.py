@@ -44,21 +44,22 @@ def _null_is(default: Any) -> BeforeValidator:
 # strict: a number is not a string and "true" is not a boolean (Go's decoder refuses both)
 _STRICT = ConfigDict(extra="allow", populate_by_name=True, strict=True)
 _Str = Annotated[str, _null_is("")]
-_Strings = Annotated[list[str], _null_is([])]
+_Strings = Annotated[list[_Str], _null_is([])]
+_Required = Annotated[str, _null_is(""), Field(min_length=1)]
 
 
 class GroupVersionKind(BaseModel):
     model_config = _STRICT
     group: _Str = ""
     version: _Str = ""
-    kind: Annotated[str, _null_is(""), Field(min_length=1)]
+    kind: _Required
 
 
 class GroupVersionResource(BaseModel):
     model_config = _STRICT
     group: _Str = ""
     version: _Str = ""
-    resource: _Str
+    resource: _Required
 
 
 class UserInfo(BaseModel):
@@ -78,7 +79,7 @@ class AdmissionRequest(BaseModel):
     it, so a wrong type is a 400 naming the field; fields of newer API servers pass through."""
 
     model_config = _STRICT
-    uid: Annotated[str, _null_is(""), Field(min_length=1)]
+    uid: _Required
     kind: GroupVersionKind
     resource: GroupVersionResource
     sub_resource: _Str = Field("", alias="subResource")
