@@ -195,8 +195,9 @@ class ReclaimPolicyWebhook:
                 if _policy_annotations(req.old_object) == _policy_annotations(obj):
                     return allowed()  # the schedule did not change: never block unrelated updates
                 obj = _only_changed_policy(req.old_object, obj)
-        if req.kind_key == KIND_CONFIGMAP and not field(obj, "metadata", "namespace"):
-            obj = {**obj, "metadata": {**map_field(obj, "metadata"), "namespace": req.namespace}}
+        if req.kind_key == KIND_CONFIGMAP:  # judged as the object the request names (metadata may be null)
+            obj = {**obj, "metadata": {**map_field(obj, "metadata"), "namespace": req.namespace,
+                                       "name": req.name or field(obj, "metadata", "name")}}
         errors = validate_object(req.kind_key, obj, config_map=self.config_ref)
         if errors:
             where = f"{req.namespace}/{req.name}" if req.namespace else req.name
