@@ -3,7 +3,12 @@
 The request is validated with pydantic (``extra="allow"``: fields a newer API
 server adds pass through), but ``object`` / ``oldObject`` stay the raw dicts the
 API server sent: re-serialising a model of a whole Kubernetes object would lose
-fields we do not model.  Responses are plain dicts, encoded with orjson.
+fields we do not model (``shapes`` checks the object fields the handlers read).
+Every field admission.k8s.io/v1 defines is typed strictly, as the API server's Go
+decoder reads JSON: a number is not a string, ``"true"`` is not a boolean, and
+``null`` is the zero value.  A body that fails is a ``MalformedReview`` (an HTTP
+400 naming each field), never a request a handler meets.  Responses are plain
+dicts, encoded with orjson.
 """
 
 from __future__ import annotations
