@@ -16,7 +16,7 @@ response (``trust``): an HTTP 400 would let the DELETE through where the webhook
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from kustodian.errors import FieldProblem
@@ -26,22 +26,20 @@ __all__ = ["object_problems"]
 
 STRING, OBJECT, STRING_MAP = "a string", "an object", "an object of strings"
 
-#: ObjectMeta and type fields Kustodian reads on any kind (a path and what it must be)
-_EVERY_KIND: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("apiVersion",), STRING),
-    (("kind",), STRING),
-    (("metadata",), OBJECT),
-    *((("metadata", key), STRING) for key in ("name", "generateName", "namespace", "uid", "resourceVersion",
-                                               "creationTimestamp", "deletionTimestamp")),
-    (("metadata", "annotations"), STRING_MAP),
-    (("metadata", "labels"), STRING_MAP),
+# (parent path, {field: what it must be}): the fields Kustodian reads, grouped by the object holding them
+_Fields = tuple[tuple[tuple[str, ...], Mapping[str, str]], ...]
+#: ObjectMeta and the type fields, on any kind
+_EVERY_KIND: _Fields = (
+    ((), {"apiVersion": STRING, "kind": STRING, "metadata": OBJECT}),
+    (("metadata",), {**dict.fromkeys(("name", "generateName", "namespace", "uid", "resourceVersion",
+                                      "creationTimestamp", "deletionTimestamp"), STRING),
+                     "annotations": STRING_MAP, "labels": STRING_MAP}),
 )
-
 #: the fields of one kind its handlers read (the reclaim mutator and validator)
-_BY_KIND: Mapping[str, tuple[tuple[tuple[str, ...], str], ...]] = {
-    "PersistentVolumeClaim": ((("spec",), OBJECT), (("spec", "storageClassName"), STRING),
-                              (("spec", "volumeName"), STRING)),
-    "ConfigMap": ((("data",), STRING_MAP),),
+_BY_KIND: Mapping[str, _Fields] = {
+    "PersistentVolumeClaim": (*_EVERY_KIND, ((), {"spec": OBJECT}),
+                              (("spec",), {"storageClassName": STRING, "volumeName": STRING})),
+    "ConfigMap": (*_EVERY_KIND, ((), {"data": STRING_MAP})),
 }
 
 
@@ -57,22 +55,34 @@ def _json_type(value: Any) -> str:
     return "an object"
 
 
-def _problems_in(doc: Mapping[str, Any], where: str, kind: str) -> Iterator[FieldProblem]:
-    for path, expected in (*_EVERY_KIND, *_BY_KIND.get(kind, ())):
-        value: Any = doc
-        for key in path:
-            value = value.get(key) if isinstance(value, Mapping) else None
-        if value is None:
-            continue  # absent, null, or under a parent already named as malformed
-        at = ".".join((where, *path))
-        if expected == STRING and not isinstance(value, str):
-            yield FieldProblem(at, f"expected a string, got {_json_type(value)}")
-        elif expected in (OBJECT, STRING_MAP) and not isinstance(value, dict):
-            yield FieldProblem(at, f"expected {expected}, got {_json_type(value)}")
-        elif expected == STRING_MAP:
-            for key, item in value.items():
-                if item is not None and not isinstance(item, str):
-                    yield FieldProblem(f"{at}[{key}]", f"expected a string, got {_json_type(item)}")
+def _problems_in(doc: dict[str, Any], where: str, kind: str, out: list[FieldProblem]) -> None:
+    """Append the problems of ``doc`` to ``out``.  On every admission review: plain ``dict`` and
+    ``str`` type checks (decoded JSON holds nothing else), each parent read once."""
+    for parent_path, fields in _BY_KIND.get(kind, _EVERY_KIND):
+        parent: Any = doc
+        for key in parent_path:
+            parent = parent.get(key) if isinstance(parent, dict) else None
+        if not isinstance(parent, dict):
+            continue  # absent, null, or already named as malformed
+        for name, expected in fields.items():
+            value = parent.get(name)
+            if value is None:
+                continue  # absent, or null: Go's zero value
+            if expected == STRING:
+                if not isinstance(value, str):
+                    out.append(FieldProblem(_at(where, parent_path, name),
+                                            f"expected a string, got {_json_type(value)}"))
+            elif not isinstance(value, dict):
+                out.append(FieldProblem(_at(where, parent_path, name),
+                                        f"expected {expected}, got {_json_type(value)}"))
+            elif expected == STRING_MAP and not all(isinstance(item, str) for item in value.values()):
+                at = _at(where, parent_path, name)
+                out.extend(FieldProblem(f"{at}[{key}]", f"expected a string, got {_json_type(item)}")
+                           for key, item in value.items() if item is not None and not isinstance(item, str))
+
+
+def _at(where: str, parent_path: tuple[str, ...], name: str) -> str:
+    return ".".join((where, *parent_path, name))
 
 
 def object_problems(req: AdmissionRequest) -> list[FieldProblem]:
@@ -86,5 +96,5 @@ def object_problems(req: AdmissionRequest) -> list[FieldProblem]:
     problems: list[FieldProblem] = []
     for where, doc in docs:
         if doc is not None:
-            problems.extend(_problems_in(doc, where, req.kind_key))
+            _problems_in(doc, where, req.kind_key, problems)
     return problems
