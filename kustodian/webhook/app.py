@@ -50,8 +50,7 @@ JSON = "application/json"
 OFFLOAD_BYTES = 256 * 1024
 HEAVY_AT_ONCE = 2
 LOG_VALUE_CHARS = 512
-#: a 400 names at most this many fields, its reason at most this many characters
-MAX_FIELDS = 20
+#: a 400's reason is cut to this many characters (it names at most ``MalformedReview.LIMIT`` fields)
 MAX_ERROR_CHARS = 4096
 
 
@@ -73,7 +72,7 @@ def _bad_request(metrics: WebhookMetrics, webhook: str, error: MalformedReview) 
     """The 400 of a malformed review: the reason (``error``) and every field path it names."""
     metrics.bad_requests.labels(webhook).inc()
     body = {"error": clip(f"not an AdmissionReview v1: {error}", MAX_ERROR_CHARS),
-            "fields": [clip(path) for path in error.fields[:MAX_FIELDS]]}
+            "fields": [clip(path) for path in error.fields]}
     return Response(orjson.dumps(body), status_code=400, media_type=JSON)
 
 
@@ -91,10 +90,10 @@ def parse_review(body: bytes) -> AdmissionRequest:
     try:
         req = AdmissionReview.model_validate(doc).request
     except ValidationError as exc:
-        raise MalformedReview(envelope_problems(exc)) from exc
-    problems = object_problems(req)
-    if problems:
-        raise MalformedReview(problems)
+        raise envelope_problems(exc) from exc
+    malformed = object_problems(req)
+    if malformed is not None:
+        raise malformed
     return req
 
 

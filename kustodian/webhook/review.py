@@ -31,14 +31,14 @@ class MalformedReview(ConfigError):
     body names every field (``problems``), never with an admission decision."""
 
     inline = True
+    #: the problems kept (a 7 MiB body can hold a million wrong values; naming 20 is enough)
+    LIMIT = 20
 
-    def __init__(self, problems: Sequence[FieldProblem | str]) -> None:
-        super().__init__("", problems)
-
-    @property
-    def fields(self) -> list[str]:
-        """The field paths named, in order (``""``: the body as a whole)."""
-        return [p.path for p in self.problems]
+    def __init__(self, problems: Sequence[FieldProblem | str], more: int = 0) -> None:
+        kept = [p if isinstance(p, FieldProblem) else FieldProblem("", p) for p in problems[:self.LIMIT]]
+        self.more = more + len(problems) - len(kept)
+        self.fields: list[str] = [p.path for p in kept]  #: the field paths named (``""``: the whole body)
+        super().__init__("", [*kept, *([f"and {self.more} more"] if self.more else [])])
 
 
 def _null_is(default: Any) -> BeforeValidator:
@@ -117,15 +117,17 @@ class AdmissionReview(BaseModel):
     request: AdmissionRequest
 
 
-def envelope_problems(error: ValidationError) -> list[FieldProblem]:
-    """pydantic's errors as field paths of the review (``request.userInfo.groups[0]``)."""
+def envelope_problems(error: ValidationError) -> MalformedReview:
+    """pydantic's errors as field paths of the review (``request.userInfo.groups[0]``), the first
+    ``MalformedReview.LIMIT`` of them named."""
+    errors = error.errors(include_url=False)
     problems = []
-    for err in error.errors(include_url=False):
+    for err in errors[:MalformedReview.LIMIT]:
         path = ""
         for part in err["loc"]:
             path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
         problems.append(FieldProblem(path, err["msg"]))
-    return problems
+    return MalformedReview(problems, more=len(errors) - len(problems))
 
 
 #: a denial message longer than this is cut (kubectl prints it whole; the API server logs it)

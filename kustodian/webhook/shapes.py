@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kustodian.errors import FieldProblem
-from kustodian.webhook.review import AdmissionRequest
+from kustodian.webhook.review import AdmissionRequest, MalformedReview
 
 __all__ = ["object_problems"]
 
@@ -55,9 +55,11 @@ def _json_type(value: Any) -> str:
     return "an object"
 
 
-def _problems_in(doc: dict[str, Any], where: str, kind: str, out: list[FieldProblem]) -> None:
-    """Append the problems of ``doc`` to ``out``.  On every admission review: plain ``dict`` and
-    ``str`` type checks (decoded JSON holds nothing else), each parent read once."""
+def _problems_in(doc: dict[str, Any], where: str, kind: str, out: list[FieldProblem],
+                 more: list[int]) -> None:
+    """Append the problems of ``doc`` to ``out``, and the count of those not named to ``more[0]``.
+    On every admission review: plain ``dict`` and ``str`` type checks (decoded JSON holds nothing
+    else), each parent read once."""
     for parent_path, fields in _BY_KIND.get(kind, _EVERY_KIND):
         parent: Any = doc
         for key in parent_path:
@@ -77,24 +79,29 @@ def _problems_in(doc: dict[str, Any], where: str, kind: str, out: list[FieldProb
                                         f"expected {expected}, got {_json_type(value)}"))
             elif expected == STRING_MAP and not all(isinstance(item, str) for item in value.values()):
                 at = _at(where, parent_path, name)
+                wrong = [(key, item) for key, item in value.items()
+                         if item is not None and not isinstance(item, str)]
+                # a body may hold a million: the first are named, the others only counted
                 out.extend(FieldProblem(f"{at}[{key}]", f"expected a string, got {_json_type(item)}")
-                           for key, item in value.items() if item is not None and not isinstance(item, str))
+                           for key, item in wrong[:MalformedReview.LIMIT])
+                more[0] += max(0, len(wrong) - MalformedReview.LIMIT)
 
 
 def _at(where: str, parent_path: tuple[str, ...], name: str) -> str:
     return ".".join((where, *parent_path, name))
 
 
-def object_problems(req: AdmissionRequest) -> list[FieldProblem]:
+def object_problems(req: AdmissionRequest) -> MalformedReview | None:
     """Every field of the request's objects whose type Kubernetes' schema excludes, with its path
-    (``request.object.metadata.annotations[...]``); ``[]`` for a review an API server could send."""
+    (``request.object.metadata.annotations[...]``); ``None`` for a review an API server could send."""
     docs: list[tuple[str, dict[str, Any] | None]] = []
     if req.operation in ("CREATE", "UPDATE"):
         docs.append(("request.object", req.object))
     if req.operation == "UPDATE":
         docs.append(("request.oldObject", req.old_object))
     problems: list[FieldProblem] = []
+    more = [0]
     for where, doc in docs:
         if doc is not None:
-            _problems_in(doc, where, req.kind_key, problems)
-    return problems
+            _problems_in(doc, where, req.kind_key, problems, more)
+    return MalformedReview(problems, more=more[0]) if problems else None

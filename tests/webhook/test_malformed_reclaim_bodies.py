@@ -163,3 +163,17 @@ def test_a_guarded_delete_with_a_malformed_old_object_is_still_refused_in_the_an
     answer = resp.json()["response"]
     assert answer["allowed"] is False and answer["status"]["code"] == 400, answer
     assert "request.oldObject.metadata" in answer["status"]["message"]
+
+
+@pytest.mark.parametrize(("body", "more"), [
+    (review("CREATE", edited(PVC, "metadata.annotations", {f"k{i}": i for i in range(1000)})),
+     "and 980 more"),
+    (review("CREATE", PVC, userInfo={"username": "a", "groups": list(range(1000))}), "and 980 more"),
+], ids=["annotations", "groups"])
+def test_a_body_with_a_thousand_wrong_values_names_twenty(webhook: RunningServer, body: dict[str, Any],
+                                                          more: str) -> None:
+    with webhook.client() as client:
+        resp = client.post("/mutate", json=body)
+    assert resp.status_code == 400
+    answer = resp.json()
+    assert len(answer["fields"]) == 20 and answer["error"].endswith(more), answer
