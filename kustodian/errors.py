@@ -24,7 +24,10 @@ that raised them) are left out, and the test says so::
      │    │    │                                                loaded
      │    │    ├── InvalidCertificateRequest certs.errors       inputs we will not issue for
      │    │    └── InvalidBundle        certs.errors            PEM bytes or files that cannot be used
-     │    └── CapacityCrdsMissing       controllers.capacity.main  csi-baremetal's CRDs are absent
+     │    ├── CapacityCrdsMissing       controllers.capacity.main  csi-baremetal's CRDs are absent
+     │    └── MalformedReview           webhook.review          a body the API server could not have
+     │                                                          sent: the webhook's HTTP 400, one
+     │                                                          FieldProblem per field
      ├── NotFoundError                  errors                  the object a command names does not
      │                                                          exist (exit 3)
      ├── Blocked                        errors                  a command's answer is "no" (exit 1)

@@ -8,8 +8,10 @@ A small review is parsed and checked once, on the event loop; a handler with no 
 (a deletion decision not memoised yet) answers ``PendingAnswer``, and only that remaining work runs
 in a worker thread.
 Two error channels (kopf, controller-runtime): a body that is
-not an AdmissionReview v1 is an HTTP 400 with the reason; a policy decision is an
-HTTP 200 whose ``response`` echoes the request ``uid``.
+not an AdmissionReview v1 an API server could send (``parse_review``: bad JSON, a field of
+the wrong type, an object field of a type Kubernetes' schema excludes) is an HTTP 400
+``{"error": reason, "fields": [path, ...]}``; a policy decision is an HTTP 200 whose
+``response`` echoes the request ``uid``.
 """
 
 from __future__ import annotations
@@ -31,7 +33,15 @@ from kustodian.logs import about
 from kustodian.runtime.health import Checks
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import PendingAnswer, Registry
-from kustodian.webhook.review import AdmissionRequest, AdmissionReview, Answer, review_response
+from kustodian.webhook.review import (
+    AdmissionRequest,
+    AdmissionReview,
+    Answer,
+    MalformedReview,
+    envelope_problems,
+    review_response,
+)
+from kustodian.webhook.shapes import object_problems
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +50,8 @@ JSON = "application/json"
 OFFLOAD_BYTES = 256 * 1024
 HEAVY_AT_ONCE = 2
 LOG_VALUE_CHARS = 512
+#: a 400's reason is cut to this many characters (it names at most ``MalformedReview.LIMIT`` fields)
+MAX_ERROR_CHARS = 4096
 
 
 def add_freshness(readiness: Checks, kinds: FollowedKinds) -> None:
@@ -56,28 +68,33 @@ def add_freshness(readiness: Checks, kinds: FollowedKinds) -> None:
     readiness.note("unserved rule kinds", lambda: ", ".join(kinds.unserved()))
 
 
-def _bad_request(metrics: WebhookMetrics, webhook: str, reason: str) -> Response:
+def _bad_request(metrics: WebhookMetrics, webhook: str, error: MalformedReview) -> Response:
+    """The 400 of a malformed review: the reason (``error``) and every field path it names."""
     metrics.bad_requests.labels(webhook).inc()
-    return Response(orjson.dumps({"error": reason}), status_code=400, media_type=JSON)
+    body = {"error": clip(f"not an AdmissionReview v1: {error}", MAX_ERROR_CHARS),
+            "fields": [clip(path) for path in error.fields]}
+    return Response(orjson.dumps(body), status_code=400, media_type=JSON)
 
 
 def parse_review(body: bytes) -> AdmissionRequest:
-    """Decode and validate an AdmissionReview v1; raise ``ValueError`` with a reason."""
+    """Decode and validate an AdmissionReview v1 and the fields of its objects the handlers read;
+    raise ``MalformedReview`` (a ``ValueError``) naming every field that is wrong."""
     if not body:
-        raise ValueError("empty body: expected an AdmissionReview v1")
+        raise MalformedReview(["empty body: expected an AdmissionReview v1"])
     try:
         doc = orjson.loads(body)
     except orjson.JSONDecodeError as exc:
-        raise ValueError(f"body is not JSON: {exc}") from exc
+        raise MalformedReview([f"body is not JSON: {exc}"]) from exc
     if not isinstance(doc, dict):
-        raise ValueError("body is not a JSON object")
+        raise MalformedReview(["body is not a JSON object"])
     try:
-        return AdmissionReview.model_validate(doc).request
+        req = AdmissionReview.model_validate(doc).request
     except ValidationError as exc:
-        problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" for err in exc.errors()[:5]
-        )
-        raise ValueError(f"not an AdmissionReview v1: {problems}") from exc
+        raise envelope_problems(exc) from exc
+    malformed = object_problems(req)
+    if malformed is not None:
+        raise malformed
+    return req
 
 
 async def _read(request: Request, limit: int, metrics: WebhookMetrics) -> bytes | Response:
@@ -139,9 +156,9 @@ def create_app(registry: Registry, *, readiness: Checks | None = None,
             which the caller runs where it may: never parsed or checked a second time."""
             try:
                 req = parse_review(body)
-            except ValueError as exc:
+            except MalformedReview as exc:
                 log.info("%s: rejected a malformed review: %s", webhook, clip(str(exc)))
-                return _bad_request(metrics, webhook, clip(str(exc)))
+                return _bad_request(metrics, webhook, exc)
             answer = run(req)
             if isinstance(answer, PendingAnswer):
                 return req, answer

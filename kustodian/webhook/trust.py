@@ -4,8 +4,8 @@ The API server builds an AdmissionReview from the request URL (``name``, ``names
 from storage (``oldObject``).  Anyone else who reaches the webhook port can send a review
 with any content, so:
 
-* :func:`identity_problem`: on DELETE (and UPDATE) the object must be the one the request
-  names; a review whose ``oldObject`` names something else, or whose ``metadata`` is not an
+* :func:`identity_problem`: on DELETE (and CREATE and UPDATE) the object must be the one the
+  request names; a review whose ``oldObject`` names something else, or whose ``metadata`` is not an
   object, is refused before any handler runs (a guarded DELETE is never allowed because the
   body pointed the guard at a harmless object);
 * :func:`nesting_problem`: no decision recurses deeper than ``MAX_DEPTH`` (a deeply nested
@@ -30,23 +30,35 @@ MAX_DEPTH = 100
 
 
 def identity_problem(operation: str, name: str, namespace: str, subject: Any, kind: str = "") -> str | None:
-    """Why ``subject`` (oldObject on DELETE, object on UPDATE) is not the object the request names.
+    """Why ``subject`` (oldObject on DELETE, object on CREATE and UPDATE) is not the object the
+    request names.
 
-    The API server sets ``namespace`` of a request about a Namespace to its own name.
+    The API server sets ``namespace`` of a request about a Namespace to its own name.  On CREATE
+    it has already filled an empty ``metadata.namespace`` from the URL and refused a different
+    one, and ``name`` is the object's (empty for ``generateName``): a CREATE whose object names
+    another namespace or name was not sent by it.
     """
-    if subject is None or operation not in ("DELETE", "UPDATE"):
+    if subject is None or operation not in ("CREATE", "DELETE", "UPDATE"):
         return None
+    where = "request.oldObject" if operation == "DELETE" else "request.object"
     if not isinstance(subject, dict):
-        return "the object in the review is not a JSON object"
+        return f"{where}: not a JSON object"
     meta = subject.get("metadata")
+    if operation == "CREATE" and meta is None:
+        return None  # nothing named: the handlers read the request's name and namespace
     if not isinstance(meta, dict):
-        return "the object in the review has no metadata object"
+        return f"{where}.metadata: not a JSON object"
     obj_name, obj_ns = meta.get("name"), meta.get("namespace") or ""
     if kind == "Namespace" and not obj_ns and namespace == name:
         namespace = ""
+    if operation == "CREATE":
+        # an empty namespace is the request's; an empty name is generateName's
+        obj_ns, obj_name = obj_ns or namespace, obj_name or name
     if obj_name != name or obj_ns != namespace:
-        return (f"the review names {namespace + '/' if namespace else ''}{name[:253]} but its object is "
-                f"{str(obj_ns)[:63] + '/' if obj_ns else ''}{str(obj_name)[:253]}")
+        field = "namespace" if obj_name == name else "name"
+        named = f"{namespace + '/' if namespace else ''}{name[:253]}"
+        its = f"{str(obj_ns)[:63] + '/' if obj_ns else ''}{str(obj_name)[:253]}"
+        return f"{where}.metadata.{field}: the review names {named} but its object is {its}"
     return None
 
 

@@ -37,7 +37,7 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import CONFIG_MAPS
 from kustodian.kube.view import CacheView
 from kustodian.policy.modes import Mode
-from kustodian.policy.objects import field
+from kustodian.policy.objects import field, map_field
 from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
 from kustodian.policy.reclaim.config import ReclaimConfig
 from kustodian.policy.reclaim.keyrotation import reconcile_keyrotation
@@ -195,8 +195,9 @@ class ReclaimPolicyWebhook:
                 if _policy_annotations(req.old_object) == _policy_annotations(obj):
                     return allowed()  # the schedule did not change: never block unrelated updates
                 obj = _only_changed_policy(req.old_object, obj)
-        if req.kind_key == KIND_CONFIGMAP and not field(obj, "metadata", "namespace"):
-            obj = {**obj, "metadata": {**obj.get("metadata", {}), "namespace": req.namespace}}
+        if req.kind_key == KIND_CONFIGMAP:  # judged as the object the request names (metadata may be null)
+            obj = {**obj, "metadata": {**map_field(obj, "metadata"), "namespace": req.namespace,
+                                       "name": req.name or field(obj, "metadata", "name")}}
         errors = validate_object(req.kind_key, obj, config_map=self.config_ref)
         if errors:
             where = f"{req.namespace}/{req.name}" if req.namespace else req.name
@@ -217,4 +218,4 @@ def _only_changed_policy(old: Any, new: dict[str, Any]) -> dict[str, Any]:
     new_ann = field(new, "metadata", "annotations")
     new_ann = new_ann if isinstance(new_ann, Mapping) else {}
     kept = {k: v for k, v in new_ann.items() if k not in _POLICY_KEYS or old_ann.get(k) != v}
-    return {**new, "metadata": {**new.get("metadata", {}), "annotations": kept}}
+    return {**new, "metadata": {**map_field(new, "metadata"), "annotations": kept}}
