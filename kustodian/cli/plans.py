@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from kustodian.cli.explain import iter_manifests
-from kustodian.cli.output import dump, print_rows, records
+from kustodian.cli.output import dump, print_rows, records, resource_name
 from kustodian.cli.progress import Progress
 from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, FieldProblem
 from kustodian.policy.store import kind_key
@@ -90,18 +90,28 @@ def reclaim_plan(args: argparse.Namespace) -> int:
     config_ns = args.config_namespace or settings_from_args(ToolSettings, args).kube.namespace
     rows = reclaim_rows(objs, (config_ns, args.config_name), (csi_ns, csi_name), datetime.now(UTC))
     rows = [r for r in rows if not args.object_namespace or r.namespace == args.object_namespace]
-    if args.output != "table":
+    if args.output == "name":
+        for r in rows:
+            print(resource_name("PersistentVolumeClaim", r.pvc))
+        return 0
+    if args.output not in ("table", "wide"):
         dump({"pvcs": [{"namespace": r.namespace, "name": r.pvc, "schedule": r.schedule or None,
                         "source": r.source or None,
                         "nextRun": r.next_run.strftime("%Y-%m-%dT%H:%M:%SZ") if r.next_run else None,
                         "cronJobSchedule": r.cronjob, "status": str(r.status), "pending": r.pending,
-                        "detail": r.detail or None} for r in rows]}, args.output)
+                        "detail": r.detail or None} for r in rows]}, args.output, args.output_template)
         return 0
-    print_rows(("NAMESPACE", "PVC", "SCHEDULE", "SOURCE", "NEXT RUN", "CRON JOB", "STATUS"), (
+    wide = args.output == "wide"  # and the StorageClass and volume of each claim, as kubectl get pvc -o wide
+    specs = {(str((c.get("metadata") or {}).get("namespace")), str((c.get("metadata") or {}).get("name"))):
+             c.get("spec") or {} for c in objs["PersistentVolumeClaim"]}
+    print_rows(("NAMESPACE", "PVC", "SCHEDULE", "SOURCE", "NEXT RUN", "CRON JOB", "STATUS",
+                *(("STORAGECLASS", "VOLUME") if wide else ())), (
         (r.namespace, r.pvc, r.schedule or "-", r.source or "-",
          r.next_run.strftime("%Y-%m-%d %H:%M:%S UTC") if r.next_run else "-",
          r.cronjob if r.cronjob is not None else "-",
-         str(r.status) + (" (pending)" if r.pending else "") + (f": {r.detail}" if r.detail else ""))
+         str(r.status) + (" (pending)" if r.pending else "") + (f": {r.detail}" if r.detail else ""),
+         *((str(specs.get((r.namespace, r.pvc), {}).get("storageClassName") or "-"),
+            str(specs.get((r.namespace, r.pvc), {}).get("volumeName") or "-")) if wide else ()))
         for r in rows))
     return 0
 
@@ -132,7 +142,7 @@ def capacity_plan(args: argparse.Namespace) -> int:
     table = plan_table(decisions, acs, acrs)
     code = EXIT_OK if all(d.status != "REJECTED" for d in decisions) else EXIT_BLOCKED
     if args.output != "table":
-        dump({"reservations": records(PLAN_TABLE_HEADER, table)}, args.output)
+        dump({"reservations": records(PLAN_TABLE_HEADER, table)}, args.output, args.output_template)
         return code
     print_rows(PLAN_TABLE_HEADER, table)
     return code

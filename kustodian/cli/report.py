@@ -15,13 +15,14 @@ a longer window says how much of it Events still cover and points at the metric.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kustodian.cli.cluster import connect
-from kustodian.cli.explain import load_view, print_table
-from kustodian.cli.output import dump, print_rows
+from kustodian.cli.explain import load_view
+from kustodian.cli.output import dump, print_rows, resource_name
 from kustodian.cli.rules import load_rules
 from kustodian.errors import ConfigError
 from kustodian.kube.errors import Forbidden, KubeError
@@ -43,15 +44,30 @@ from kustodian.policy.store import ClusterView
 from kustodian.settings import ToolSettings, settings_from_args
 
 DEFAULT_SINCE = "1h"
+_WIDE_NAMES = 5  # dependents named per provider by -o wide (explain-delete lists them all)
 METRIC = "kustodian_admission_policy_outcomes_total"
 
 
+_DAYS = re.compile(r"^(\d+)d")
+_MAX_DAYS = 106_751  # Go's longest duration, about 292 years
+
+
 def duration_flag(flag: str, text: str) -> timedelta:
-    """``--since 6h``: a Go duration above zero, or one line naming the flag."""
+    """``--since 6h``: a Go duration above zero, with days in front as people write them (``2d``,
+    ``1d12h``), or one line naming the flag.  Only these flags take days: a duration the reclaim
+    policy hands to Go code stays exactly Go's."""
+    raw = text.strip()
+    days = _DAYS.match(raw)
+    rest = raw[days.end():] if days else raw
     try:
-        value = parse_go_duration(text.strip())
+        if days and (rest[:1] in ("-", "+") or int(days.group(1)) > _MAX_DAYS):
+            signed = rest[:1] in ("-", "+")
+            raise DurationError(text, "a sign after the days" if signed else "out of range")
+        value = timedelta(days=int(days.group(1))) if days else timedelta(0)
+        if rest or not days:
+            value += parse_go_duration(rest)
     except DurationError as exc:
-        why = f"not a duration like 30m, 6h or 1h30m ({exc.reason})"
+        why = f"not a duration like 30m, 6h or 1h30m, with any days in front: 2d, 1d12h ({exc.reason})"
         raise ConfigError.at(f"{flag} {text}", why) from None
     if value <= timedelta(0):
         raise ConfigError.at(f"{flag} {text}", "must be above zero (e.g. 30m, 6h)")
@@ -89,9 +105,11 @@ def _truncation(win: Window) -> str:
 
 def _human(value: timedelta) -> str:
     seconds = int(value.total_seconds())
-    hours, rest = divmod(seconds, 3600)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
-    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
+    parts = [f"{days}d" if days else "", f"{hours}h" if hours else "", f"{minutes}m" if minutes else "",
+             f"{secs}s" if secs else ""]
     return "".join(parts) or "0s"
 
 
@@ -118,15 +136,20 @@ def report(args: argparse.Namespace) -> int:
     found = [p for p in protections(view, rules, datetime.now(UTC))
              if not args.object_namespace or p.provider.namespace == args.object_namespace]
     refused, unreadable = _history(args, win) if win is not None else ([], "")
-    if args.output != "table":
-        document: dict[str, Any] = {"protected": [p.as_dict() for p in found]}
+    if args.output == "name":
+        for p in found:
+            print(resource_name(p.provider.kind, p.provider.name))
+        return 0
+    if args.output not in ("table", "wide"):
+        # a list of what explain-delete prints for one provider, as kubectl lists objects
+        document: dict[str, Any] = {"kind": "List", "items": [p.as_dict() for p in found]}
         if win is not None:
             document["refusedDeletes"] = {
                 "window": win.as_dict(), "providers": [r.as_dict() for r in refused],
                 "byMode": {mode.value: n for mode, n in by_mode(refused).items()},
                 "modes": {mode.value: effect for mode, effect in EFFECTS.items()},
                 "note": _truncation(win) if win.truncated else None, "error": unreadable or None}
-        dump(document, args.output)
+        dump(document, args.output, args.output_template)
         return 0
     if not found:
         print("no protected objects: every provider could be deleted now")
@@ -134,9 +157,16 @@ def report(args: argparse.Namespace) -> int:
         rows = []
         for p in found:
             summary = ", ".join(f"{plural}: {len(refs)}" for plural, refs in p.dependents.items())
-            rows.append((f"{short_kind(p.provider.kind)}/{p.provider.name}", p.provider.namespace or "-",
-                         summary + (" (override annotation: deletable)" if p.overridden else "")))
-        print_table(rows, ("PROVIDER", "NAMESPACE", "PROTECTED BY"))
+            row = [f"{short_kind(p.provider.kind)}/{p.provider.name}", p.provider.namespace or "-",
+                   summary + (" (override annotation: deletable)" if p.overridden else "")]
+            if args.output == "wide":  # every dependent by name, as explain-delete would list them
+                named = [f"{short_kind(r.kind)}/{'/'.join(filter(None, (r.namespace, r.name)))}"
+                         for refs in p.dependents.values() for r in refs]
+                more = f" (+{len(named) - _WIDE_NAMES} more)" if len(named) > _WIDE_NAMES else ""
+                row.append(", ".join(named[:_WIDE_NAMES]) + more)
+            rows.append(tuple(row))
+        wide = ("DEPENDENTS",) if args.output == "wide" else ()
+        print_rows(("PROVIDER", "NAMESPACE", "PROTECTED BY", *wide), rows)
     unserved = _unserved(args, rules, view)
     if unserved:
         print(unserved)
