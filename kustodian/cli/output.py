@@ -192,7 +192,10 @@ def _find(template: str, expression: str, data: Any) -> list[Any]:
         compiled = parse(path)
     except (JsonPathLexerError, JsonPathParserError, Exception) as exc:  # it raises bare Exception too
         raise _bad(template, f"cannot parse {{{expression}}}: {exc}") from None
-    return [m.value for m in compiled.find(data)]
+    try:
+        return [m.value for m in compiled.find(data)]
+    except (TypeError, ValueError, KeyError, IndexError) as exc:  # a filter comparing a string with a number
+        raise _bad(template, f"cannot evaluate {{{expression}}}: {exc}") from None
 
 
 def _show(value: Any) -> str:

@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 
 from kustodian.policy.deletion import ROOK_RULES, RuleError, load_rules
-from kustodian.policy.kinds import BUILTIN_KINDS, KNOWN_CRD_KINDS, kind_problem
+from kustodian.policy.kinds import (
+    BUILTIN_GROUPS,
+    BUILTIN_KINDS,
+    KNOWN_CRD_KINDS,
+    close_kinds,
+    kind_problem,
+    match_kind,
+)
 
 SC_RULE: dict[str, Any] = {"provider": "StorageClass.storage.k8s.io", "dependent": "PersistentVolumeClaim",
                            "match": {"type": "field-ref", "field": "spec.storageClassName", "scope": "cluster"}}
@@ -99,3 +106,33 @@ def test_short_names_of_crds_never_shadow_a_core_kind() -> None:
     assert kind_problem("Node") is None
     assert kind_problem("Event") is None
     assert kind_problem("Node.longhorn.io") is None
+
+
+# -- kubectl's TYPE (issue 36): match_kind and close_kinds, over the offline table --------------------
+
+ALL_KINDS = sorted((*BUILTIN_KINDS, *KNOWN_CRD_KINDS), key=lambda k: (k.group not in BUILTIN_GROUPS, k.group))
+
+
+@pytest.mark.parametrize(("written", "meant"), [
+    ("CephBlockPool", "CephBlockPool.ceph.rook.io"),
+    ("cephblockpools", "CephBlockPool.ceph.rook.io"),
+    ("cephbp", "CephBlockPool.ceph.rook.io"),
+    ("cephblockpool.ceph.rook.io", "CephBlockPool.ceph.rook.io"),
+    ("cephblockpools.v1.ceph.rook.io", "CephBlockPool.ceph.rook.io"),
+    ("pvc", "PersistentVolumeClaim"),
+    ("storageclasses.storage.k8s.io", "StorageClass.storage.k8s.io"),
+    ("nodes", "Node"),
+    ("nodes.longhorn.io", "Node.longhorn.io"),
+    ("CephBlockPool.ceph", None),
+    ("cephblockpools.x1.ceph.rook.io", None),
+    ("CephBlokPool", None),
+], ids=["kind", "resource", "short", "kind.group", "resource.version.group", "core-short", "builtin-group",
+        "core-first", "crd-by-group", "partial-group", "not-a-version", "typo"])
+def test_match_kind_reads_type_as_kubectl(written: str, meant: str | None) -> None:
+    found = match_kind(written, ALL_KINDS)
+    assert (found.key if found else None) == meant
+
+
+def test_close_kinds_names_the_kind_of_a_typo() -> None:
+    assert [k.key for k in close_kinds("CephBlokPool", ALL_KINDS)][:1] == ["CephBlockPool.ceph.rook.io"]
+    assert close_kinds("zzzzzz", ALL_KINDS) == []
