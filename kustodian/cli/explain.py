@@ -180,7 +180,11 @@ def explain_delete(args: argparse.Namespace) -> int:
                             "installed); the deletion guard guards it once it is served")
     if provider is None:
         where = f" in namespace {namespace}" if namespace else ""
-        if namespace and not given:
+        elsewhere = sorted({str((o.get("metadata") or {}).get("namespace") or "") for o in view.list(key)
+                            if (o.get("metadata") or {}).get("name") == name} - {"", namespace})
+        if elsewhere:  # the likely mistake: say where it is
+            where += f" (there is one in namespace {' and '.join(elsewhere)}: pass -n {elsewhere[0]})"
+        elif namespace and not given:
             where += " (the kubeconfig context's namespace; pass -n NAMESPACE)"
         raise NotFoundError(f"{kind_name} {name} not found{where}")
     now = datetime.now(UTC)

@@ -181,7 +181,7 @@ def test_namespace_flag_is_the_objects_namespace(kube_api: KubeApi, namespace: s
         # Kustodian's own namespace is another flag and does not locate the object
         own = run(tmp_path, "explain-delete", "CephBlockPool", "pool-a", "--kustodian-namespace", namespace, *kc)
         assert own.returncode == EXIT_NOT_FOUND, own.stderr  # the context's namespace, as kubectl's
-        assert "in namespace default (the kubeconfig context's namespace; pass -n NAMESPACE)" in own.stderr
+        assert f"in namespace default (there is one in namespace {namespace}: pass -n {namespace})" in own.stderr
         elsewhere = run(tmp_path, "explain-delete", "CephBlockPool", "pool-a", "-n", "default", *kc)
         assert elsewhere.returncode == EXIT_NOT_FOUND and "in namespace default" in elsewhere.stderr
         assert len(elsewhere.stderr.splitlines()) == 1

@@ -114,7 +114,12 @@ def test_without_n_the_object_is_looked_up_in_the_contexts_namespace(manifests: 
                 "--context", "plain", "--from", str(manifests))
     assert plain.returncode == EXIT_NOT_FOUND and plain.stdout == ""
     assert plain.stderr.strip() == ("kustodian explain-delete: CephBlockPool replicapool not found in namespace "
-                                    "default (the kubeconfig context's namespace; pass -n NAMESPACE)")
+                                    "default (there is one in namespace rook-ceph: pass -n rook-ceph)")
+    nowhere = run(tmp_path, "explain-delete", "CephBlockPool/nope", "--kubeconfig", str(kc), "--context", "plain",
+                  "--from", str(manifests))
+    assert nowhere.returncode == EXIT_NOT_FOUND
+    assert nowhere.stderr.strip() == ("kustodian explain-delete: CephBlockPool nope not found in namespace "
+                                      "default (the kubeconfig context's namespace; pass -n NAMESPACE)")
     given = run(tmp_path, "explain-delete", "CephBlockPool/replicapool", "--kubeconfig", str(kc),
                 "--context", "plain", "-n", "rook-ceph", "--from", str(manifests))
     assert given.returncode == EXIT_BLOCKED, given.stderr
