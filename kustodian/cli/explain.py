@@ -72,7 +72,7 @@ def _kind_candidates(keys: Iterable[str], view: ClusterView | None = None) -> li
         known = known_kind(key)
         if known is None and key in caches:
             res = caches[key].resource
-            known = KnownKind(res.group, res.kind, res.plural, res.namespaced)
+            known = KnownKind(res.group, res.kind, res.plural, res.namespaced, res.short_names)
         if known is None:
             kind, _, group = key.partition(".")
             known = KnownKind(group, kind, "", True)

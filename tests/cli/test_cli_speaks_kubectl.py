@@ -295,7 +295,7 @@ WIDGET_CRD = {
 
 
 @pytest.mark.api
-def test_discovery_resolves_the_resource_of_a_kind_not_in_the_table(kube_api: KubeApi, namespace: str,
+def test_discovery_resolves_the_resource_and_short_name_of_a_kind_not_in_the_table(kube_api: KubeApi, namespace: str,
                                                                      tmp_path: Path) -> None:
     kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump(WIDGET_CRD))
     kube_api.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd/gadgets.example.kustodian.io")
@@ -306,7 +306,7 @@ def test_discovery_resolves_the_resource_of_a_kind_not_in_the_table(kube_api: Ku
                                       "match": {"type": "field-ref", "field": "data.gadget",
                                                 "scope": "namespace"}}]))
     kc = ("--kubeconfig", str(kube_api.kubeconfig), "--rules", str(rules), "-n", namespace)
-    for spelling in ("gadgets/g1", "gadgets.example.kustodian.io/g1", "Gadget/g1"):
+    for spelling in ("gadgets/g1", "gdg/g1", "gadgets.example.kustodian.io/g1", "Gadget/g1"):
         proc = run(tmp_path, "explain-delete", spelling, *kc)
         assert proc.returncode == EXIT_OK, (spelling, proc.stderr)
         assert proc.stdout.startswith("Gadget g1: no dependents"), proc.stdout
