@@ -207,7 +207,7 @@ def explain_delete(args: argparse.Namespace) -> int:
                                 "until": override.until.isoformat() if override.until else None,
                                 "applies": override.applies(now), "problem": override.problem or None}
         document["notChecked"] = absent
-        dump(document, args.output, args.output_template)
+        dump(document, args.output)
         return code
     where = "in the manifests" if args.from_dir else "served by this cluster (no CRD)"
     unserved = f"note: not {where}, so not checked: {', '.join(absent)}" if absent else ""

@@ -12,8 +12,8 @@ separated by spaces (objects and lists as compact JSON), a key that is missing p
 ``jsonpath-ng`` (its extended parser, for kubectl's ``[?(@.field=="x")]`` filters).
 
 Each command says which formats it has (kubectl has ``-o name`` and ``-o wide`` only where they
-mean something); ``-o`` stores the format in ``args.output`` and the template in
-``args.output_template``.
+mean something).  ``args.output`` holds the value as given (``jsonpath={.items[*].name}`` whole),
+so a command hands it to ``dump`` as it is and tests ``!= "table"`` as before.
 """
 
 from __future__ import annotations
@@ -48,11 +48,9 @@ class _Formats(tuple[str, ...]):
 class _OutputAction(argparse.Action):
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: str | None = None) -> None:
-        fmt, _, template = str(values).partition("=")
-        if fmt == JSONPATH and not template:
+        if str(values) in (JSONPATH, f"{JSONPATH}="):
             raise argparse.ArgumentError(self, "jsonpath needs a template: -o jsonpath='{.items[*].name}'")
-        setattr(namespace, self.dest, fmt)
-        namespace.output_template = template
+        setattr(namespace, self.dest, str(values))
 
 
 def add_output_flag(parser: argparse.ArgumentParser, *, name: bool = False, wide: bool = False) -> None:
@@ -63,16 +61,15 @@ def add_output_flag(parser: argparse.ArgumentParser, *, name: bool = False, wide
     parser.add_argument("-o", "--output", choices=_Formats(formats), default="table", action=_OutputAction,
                         metavar="FORMAT",
                         help=f"Output format: table (default), {shown} or jsonpath=TEMPLATE (kubectl's)")
-    parser.set_defaults(output_template="")
 
 
-def dump(document: Any, fmt: str, template: str = "") -> None:
-    """``document`` as JSON, YAML or through a jsonpath ``template`` on stdout."""
+def dump(document: Any, fmt: str) -> None:
+    """``document`` as JSON, YAML or (``fmt`` ``jsonpath=TEMPLATE``) through kubectl's template."""
     if fmt == "json":
         json.dump(document, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
-    elif fmt == JSONPATH:
-        sys.stdout.write(jsonpath(template, json.loads(json.dumps(document, default=str))))
+    elif fmt.startswith(f"{JSONPATH}="):
+        sys.stdout.write(jsonpath(fmt.partition("=")[2], json.loads(json.dumps(document, default=str))))
     else:
         yaml.safe_dump(document, sys.stdout, sort_keys=False)
 

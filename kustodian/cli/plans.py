@@ -99,7 +99,7 @@ def reclaim_plan(args: argparse.Namespace) -> int:
                         "source": r.source or None,
                         "nextRun": r.next_run.strftime("%Y-%m-%dT%H:%M:%SZ") if r.next_run else None,
                         "cronJobSchedule": r.cronjob, "status": str(r.status), "pending": r.pending,
-                        "detail": r.detail or None} for r in rows]}, args.output, args.output_template)
+                        "detail": r.detail or None} for r in rows]}, args.output)
         return 0
     wide = args.output == "wide"  # and the StorageClass and volume of each claim, as kubectl get pvc -o wide
     specs = {(str((c.get("metadata") or {}).get("namespace")), str((c.get("metadata") or {}).get("name"))):
@@ -142,7 +142,7 @@ def capacity_plan(args: argparse.Namespace) -> int:
     table = plan_table(decisions, acs, acrs)
     code = EXIT_OK if all(d.status != "REJECTED" for d in decisions) else EXIT_BLOCKED
     if args.output != "table":
-        dump({"reservations": records(PLAN_TABLE_HEADER, table)}, args.output, args.output_template)
+        dump({"reservations": records(PLAN_TABLE_HEADER, table)}, args.output)
         return code
     print_rows(PLAN_TABLE_HEADER, table)
     return code

@@ -149,7 +149,7 @@ def report(args: argparse.Namespace) -> int:
                 "byMode": {mode.value: n for mode, n in by_mode(refused).items()},
                 "modes": {mode.value: effect for mode, effect in EFFECTS.items()},
                 "note": _truncation(win) if win.truncated else None, "error": unreadable or None}
-        dump(document, args.output, args.output_template)
+        dump(document, args.output)
         return 0
     if not found:
         print("no protected objects: every provider could be deleted now")
