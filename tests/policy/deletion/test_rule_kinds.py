@@ -3,9 +3,11 @@ with its field path and a did-you-mean; a CRD kind not served yet still loads (i
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kustodian.policy.deletion import ROOK_RULES, RuleError, load_rules
 from kustodian.policy.kinds import (
@@ -14,6 +16,7 @@ from kustodian.policy.kinds import (
     KNOWN_CRD_KINDS,
     close_kinds,
     kind_problem,
+    known_kind,
     match_kind,
 )
 
@@ -136,3 +139,22 @@ def test_match_kind_reads_type_as_kubectl(written: str, meant: str | None) -> No
 def test_close_kinds_names_the_kind_of_a_typo() -> None:
     assert [k.key for k in close_kinds("CephBlokPool", ALL_KINDS)][:1] == ["CephBlockPool.ceph.rook.io"]
     assert close_kinds("zzzzzz", ALL_KINDS) == []
+
+
+@pytest.mark.parametrize("project", ["rook", "longhorn"])
+def test_the_offline_table_spells_upstreams_crds_as_they_do(upstream: Path, project: str) -> None:
+    """Resource, scope and shortNames of every Rook and Longhorn kind in the table are the CRDs' own,
+    so explain-delete reads `cephbprns` or `obcs` exactly as kubectl does."""
+    checked = 0
+    for doc in yaml.safe_load_all((upstream / project / "crds.yaml").read_text()):
+        if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+            continue
+        spec = doc["spec"]
+        known = known_kind(f"{spec['names']['kind']}.{spec['group']}")
+        if known is None:
+            continue
+        checked += 1
+        assert (known.plural, known.namespaced, set(known.short_names)) == (
+            spec["names"]["plural"], spec["scope"] == "Namespaced", set(spec["names"].get("shortNames") or ())), \
+            known.key
+    assert checked >= 4  # the table names some of each (Rook: all of them)
