@@ -48,6 +48,8 @@ def _show(f: Flag) -> str:
     if f.info.default is PydanticUndefined and f.info.default_factory is not None \
             and getattr(f.info.default_factory, "__name__", "") == "gethostname":
         return "the host name"
+    if f.default_text:
+        return f.default_text
     value: Any = f.default
     if type(value) is object:  # flag_table's marker of a field without default
         return "required"

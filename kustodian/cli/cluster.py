@@ -21,9 +21,10 @@ from kustodian.kube.config import ClusterConfig, load_config
 from kustodian.kube.errors import KubeError
 from kustodian.settings import KubeGroup
 
-__all__ = ["connect", "connected_server", "kubeconfig_source", "resolve_config"]
+__all__ = ["connect", "connected_server", "context_namespace", "kubeconfig_source", "resolve_config"]
 
 _IN_CLUSTER_TOKEN = Path("/var/run/secrets/kubernetes.io/serviceaccount/token")
+_IN_CLUSTER_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
 def _in_cluster() -> bool:
@@ -41,15 +42,19 @@ def kubeconfig_source(kube: KubeGroup) -> tuple[str, list[Path]]:
     return "~/.kube/config", [Path("~/.kube/config").expanduser()]
 
 
-def _contexts(source: str, path: Path) -> list[str]:
+def _kubeconfig(source: str, path: Path) -> Any:
     try:
-        doc: Any = yaml.safe_load(path.read_text())
+        return yaml.safe_load(path.read_text())
     except OSError as exc:
         raise ConfigError.at(f"{source} {path}", f"{exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
         where = getattr(exc, "problem_mark", None)
         line = f" (line {where.line + 1})" if where is not None else ""
         raise ConfigError.at(f"{source} {path}", f"not valid YAML{line}") from None
+
+
+def _contexts(source: str, path: Path) -> list[str]:
+    doc = _kubeconfig(source, path)
     if doc is None:
         return []
     if not isinstance(doc, dict) or not isinstance(doc.get("contexts", []), list | None):
@@ -90,6 +95,27 @@ def resolve_config(kube: KubeGroup) -> ClusterConfig:
         where = ", ".join(str(p) for p in existing) or "in-cluster configuration"
         why = str(exc).replace("cannot load a Kubernetes configuration: ", "")
         raise ConfigError.at(f"{source} {where}", why) from None
+
+
+def context_namespace(kube: KubeGroup) -> str:
+    """The namespace kubectl would use without ``-n``: the chosen context's (``--context``, else the
+    current-context of the first file that names one), else the pod's own in a pod with no
+    kubeconfig, else ``default``.  Like kubectl, the first file that defines a context wins."""
+    source, paths = kubeconfig_source(kube)
+    existing = [p for p in paths if p.is_file()]
+    if not existing:
+        if _in_cluster() and _IN_CLUSTER_NAMESPACE.is_file():
+            return _IN_CLUSTER_NAMESPACE.read_text().strip() or "default"
+        return "default"
+    docs = [d for d in (_kubeconfig(source, p) for p in existing) if isinstance(d, dict)]
+    chosen = kube.context or next((str(d["current-context"]) for d in docs if d.get("current-context")), "")
+    for doc in docs:
+        for entry in doc.get("contexts") or []:
+            if isinstance(entry, dict) and entry.get("name") == chosen:
+                context = entry.get("context")
+                namespace = context.get("namespace") if isinstance(context, dict) else None
+                return str(namespace or "default")
+    return "default"
 
 
 _SERVERS: list[str] = []  # this process's API servers, for the one-line "cannot read" error

@@ -43,9 +43,11 @@ exit codes:
   4  the cluster could not be read: API server unreachable, timed out, or refused us
  70  internal error: a bug in kustodian (a traceback is printed); please report it
 
-Flags follow kubectl's: --kubeconfig, --context, -n/--namespace (the object's namespace),
--o table|json|yaml on every command that reads. Kustodian's own namespace is
---kustodian-namespace on the tools. Shell completion: kustodian completion bash|zsh|fish."""
+Flags follow kubectl's: --kubeconfig, --context, -n/--namespace (the object's namespace,
+by default the kubeconfig context's; report and reclaim plan list all namespaces, -A too),
+TYPE/NAME, -o table|json|yaml|jsonpath= on every command that reads (name and wide where they
+mean something). Kustodian's own namespace is --kustodian-namespace on the tools.
+Shell completion: kustodian completion bash|zsh|fish."""
 
 
 def describe(exc: KustodianError, server: str = "") -> tuple[Sequence[str], int]:

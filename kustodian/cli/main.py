@@ -90,10 +90,33 @@ def _preflight(settings: Settings) -> None:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse with kubectl's error habit: one line naming the flag, then where to look."""
+    """argparse with kubectl's error habit: one line naming the flag, then where to look.
+
+    argparse reports unrecognized arguments from the top-level parser, which would lose the
+    subcommand (``kustodian: unrecognized arguments: -A``); the deepest parser that ran is
+    remembered on the namespace and says it instead (``kustodian report: ...``)."""
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if not hasattr(parsed, _DEEPEST):  # a subparser returns first: the deepest one is set first
+            setattr(parsed, _DEEPEST, self)
+        return parsed, extras
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        deepest: argparse.ArgumentParser = getattr(parsed, _DEEPEST, self)
+        if extras:
+            deepest.error(f"unrecognized arguments: {' '.join(extras)}")
+        delattr(parsed, _DEEPEST)
+        return parsed
 
     def error(self, message: str) -> NoReturn:
         self.exit(EXIT_CONFIG, f"{self.prog}: {message} (see '{self.prog} --help')\n")
+
+
+_DEEPEST = "_deepest_parser"
 
 
 def _version() -> str:
@@ -249,14 +272,21 @@ def build_parser(prog: str = "kustodian") -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_certs_inject)
 
     p = sub.add_parser("explain-delete", help="list what blocks deleting an object",
-                       description="Print the dependents that block deleting KIND NAME, from the live "
-                                   "cluster or from a directory of manifests (--from).")
-    p.add_argument("kind", help="Kind, e.g. CephBlockPool or CephBlockPool.ceph.rook.io")
-    p.add_argument("name")
-    _object_namespace(p, "Namespace of the object (as kubectl's -n); empty for a cluster-scoped one")
+                       description="Print the dependents that block deleting TYPE NAME (or TYPE/NAME, as "
+                                   "kubectl), from the live cluster or from a directory of manifests "
+                                   "(--from). "
+                                   "TYPE is read as kubectl reads it: the kind in any case, its resource "
+                                   "(cephblockpools), a short name (pvc) or resource.group "
+                                   "(cephblockpools.ceph.rook.io). -o name prints the dependents.")
+    p.add_argument("kind", metavar="TYPE[/NAME]",
+                   help="Kind, resource, short name or resource.group, e.g. CephBlockPool, cephblockpools, "
+                        "cephblockpool.ceph.rook.io; or TYPE/NAME")
+    p.add_argument("name", nargs="?", metavar="NAME", help="Name of the object (unless given as TYPE/NAME)")
+    _object_namespace(p, "Namespace of the object, as kubectl's -n (default: the kubeconfig context's "
+                         "namespace, else default); ignored for a cluster-scoped kind")
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--rules", help="Extra deletion rules file")
-    add_output_flag(p)
+    add_output_flag(p, name=True)
     p.add_argument("--tree", action="store_true", help=TREE_HELP)
     add_progress_flag(p)
     add_settings_flags(p, ToolSettings)
@@ -266,14 +296,17 @@ def build_parser(prog: str = "kustodian") -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="every protected object and what protects it",
                        description="List every storage provider a DELETE would be refused for, with its "
                                    "dependents: the deletion guard's decisions, cluster-wide, from the live "
-                                   "cluster or from a directory of manifests (--from).")
-    _object_namespace(p, "Only providers in this namespace (default: all)")
-    add_output_flag(p)
+                                   "cluster or from a directory of manifests (--from). All namespaces unless "
+                                   "-n names one: a report of one namespace would leave protected providers "
+                                   "out, so unlike kubectl get the context's namespace is not applied.")
+    _listing_namespace(p, "providers")
+    add_output_flag(p, name=True, wide=True)
     p.add_argument("--tree", action="store_true", help=TREE_HELP)
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
     p.add_argument("--rules", help="Extra deletion rules file")
     p.add_argument("--since", help="Also list the DELETEs the guard refused in this window, by mode, "
-                                   "from its Events (live cluster only; needs list on events; default 1h)")
+                                   "from its Events (live cluster only; needs list on events; default 1h; "
+                                   "d for days: 2d, 1d12h)")
     p.add_argument("--event-ttl", default="1h", help="How long the API server keeps Events (its --event-ttl, "
                                                     "default 1h): a longer --since is said to be covered "
                                                     "only this far back")
@@ -310,8 +343,8 @@ def build_parser(prog: str = "kustodian") -> argparse.ArgumentParser:
                         description="Show the reclaim-space schedule every PVC gets, where it comes from "
                                     "and when it next runs; from the live cluster or --from DIR.")
     p.add_argument("--from", dest="from_dir", help="Directory of YAML/JSON manifests (no cluster needed)")
-    _object_namespace(p, "Only PVCs in this namespace (default: all)")
-    add_output_flag(p)
+    _listing_namespace(p, "PVCs")
+    add_output_flag(p, name=True, wide=True)
     add_progress_flag(p)
     p.add_argument("--config-namespace", default=None,
                    help="Namespace of the reclaim ConfigMap (default: --kustodian-namespace)")
@@ -383,6 +416,15 @@ def _object_namespace(p: argparse.ArgumentParser, help_text: str) -> None:
                    metavar="NAMESPACE", help=help_text)
 
 
+def _listing_namespace(p: argparse.ArgumentParser, what: str) -> None:
+    """-n for a command that lists: all namespaces unless one is named (-A says so explicitly)."""
+    scope = p.add_mutually_exclusive_group()
+    scope.add_argument("-n", "--namespace", "--object-namespace", dest="object_namespace", default="",
+                       metavar="NAMESPACE", help=f"Only {what} in this namespace (default: all namespaces)")
+    scope.add_argument("-A", "--all-namespaces", action="store_true",
+                       help=f"{what.capitalize()} in all namespaces (the default; as kubectl's -A)")
+
+
 def _cmd_plan(name: str) -> Command:
     def run(args: argparse.Namespace) -> int:
         from kustodian.cli import plans
@@ -403,7 +445,11 @@ def main(argv: Sequence[str] | None = None, prog: str = "kustodian") -> int:
         from kustodian.cli.completion import complete_values
 
         return complete_values(argv[1:])
-    args = build_parser(prog).parse_args(argv)
+    parser = build_parser(prog)
+    if not argv:  # bare `kustodian`, as bare `kubectl`: help, exit 0
+        parser.print_help()
+        return 0
+    args = parser.parse_args(argv)
     func: Command = args.func
     actions = ("certs_command", "reclaim_command", "capacity_command", "rules_command", "orphans_command",
                "node_cleanup_command")

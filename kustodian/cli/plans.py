@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kustodian.cli.manifests import Manifests, read_manifests
-from kustodian.cli.output import dump, print_rows, records
+from kustodian.cli.output import dump, print_rows, records, resource_name
 from kustodian.cli.progress import Progress
 from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, FieldProblem, NotFoundError
 from kustodian.policy.node_cleanup.plan import PlannedVolume, plan_node_cleanup
@@ -124,7 +124,11 @@ def reclaim_plan(args: argparse.Namespace) -> int:
     if gathered.unserved:  # csi-addons is not installed: its CronJobs and nodes cannot be shown
         why = "csi-addons is not installed, so no driver is known to reclaim space and no cron job runs"
         _unserved_note("reclaim plan", gathered.unserved, why)
-    if args.output != "table":
+    if args.output == "name":
+        for r in rows:
+            print(resource_name("PersistentVolumeClaim", r.pvc))
+        return 0
+    if args.output not in ("table", "wide"):
         dump({"pvcs": [{"namespace": r.namespace, "name": r.pvc, "schedule": r.schedule or None,
                         "source": r.source or None,
                         "nextRun": r.next_run.strftime("%Y-%m-%dT%H:%M:%SZ") if r.next_run else None,
@@ -134,11 +138,17 @@ def reclaim_plan(args: argparse.Namespace) -> int:
     if not rows:  # an empty table says why, and which filter it applied
         print(_no_pvcs(args, len(all_rows)))
         return 0
-    print_rows(("NAMESPACE", "PVC", "SCHEDULE", "SOURCE", "NEXT RUN", "CRON JOB", "STATUS"), (
+    wide = args.output == "wide"  # and the StorageClass and volume of each claim, as kubectl get pvc -o wide
+    specs = {(str((c.get("metadata") or {}).get("namespace")), str((c.get("metadata") or {}).get("name"))):
+             c.get("spec") or {} for c in gathered["PersistentVolumeClaim"]}
+    print_rows(("NAMESPACE", "PVC", "SCHEDULE", "SOURCE", "NEXT RUN", "CRON JOB", "STATUS",
+                *(("STORAGECLASS", "VOLUME") if wide else ())), (
         (r.namespace, r.pvc, r.schedule or "-", r.source or "-",
          r.next_run.strftime("%Y-%m-%d %H:%M:%S UTC") if r.next_run else "-",
          r.cronjob if r.cronjob is not None else "-",
-         str(r.status) + (" (pending)" if r.pending else "") + (f": {r.detail}" if r.detail else ""))
+         str(r.status) + (" (pending)" if r.pending else "") + (f": {r.detail}" if r.detail else ""),
+         *((str(specs.get((r.namespace, r.pvc), {}).get("storageClassName") or "-"),
+            str(specs.get((r.namespace, r.pvc), {}).get("volumeName") or "-")) if wide else ()))
         for r in rows))
     return 0
 

@@ -15,14 +15,15 @@ a longer window says how much of it Events still cover and points at the metric.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kustodian.cli.cluster import connect
-from kustodian.cli.explain import load_view, print_table
+from kustodian.cli.explain import load_view
 from kustodian.cli.guard import guard_installed
-from kustodian.cli.output import dump, print_rows
+from kustodian.cli.output import dump, print_rows, resource_name
 from kustodian.cli.rules import load_rules
 from kustodian.cli.tree import print_forest, wants_tree
 from kustodian.errors import ConfigError
@@ -45,15 +46,30 @@ from kustodian.policy.store import ClusterView
 from kustodian.settings import ToolSettings, settings_from_args
 
 DEFAULT_SINCE = "1h"
+_WIDE_NAMES = 5  # dependents named per provider by -o wide (explain-delete lists them all)
 METRIC = "kustodian_admission_policy_outcomes_total"
 
 
+_DAYS = re.compile(r"^(\d+)d")
+_MAX_DAYS = 106_751  # Go's longest duration, about 292 years
+
+
 def duration_flag(flag: str, text: str) -> timedelta:
-    """``--since 6h``: a Go duration above zero, or one line naming the flag."""
+    """``--since 6h``: a Go duration above zero, with days in front as people write them (``2d``,
+    ``1d12h``), or one line naming the flag.  Only these flags take days: a duration the reclaim
+    policy hands to Go code stays exactly Go's."""
+    raw = text.strip()
+    days = _DAYS.match(raw)
+    rest = raw[days.end():] if days else raw
     try:
-        value = parse_go_duration(text.strip())
+        if days and (rest[:1] in ("-", "+") or int(days.group(1)) > _MAX_DAYS):
+            signed = rest[:1] in ("-", "+")
+            raise DurationError(text, "a sign after the days" if signed else "out of range")
+        value = timedelta(days=int(days.group(1))) if days else timedelta(0)
+        if rest or not days:
+            value += parse_go_duration(rest)
     except DurationError as exc:
-        why = f"not a duration like 30m, 6h or 1h30m ({exc.reason})"
+        why = f"not a duration like 30m, 6h or 1h30m, with any days in front: 2d, 1d12h ({exc.reason})"
         raise ConfigError.at(f"{flag} {text}", why) from None
     if value <= timedelta(0):
         raise ConfigError.at(f"{flag} {text}", "must be above zero (e.g. 30m, 6h)")
@@ -91,9 +107,11 @@ def _truncation(win: Window) -> str:
 
 def _human(value: timedelta) -> str:
     seconds = int(value.total_seconds())
-    hours, rest = divmod(seconds, 3600)
+    days, rest = divmod(seconds, 86400)
+    hours, rest = divmod(rest, 3600)
     minutes, secs = divmod(rest, 60)
-    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
+    parts = [f"{days}d" if days else "", f"{hours}h" if hours else "", f"{minutes}m" if minutes else "",
+             f"{secs}s" if secs else ""]
     return "".join(parts) or "0s"
 
 
@@ -123,8 +141,13 @@ def report(args: argparse.Namespace) -> int:
              if not args.object_namespace or p.provider.namespace == args.object_namespace]
     refused, unreadable = _history(args, win) if win is not None else ([], "")
     guard, installed = guard_installed(args) if win is not None else ("", None)
-    if args.output != "table":
-        document: dict[str, Any] = {"protected": [p.as_dict() for p in found]}
+    if args.output == "name":
+        for p in found:
+            print(resource_name(p.provider.kind, p.provider.name))
+        return 0
+    if args.output not in ("table", "wide"):
+        # a list of what explain-delete prints for one provider, as kubectl lists objects
+        document: dict[str, Any] = {"kind": "List", "items": [p.as_dict() for p in found]}
         notes = [n for n in (guard, _unserved(args, rules, view)) if n]
         if notes:  # what a script must know to read the rest (the guard is not installed, ...)
             document["notes"] = notes
@@ -144,9 +167,16 @@ def report(args: argparse.Namespace) -> int:
         rows = []
         for p in found:
             summary = ", ".join(f"{plural}: {len(refs)}" for plural, refs in p.dependents.items())
-            rows.append((f"{short_kind(p.provider.kind)}/{p.provider.name}", p.provider.namespace or "-",
-                         summary + (" (override annotation: deletable)" if p.overridden else "")))
-        print_table(rows, ("PROVIDER", "NAMESPACE", "PROTECTED BY"))
+            row = [f"{short_kind(p.provider.kind)}/{p.provider.name}", p.provider.namespace or "-",
+                   summary + (" (override annotation: deletable)" if p.overridden else "")]
+            if args.output == "wide":  # every dependent by name, as explain-delete would list them
+                named = [f"{short_kind(r.kind)}/{'/'.join(filter(None, (r.namespace, r.name)))}"
+                         for refs in p.dependents.values() for r in refs]
+                more = f" (+{len(named) - _WIDE_NAMES} more)" if len(named) > _WIDE_NAMES else ""
+                row.append(", ".join(named[:_WIDE_NAMES]) + more)
+            rows.append(tuple(row))
+        wide = ("DEPENDENTS",) if args.output == "wide" else ()
+        print_rows(("PROVIDER", "NAMESPACE", "PROTECTED BY", *wide), rows)
     unserved = _unserved(args, rules, view)
     if unserved:
         print(unserved)

@@ -8,8 +8,10 @@ parses raw JSON with orjson instead of building the client's model objects.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kustodian.kube.errors import KubeError
 
@@ -26,9 +28,16 @@ class ClusterConfig:
     authorization: Callable[[], str | None] = field(default=lambda: None)
 
 
+def _kubeconfig_exists() -> bool:
+    paths = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p] or ["~/.kube/config"]
+    return any(Path(p).expanduser().is_file() for p in paths)
+
+
 def load_config(kubeconfig: str | None = None, api_endpoint: str | None = None,
                 context: str | None = None) -> ClusterConfig:
-    """Load from ``kubeconfig`` (or ``$KUBECONFIG`` / ``~/.kube/config``), else in-cluster.
+    """Load from ``kubeconfig``, else ``$KUBECONFIG`` / ``~/.kube/config`` when such a file exists,
+    else the in-cluster service account: kubectl's order (in a pod there is usually no kubeconfig,
+    so a component there gets its service account as before).
 
     ``api_endpoint`` overrides the server URL (the ``--kube-api-endpoint`` flag).
     """
@@ -40,12 +49,11 @@ def load_config(kubeconfig: str | None = None, api_endpoint: str | None = None,
         if kubeconfig:
             k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
                 config_file=kubeconfig, context=context, client_configuration=cfg)
+        elif _kubeconfig_exists():
+            k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+                context=context, client_configuration=cfg)
         else:
-            try:
-                k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
-            except k8s_config.ConfigException:
-                k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
-                    context=context, client_configuration=cfg)
+            k8s_config.load_incluster_config(client_configuration=cfg)  # type: ignore[no-untyped-call]
     except (k8s_config.ConfigException, OSError, TypeError) as exc:
         if not api_endpoint:
             raise KubeError(f"cannot load a Kubernetes configuration: {exc}") from exc

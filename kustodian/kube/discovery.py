@@ -54,7 +54,9 @@ def resolve(client: KubeClient, kind_keys: Iterable[str]) -> dict[str, Resource]
             name = str(item.get("name") or "")
             if "/" in name or item.get("kind") not in kinds:
                 continue
-            res = Resource(group, version, name, str(item["kind"]), bool(item.get("namespaced")))
+            short = item.get("shortNames")
+            res = Resource(group, version, name, str(item["kind"]), bool(item.get("namespaced")),
+                           tuple(str(s) for s in short) if isinstance(short, list) else ())
             found[res.key] = res
     return found
 

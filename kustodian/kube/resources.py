@@ -7,7 +7,7 @@ can refer to them without knowing about the API's plural names.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import quote
 
 
@@ -18,6 +18,8 @@ class Resource:
     plural: str
     kind: str
     namespaced: bool
+    #: discovery's shortNames (``cephbp``): the CLI reads a TYPE as kubectl does; not part of identity
+    short_names: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def api_version(self) -> str:

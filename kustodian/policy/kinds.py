@@ -23,11 +23,11 @@ Pure: no I/O; discovery's answer is passed in.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping, Set
+from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 
-__all__ = ["BUILTIN_GROUPS", "BUILTIN_KINDS", "KNOWN_CRD_KINDS", "KnownKind", "chart_table", "kind_problem",
-           "known_kind", "suggestions"]
+__all__ = ["BUILTIN_GROUPS", "BUILTIN_KINDS", "KNOWN_CRD_KINDS", "KnownKind", "chart_table", "close_kinds",
+           "kind_problem", "known_kind", "match_kind", "suggestions"]
 
 
 @dataclass(frozen=True)
@@ -122,27 +122,27 @@ KNOWN_CRD_KINDS: tuple[KnownKind, ...] = (
     _k("objectstorage.k8s.io", "BucketClass", "bucketclasses", False),
     _k("objectstorage.k8s.io", "BucketAccess", "bucketaccesses", True),
     _k("objectstorage.k8s.io", "BucketAccessClass", "bucketaccessclasses", False),
-    _k("objectbucket.io", "ObjectBucket", "objectbuckets", False, "ob"),
-    _k("objectbucket.io", "ObjectBucketClaim", "objectbucketclaims", True, "obc"),
-    _k(_ROOK, "CephCluster", "cephclusters", True),
+    _k("objectbucket.io", "ObjectBucket", "objectbuckets", False, "ob", "obs"),
+    _k("objectbucket.io", "ObjectBucketClaim", "objectbucketclaims", True, "obc", "obcs"),
+    _k(_ROOK, "CephCluster", "cephclusters", True, "ceph"),
     _k(_ROOK, "CephBlockPool", "cephblockpools", True, "cephbp"),
-    _k(_ROOK, "CephBlockPoolRadosNamespace", "cephblockpoolradosnamespaces", True),
+    _k(_ROOK, "CephBlockPoolRadosNamespace", "cephblockpoolradosnamespaces", True, "cephbprns", "cephrns"),
     _k(_ROOK, "CephFilesystem", "cephfilesystems", True, "cephfs"),
-    _k(_ROOK, "CephFilesystemSubVolumeGroup", "cephfilesystemsubvolumegroups", True),
-    _k(_ROOK, "CephFilesystemMirror", "cephfilesystemmirrors", True),
-    _k(_ROOK, "CephObjectStore", "cephobjectstores", True),
-    _k(_ROOK, "CephObjectStoreUser", "cephobjectstoreusers", True, "rcou", "objectuser"),
-    _k(_ROOK, "CephObjectRealm", "cephobjectrealms", True),
-    _k(_ROOK, "CephObjectZoneGroup", "cephobjectzonegroups", True),
-    _k(_ROOK, "CephObjectZone", "cephobjectzones", True),
-    _k(_ROOK, "CephBucketTopic", "cephbuckettopics", True),
-    _k(_ROOK, "CephBucketNotification", "cephbucketnotifications", True),
+    _k(_ROOK, "CephFilesystemSubVolumeGroup", "cephfilesystemsubvolumegroups", True, "cephfssvg", "cephsvg"),
+    _k(_ROOK, "CephFilesystemMirror", "cephfilesystemmirrors", True, "cephfsm"),
+    _k(_ROOK, "CephObjectStore", "cephobjectstores", True, "cephos"),
+    _k(_ROOK, "CephObjectStoreUser", "cephobjectstoreusers", True, "rcou", "objectuser", "cephosu"),
+    _k(_ROOK, "CephObjectRealm", "cephobjectrealms", True, "cephor"),
+    _k(_ROOK, "CephObjectZoneGroup", "cephobjectzonegroups", True, "cephozg"),
+    _k(_ROOK, "CephObjectZone", "cephobjectzones", True, "cephoz"),
+    _k(_ROOK, "CephBucketTopic", "cephbuckettopics", True, "cephbt"),
+    _k(_ROOK, "CephBucketNotification", "cephbucketnotifications", True, "cephbn"),
     _k(_ROOK, "CephNFS", "cephnfses", True, "nfs"),
-    _k(_ROOK, "CephClient", "cephclients", True),
-    _k(_ROOK, "CephRBDMirror", "cephrbdmirrors", True),
+    _k(_ROOK, "CephClient", "cephclients", True, "cephcl"),
+    _k(_ROOK, "CephRBDMirror", "cephrbdmirrors", True, "cephrbdm"),
     _k(_ROOK, "CephObjectStoreAccount", "cephobjectstoreaccounts", True),
-    _k(_ROOK, "CephNVMeOFGateway", "cephnvmeofgateways", True),
-    _k(_ROOK, "CephCOSIDriver", "cephcosidrivers", True),
+    _k(_ROOK, "CephNVMeOFGateway", "cephnvmeofgateways", True, "nvmeof"),
+    _k(_ROOK, "CephCOSIDriver", "cephcosidrivers", True, "cephcosi"),
     _k("longhorn.io", "Volume", "volumes", True, "lhv"),
     _k("longhorn.io", "Replica", "replicas", True, "lhr"),
     _k("longhorn.io", "Engine", "engines", True, "lhe"),
@@ -240,6 +240,49 @@ def kind_problem(key: str, served: Mapping[str, Set[str]] | None = None) -> str 
     if not close:
         return None  # a kind of this group that a newer CRD may add; reported as not served
     return f"{key!r} is not served by the {group} group{_did_you_mean(close)}"
+
+
+def _names(k: KnownKind) -> tuple[str, ...]:
+    """The lower-cased names kubectl accepts for ``k`` on its own: kind, resource (plural), short names."""
+    return tuple(n.lower() for n in (k.kind, k.plural, *k.short_names) if n)
+
+
+def match_kind(text: str, candidates: Iterable[KnownKind]) -> KnownKind | None:
+    """The kind ``text`` names as kubectl reads a TYPE, among ``candidates``, or None.
+
+    Case-insensitive: ``CephBlockPool``, ``cephblockpool``, ``cephblockpools`` (the resource),
+    ``cephbp`` (a short name), ``cephblockpools.ceph.rook.io`` (resource.group),
+    ``CephBlockPool.ceph.rook.io`` (the kind key) and ``cephblockpools.v1.ceph.rook.io``
+    (resource.version.group).  A name two groups share (``Node``, ``nodes``) is the first
+    candidate's: put the core and built-in groups first, as kubectl prefers them."""
+    wanted = text.lower()
+    name, _, rest = wanted.partition(".")
+    for k in candidates:
+        if not rest:
+            if wanted in _names(k):
+                return k
+            continue
+        if name not in _names(k) or not k.group:
+            continue
+        version, _, group = rest.partition(".")
+        versioned = group == k.group.lower() and version[:1] == "v" and version[1:2].isdigit()
+        if rest == k.group.lower() or versioned:
+            return k
+    return None
+
+
+def close_kinds(text: str, candidates: Iterable[KnownKind], n: int = 3) -> list[KnownKind]:
+    """``candidates`` whose kind, resource or short name is close to ``text`` (a typo: ``CephBlokPool``)."""
+    by_name: dict[str, KnownKind] = {}
+    for k in candidates:
+        for name in _names(k):
+            by_name.setdefault(name, k)
+    wanted = text.lower().partition(".")[0]
+    out: list[KnownKind] = []
+    for close in difflib.get_close_matches(wanted, sorted(by_name), n=n * 3, cutoff=0.75):
+        if by_name[close] not in out:
+            out.append(by_name[close])
+    return out[:n]
 
 
 def chart_table() -> dict[str, object]:

@@ -33,12 +33,15 @@ class KubeGroup(Group):
 
     flag_prefix: ClassVar[str | None] = ""
 
-    kubeconfig: str | None = Field(None, description="Path to a kubeconfig; in-cluster config when unset")
+    kubeconfig: str | None = Field(None, description="Path to a kubeconfig",
+                                   json_schema_extra={"default_text": "$KUBECONFIG, else ~/.kube/config, "
+                                                                      "else the in-cluster service account"})
     kube_api_endpoint: str | None = Field(None, description="API server URL, overriding the kubeconfig's")
     namespace: str = Field("kustodian", description="Namespace Kustodian runs in (leases, orphans, config)",
                            pattern=r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
     # issue 21: kubectl's --context (appended; every command that loads a kubeconfig passes it)
-    context: str | None = Field(None, description="kubeconfig context to use (default: its current-context)")
+    context: str | None = Field(None, description="kubeconfig context to use",
+                                json_schema_extra={"default_text": "the kubeconfig's current-context"})
 
 
 class LogGroup(Group):

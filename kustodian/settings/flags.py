@@ -88,6 +88,14 @@ class Flag:
         return f"{_DEST}{self.group}.{self.field}"
 
     @property
+    def default_text(self) -> str | None:
+        """What an unset field stands for, in words (``json_schema_extra``'s ``default_text``):
+        ``--context`` unset means the kubeconfig's current-context, which "unset" would not say."""
+        extra = self.info.json_schema_extra
+        text = extra.get("default_text") if isinstance(extra, dict) else None
+        return str(text) if text else None
+
+    @property
     def where(self) -> str:
         return f"{self.flag} / {self.env}" if self.flag else self.env
 
@@ -142,7 +150,9 @@ def _show(value: Any) -> str:
 
 def _help(f: Flag) -> str:
     text = (f.info.description or "").rstrip(".")
-    if f.default is _REQUIRED:
+    if f.default_text:
+        text += f" (default: {f.default_text}"
+    elif f.default is _REQUIRED:
         text += " (required"
     elif f.default is None:
         text += " (default: unset"

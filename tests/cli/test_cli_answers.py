@@ -160,7 +160,7 @@ def test_namespace_less_manifests_take_the_namespace_flag(tmp_path: Path) -> Non
     assert json.loads(explained.stdout)["dependents"] == [{"kind": "PersistentVolume", "namespace": "",
                                                            "name": "pv-1"}]
     reported = run(tmp_path, "report", "-n", "rook-ceph", "--from", str(m), "-o", "json")
-    assert [(p["name"], p["namespace"]) for p in json.loads(reported.stdout)["protected"]] == [
+    assert [(p["name"], p["namespace"]) for p in json.loads(reported.stdout)["items"]] == [
         ("replicapool", "rook-ceph")], reported.stderr
     planned = run(tmp_path, "reclaim", "plan", "-n", "app", "--from", str(m), "-o", "json")
     assert [(p["namespace"], p["name"], p["schedule"]) for p in json.loads(planned.stdout)["pvcs"]] == [
@@ -230,7 +230,7 @@ def test_report_on_a_cluster_without_kustodian_says_so(bare_api: KubeApi, tmp_pa
         filtered.stdout.splitlines()
     assert filtered.stdout.startswith("no protected objects in namespace app: ")
     doc = json.loads(run(tmp_path, "report", *kc, "-o", "json").stdout)
-    assert doc["protected"] == [] and any("deletion guard is not installed" in n for n in doc["notes"])
+    assert doc["items"] == [] and any("deletion guard is not installed" in n for n in doc["notes"])
 
     hook = {"name": "deletion-guard.kustodian.io", "admissionReviewVersions": ["v1"], "sideEffects": "None",
             "failurePolicy": "Ignore", "clientConfig": {"url": "https://127.0.0.1:1/validate"},

@@ -51,7 +51,9 @@ def test_bash_completion_parses_and_completes_commands_actions_flags_and_choices
     assert sorted(_complete(script, "certs", "i")) == ["inject", "issue"]
     assert {"--output", "--kubeconfig", "--context", "--namespace", "--kustodian-namespace", "--progress"} <= set(
         _complete(script, "report", "--"))
-    assert _complete(script, "capacity", "plan", "-o", "") == ["table", "json", "yaml"]
+    # kubectl's -o formats where the command has them (capacity plan has no name per object, no wide)
+    assert _complete(script, "capacity", "plan", "-o", "") == ["table", "json", "yaml", "jsonpath"]
+    assert _complete(script, "report", "-o", "") == ["table", "json", "yaml", "name", "wide", "jsonpath"]
     assert _complete(script, "webhook", "--log-level", "w") == ["warning"]
     (tmp_path / "rules-x.yaml").write_text("[]")
     assert _complete(script, "report", "--rules", str(tmp_path / "rules-")) == [str(tmp_path / "rules-x.yaml")]
@@ -71,7 +73,7 @@ def test_zsh_and_fish_completion_name_every_command(shell: str, tmp_path: Path) 
         lines = proc.stdout.splitlines()
         assert all(line.startswith(("#", "complete -c kustodian ")) for line in lines)
         report = [line for line in lines if "'__fish_seen_subcommand_from report'" in line]
-        assert any("-s o -l output -x -a 'table json yaml'" in line for line in report)
+        assert any("-s o -l output -x -a 'table json yaml name wide jsonpath'" in line for line in report)
         assert any("-l kubeconfig -r -F" in line for line in report)
 
 
@@ -109,8 +111,10 @@ def test_every_read_command_prints_json_and_yaml(tmp_path: Path, upstream: Path)
     assert {"kind": "PersistentVolume", "namespace": "", "name": "pv-1"} in explained["dependents"]
 
     report = _both(tmp_path, "report", "--from", str(manifests))
-    assert [(p["kind"].split(".")[0], p["name"]) for p in report["protected"]] == [("CephBlockPool", "replicapool")]
-    assert _both(tmp_path, "report", "--from", str(manifests), "-n", "elsewhere") == {"protected": []}
+    # one shape for "a provider and its dependents": report lists what explain-delete prints for one
+    assert report["kind"] == "List" and report["items"] == [{k: v for k, v in explained.items()
+                                                             if k not in ("override", "notChecked")}]
+    assert _both(tmp_path, "report", "--from", str(manifests), "-n", "elsewhere") == {"kind": "List", "items": []}
 
     reclaim = _both(tmp_path, "reclaim", "plan", "--from", str(manifests))
     by_name = {p["name"]: p for p in reclaim["pvcs"]}
@@ -147,7 +151,7 @@ def test_context_picks_a_context_of_the_kubeconfig(kube_api: KubeApi, tmp_path: 
     assert f"cannot read the cluster at {dead}" in current.stderr  # which server, so --context is the fix
     chosen = run(tmp_path, "report", "--kubeconfig", str(kubeconfig), "--context", "live", "-o", "json")
     assert chosen.returncode == 0, chosen.stderr
-    assert "protected" in json.loads(chosen.stdout)
+    assert json.loads(chosen.stdout)["kind"] == "List"
     # KUBECONFIG as kubectl reads it, and --context on it
     env = clean_env(tmp_path / "home", KUBECONFIG=str(kubeconfig))
     # (reclaim plan: capacity plan on a cluster without csi-baremetal's CRDs is now exit 3, not {})
@@ -177,7 +181,8 @@ def test_namespace_flag_is_the_objects_namespace(kube_api: KubeApi, namespace: s
             {"kind": "PersistentVolume", "namespace": "", "name": f"pv-{namespace}"}]
         # Kustodian's own namespace is another flag and does not locate the object
         own = run(tmp_path, "explain-delete", "CephBlockPool", "pool-a", "--kustodian-namespace", namespace, *kc)
-        assert own.returncode == EXIT_NOT_FOUND and "no -n NAMESPACE given" in own.stderr
+        assert own.returncode == EXIT_NOT_FOUND, own.stderr  # the context's namespace, as kubectl's
+        assert f"in namespace default (there is one in namespace {namespace}: pass -n {namespace})" in own.stderr
         elsewhere = run(tmp_path, "explain-delete", "CephBlockPool", "pool-a", "-n", "default", *kc)
         assert elsewhere.returncode == EXIT_NOT_FOUND and "in namespace default" in elsewhere.stderr
         assert len(elsewhere.stderr.splitlines()) == 1

@@ -105,7 +105,8 @@ def _tab(kubectl: Path, home: Path, *words: str, **env: str) -> list[str]:
 def test_kubectl_completes_the_plugins_commands_kinds_and_contexts(kubectl: Path, tmp_path: Path) -> None:
     assert _tab(kubectl, tmp_path, "exp") == ["explain-delete", ":4"]
     assert _tab(kubectl, tmp_path, "capacity", "") == ["plan", ":4"]
-    assert _tab(kubectl, tmp_path, "report", "-o", "") == ["table", "json", "yaml", ":4"]
+    assert _tab(kubectl, tmp_path, "report", "-o", "") == ["table", "json", "yaml", "name", "wide", "jsonpath",
+                                                             ":4"]
     assert _tab(kubectl, tmp_path, "report", "--rules", "") == [":0"]  # file names: the shell's own
     assert _tab(kubectl, tmp_path, "explain-delete", "-n", "rook-ceph", "CephBlockP") == [
         "CephBlockPool", "CephBlockPoolRadosNamespace", ":4"]

@@ -225,7 +225,7 @@ def test_per_provider_metric_is_capped(kube_api: KubeApi, rook_crds_installed: N
         assert min(kept.values()) >= 7  # nothing folded outranks what was kept
         # the same figure the report prints for these pools (both run decide_delete)
         doc = json.loads(report(kube_api, "-o", "json", "-n", namespace).stdout)
-        counts = {p["name"]: p["dependentCount"] for p in doc["protected"] if p["kind"] == POOL}
+        counts = {p["name"]: p["dependentCount"] for p in doc["items"] if p["kind"] == POOL}
         assert counts == {p: n for p, n in want.items() if n}
     finally:
         stop_webhook(hook)

@@ -15,7 +15,7 @@ from kustodian.policy.deletion.rules import RuleSet
 from kustodian.policy.objects import name, namespace
 from kustodian.policy.store import ClusterView
 
-__all__ = ["Protection", "SeriesCap", "cap_series", "protections"]
+__all__ = ["Protection", "SeriesCap", "cap_series", "protections", "provider_dict"]
 
 
 @dataclass(frozen=True)
@@ -32,12 +32,20 @@ class Protection:
         return sum(len(refs) for refs in self.dependents.values())
 
     def as_dict(self) -> dict[str, object]:
-        return {
-            "kind": self.provider.kind, "namespace": self.provider.namespace, "name": self.provider.name,
-            "overridden": self.overridden, "dependentCount": self.count,
-            "dependents": {plural: [{"kind": r.kind, "namespace": r.namespace, "name": r.name} for r in refs]
-                           for plural, refs in self.dependents.items()},
-        }
+        # a provider with dependents may be deleted only when overridden
+        return provider_dict(self.provider, self.dependents, allowed=self.overridden,
+                             overridden=self.overridden, message=self.message)
+
+
+def provider_dict(provider: ObjectRef, dependents: Mapping[str, Sequence[ObjectRef]], *, allowed: bool,
+                  overridden: bool, message: str) -> dict[str, object]:
+    """One shape for "a provider and its dependents", in every command's JSON and YAML: an object of
+    ``explain-delete -o json`` and an item of ``report -o json``.  ``kind`` is the kind key
+    (``CephBlockPool.ceph.rook.io``), the dependents one flat list in the order of the message."""
+    flat = [{"kind": r.kind, "namespace": r.namespace, "name": r.name}
+            for refs in dependents.values() for r in refs]
+    return {"kind": provider.kind, "namespace": provider.namespace, "name": provider.name, "allowed": allowed,
+            "overridden": overridden, "message": message, "dependentCount": len(flat), "dependents": flat}
 
 
 def protections(view: ClusterView, rules: RuleSet, now: datetime | None = None) -> list[Protection]:

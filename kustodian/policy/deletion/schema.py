@@ -21,6 +21,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 from pydantic.alias_generators import to_camel
 
+from kustodian.policy.kinds import suggestions
+
 _KIND_KEY = re.compile(r"^[A-Z][A-Za-z0-9]*(\.[a-z0-9]([a-z0-9.-]*[a-z0-9])?)?$")
 _FIELD_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 _LIST_FIELD_PATH = re.compile(r"^[A-Za-z0-9_-]+(\.([A-Za-z0-9_-]+|\*))*$")
@@ -29,8 +31,11 @@ TEMPLATE_PLACEHOLDERS = frozenset({"name", "namespace"})
 
 def _kind_key(value: str) -> str:
     if not _KIND_KEY.match(value):
+        # kubectl's spellings (pvc, cephblockpools, sc) are not kind keys, but say which one was meant
+        close = suggestions(value) if value else []
+        hint = " (did you mean " + " or ".join(repr(c) for c in close) + "?)" if close else ""
         raise ValueError(
-            f"must be a kind key like 'PersistentVolume' or 'CephBlockPool.ceph.rook.io', not {value!r}"
+            f"must be a kind key like 'PersistentVolume' or 'CephBlockPool.ceph.rook.io', not {value!r}{hint}"
         )
     return value
 

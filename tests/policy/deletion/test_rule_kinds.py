@@ -3,12 +3,22 @@ with its field path and a did-you-mean; a CRD kind not served yet still loads (i
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from kustodian.policy.deletion import ROOK_RULES, RuleError, load_rules
-from kustodian.policy.kinds import BUILTIN_KINDS, KNOWN_CRD_KINDS, kind_problem
+from kustodian.policy.kinds import (
+    BUILTIN_GROUPS,
+    BUILTIN_KINDS,
+    KNOWN_CRD_KINDS,
+    close_kinds,
+    kind_problem,
+    known_kind,
+    match_kind,
+)
 
 SC_RULE: dict[str, Any] = {"provider": "StorageClass.storage.k8s.io", "dependent": "PersistentVolumeClaim",
                            "match": {"type": "field-ref", "field": "spec.storageClassName", "scope": "cluster"}}
@@ -99,3 +109,52 @@ def test_short_names_of_crds_never_shadow_a_core_kind() -> None:
     assert kind_problem("Node") is None
     assert kind_problem("Event") is None
     assert kind_problem("Node.longhorn.io") is None
+
+
+# -- kubectl's TYPE (issue 36): match_kind and close_kinds, over the offline table --------------------
+
+ALL_KINDS = sorted((*BUILTIN_KINDS, *KNOWN_CRD_KINDS), key=lambda k: (k.group not in BUILTIN_GROUPS, k.group))
+
+
+@pytest.mark.parametrize(("written", "meant"), [
+    ("CephBlockPool", "CephBlockPool.ceph.rook.io"),
+    ("cephblockpools", "CephBlockPool.ceph.rook.io"),
+    ("cephbp", "CephBlockPool.ceph.rook.io"),
+    ("cephblockpool.ceph.rook.io", "CephBlockPool.ceph.rook.io"),
+    ("cephblockpools.v1.ceph.rook.io", "CephBlockPool.ceph.rook.io"),
+    ("pvc", "PersistentVolumeClaim"),
+    ("storageclasses.storage.k8s.io", "StorageClass.storage.k8s.io"),
+    ("nodes", "Node"),
+    ("nodes.longhorn.io", "Node.longhorn.io"),
+    ("CephBlockPool.ceph", None),
+    ("cephblockpools.x1.ceph.rook.io", None),
+    ("CephBlokPool", None),
+], ids=["kind", "resource", "short", "kind.group", "resource.version.group", "core-short", "builtin-group",
+        "core-first", "crd-by-group", "partial-group", "not-a-version", "typo"])
+def test_match_kind_reads_type_as_kubectl(written: str, meant: str | None) -> None:
+    found = match_kind(written, ALL_KINDS)
+    assert (found.key if found else None) == meant
+
+
+def test_close_kinds_names_the_kind_of_a_typo() -> None:
+    assert [k.key for k in close_kinds("CephBlokPool", ALL_KINDS)][:1] == ["CephBlockPool.ceph.rook.io"]
+    assert close_kinds("zzzzzz", ALL_KINDS) == []
+
+
+@pytest.mark.parametrize("project", ["rook", "longhorn"])
+def test_the_offline_table_spells_upstreams_crds_as_they_do(upstream: Path, project: str) -> None:
+    """Resource, scope and shortNames of every Rook and Longhorn kind in the table are the CRDs' own,
+    so explain-delete reads `cephbprns` or `obcs` exactly as kubectl does."""
+    checked = 0
+    for doc in yaml.safe_load_all((upstream / project / "crds.yaml").read_text()):
+        if not isinstance(doc, dict) or doc.get("kind") != "CustomResourceDefinition":
+            continue
+        spec = doc["spec"]
+        known = known_kind(f"{spec['names']['kind']}.{spec['group']}")
+        if known is None:
+            continue
+        checked += 1
+        assert (known.plural, known.namespaced, set(known.short_names)) == (
+            spec["names"]["plural"], spec["scope"] == "Namespaced", set(spec["names"].get("shortNames") or ())), \
+            known.key
+    assert checked >= 4  # the table names some of each (Rook: all of them)

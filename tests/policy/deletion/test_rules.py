@@ -93,7 +93,7 @@ BAD: list[tuple[str, Any, list[str]]] = [
         [_rule(provider="storageclass")],
         [
             "rules[0].provider: must be a kind key like 'PersistentVolume' or 'CephBlockPool.ceph.rook.io', "
-            "not 'storageclass'"
+            "not 'storageclass' (did you mean 'StorageClass.storage.k8s.io'?)"  # kubectl's spelling, named
         ],
     ),
     (
@@ -160,7 +160,7 @@ BAD: list[tuple[str, Any, list[str]]] = [
         [
             "rules[0].match.field: required",
             "rules[2].dependent: must be a kind key like 'PersistentVolume' or "
-            "'CephBlockPool.ceph.rook.io', not 'pvc'",
+            "'CephBlockPool.ceph.rook.io', not 'pvc' (did you mean 'PersistentVolumeClaim'?)",
             "rules[2].extra: unknown field",
         ],
     ),
