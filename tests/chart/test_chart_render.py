@@ -243,6 +243,8 @@ def test_the_webhook_is_rendered_only_with_an_admission_feature(name: str, rende
                      f"{FULLNAME}.{NAMESPACE}.svc"}
     for doc in docs:
         assert not webhook_names & set(_references(doc)), f"{doc['kind']}/{doc['metadata']['name']}"
+    # no `helm test` pod: it proves the reclaim-space webhook's denial and mutation
+    assert [d["kind"] for d in docs if (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"] == []
     assert find(docs, "DaemonSet") or find(docs, "Deployment", f"{FULLNAME}-controllers")
 
 
