@@ -274,7 +274,8 @@ def idle_problems(settings: Settings) -> list[FieldProblem]:
     """A component that is on with nothing to do, one problem each, naming the setting to give.
 
     Valid settings that would make a process run and do nothing (a node agent without disks,
-    node cleanup without a StorageClass, a controllers sidecar with every controller off) look
+    node cleanup without a StorageClass, a controllers sidecar with every controller off, a webhook
+    with every admission feature off) look
     installed and protect nothing; the process refuses to start instead (``kustodian <command>``
     exits 2), as the chart refuses to render them.
     """
@@ -300,6 +301,13 @@ def idle_problems(settings: Settings) -> list[FieldProblem]:
                              for group in ("reclaim", "node_cleanup", "capacity"))
         problems.append(FieldProblem(switches, "every controller is off: kustodian controllers would run "
                                                "nothing; turn one on"))
+    # every feature build_webhook installs (the guard, the reclaim policy, capacity's validation)
+    if isinstance(settings, WebhookSettings) and not (
+            settings.deletion_guard.enabled or settings.reclaim.enabled or settings.capacity.enabled):
+        features = ", ".join(_where(model, group, "enabled")
+                             for group in ("deletion_guard", "reclaim", "capacity"))
+        problems.append(FieldProblem(features, "every admission feature is off: kustodian webhook would "
+                                               "judge nothing; turn one on"))
     return problems
 
 

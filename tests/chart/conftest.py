@@ -48,9 +48,22 @@ ALL_ON: dict[str, Any] = {
     "tls": {"mode": "builtin", "builtin": {"inProcessRotation": True}},
 }
 
+# every admission feature and the controllers off, the node agent (off by default) too: the release
+# would run nothing, so the render fails (test_chart_noop); not a value set that renders
 ALL_OFF: dict[str, Any] = {
     "deletionGuard": {"enabled": False}, "reclaimSpace": {"enabled": False},
     "controllers": {"enabled": False},
+}
+
+# the node agent alone (Longhorn orphan detection): no webhook, no controllers
+NODE_AGENT_ONLY: dict[str, Any] = {
+    **ALL_OFF, "nodeAgent": {"enabled": True, "disks": ["/var/lib/longhorn"]},
+}
+
+# node cleanup alone: the controllers without any admission feature, so without a webhook
+CONTROLLERS_ONLY: dict[str, Any] = {
+    "deletionGuard": {"enabled": False}, "reclaimSpace": {"enabled": False},
+    "nodeCleanup": {"enabled": True, "storageClasses": ["local-nvme"]},
 }
 
 CERT_MANAGER: dict[str, Any] = {"tls": {"mode": "cert-manager"}}
@@ -58,8 +71,19 @@ SECRET_TLS: dict[str, Any] = {"tls": {"mode": "secret", "secret": {"name": "my-t
 
 VALUE_SETS: dict[str, dict[str, Any]] = {
     "default": {}, "helm-tls": {"tls": {"mode": "builtin", "builtin": {"inProcessRotation": False}}},
-    "all-on": ALL_ON, "all-off": ALL_OFF, "cert-manager": CERT_MANAGER, "secret": SECRET_TLS,
+    "all-on": ALL_ON, "node-agent-only": NODE_AGENT_ONLY, "controllers-only": CONTROLLERS_ONLY,
+    "cert-manager": CERT_MANAGER, "secret": SECRET_TLS,
 }
+
+
+def webhook_on(values: dict[str, Any]) -> bool:
+    """Does the chart render the webhook for these values (an admission feature on)?"""
+    return bool(values.get("deletionGuard", {}).get("enabled", True)
+                or values.get("reclaimSpace", {}).get("enabled", True)
+                or values.get("capacity", {}).get("enabled", False))
+
+
+WEBHOOK_SETS = sorted(name for name, values in VALUE_SETS.items() if webhook_on(values))
 
 
 def helm_binary() -> Path:

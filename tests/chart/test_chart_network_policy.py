@@ -97,3 +97,11 @@ def test_the_api_server_accepts_the_rendered_policies_and_workloads(kube_api: Ku
     assert {d["kind"] for d in docs} == kinds
     out = kube_api.kubectl("apply", "--dry-run=server", "-f", "-", input=yaml.safe_dump_all(docs)).stdout
     assert out.count("(server dry run)") == len(docs), out
+
+
+def test_without_a_webhook_there_is_no_webhook_policy(tmp_path: Path) -> None:
+    docs = render({"deletionGuard": {"enabled": False}, "reclaimSpace": {"enabled": False},
+                   "controllers": {"enabled": False}, "nodeAgent": {"enabled": True, "disks": ["/var/lib/longhorn"]}},
+                  tmp_path, include_crds=False)
+    assert [p["metadata"]["name"] for p in find(docs, "NetworkPolicy")] == [f"{FULLNAME}-node-agent"]
+    assert _ingress(docs, f"{FULLNAME}-node-agent") == {8082: PROM}

@@ -10,9 +10,27 @@ from typing import Any
 
 import pytest
 
-from kustodian.settings import ControllersSettings, NodeAgentSettings, Settings, idle_problems
+from kustodian.settings import (
+    ControllersSettings,
+    NodeAgentSettings,
+    Settings,
+    WebhookSettings,
+    idle_problems,
+)
 
-from .conftest import CHART, NAMESPACE, RELEASE, VALUE_SETS, Doc, helm, render
+from .conftest import (
+    ALL_OFF,
+    CHART,
+    FULLNAME,
+    NAMESPACE,
+    RELEASE,
+    VALUE_SETS,
+    Doc,
+    find,
+    helm,
+    render,
+    webhook_on,
+)
 from .test_chart_settings import _container, _from_container, clean_env
 
 __all__ = ["clean_env"]  # the settings tests' fixture: no KUSTODIAN_* of this shell reaches the models
@@ -30,6 +48,18 @@ CAPACITY_NO_CONTROLLERS = ("capacity.enabled is true but controllers.enabled is 
 CONTROLLERS_NOTHING_ON = ("controllers.enabled is true but every controller is off (reclaimSpace.enabled, "
                           "nodeCleanup.enabled, capacity.enabled): the controllers Deployment would run nothing; "
                           "turn one on, or set controllers.enabled=false")
+NOTHING_ON = ("nothing is enabled: every admission feature (deletionGuard.enabled, reclaimSpace.enabled, "
+              "capacity.enabled), the controllers (controllers.enabled) and the node agent (nodeAgent.enabled) are "
+              "off, so the release would run nothing; turn one on")
+RULES_NOTHING_WATCHED = ("metrics.prometheusRule.enabled is true but neither the webhook (no admission feature is "
+                         "on) nor the controllers run: every alert watches one of them, none the node agent; set "
+                         "metrics.prometheusRule.enabled=false")
+MONITOR_NOTHING_SCRAPED = ("metrics.serviceMonitor.enabled is true but it would scrape nothing: no webhook (no "
+                           "admission feature is on), no controllers, and the node agent is scraped by the "
+                           "PodMonitor (metrics.podMonitor.enabled); set metrics.serviceMonitor.enabled=false")
+# the `all-off` value set (before: it rendered a webhook judging nothing)
+OFF = [f"{key}.enabled=false" for key in ALL_OFF]
+AGENT = ["nodeAgent.enabled=true", "nodeAgent.disks={/var/lib/longhorn}"]
 
 
 def _template(tmp: Path, *sets: str, values: dict[str, Any] | None = None) -> Any:
@@ -50,8 +80,15 @@ def _template(tmp: Path, *sets: str, values: dict[str, Any] | None = None) -> An
      CLEANUP_NO_CONTROLLERS, ["controllers.enabled=true"]),
     (["capacity.enabled=true", "controllers.enabled=false"], CAPACITY_NO_CONTROLLERS, ["controllers.enabled=true"]),
     (["reclaimSpace.enabled=false"], CONTROLLERS_NOTHING_ON, ["controllers.enabled=false"]),
+    (OFF, NOTHING_ON, AGENT),
+    (OFF, NOTHING_ON, ["nodeCleanup.enabled=true", "nodeCleanup.storageClasses={local-nvme}", "controllers.enabled=true"]),
+    (OFF, NOTHING_ON, ["deletionGuard.enabled=true"]),
+    ([*OFF, *AGENT, "metrics.prometheusRule.enabled=true"], RULES_NOTHING_WATCHED, ["reclaimSpace.enabled=true"]),
+    ([*OFF, *AGENT, "metrics.serviceMonitor.enabled=true", "metrics.podMonitor.enabled=true"], MONITOR_NOTHING_SCRAPED,
+     ["metrics.podMonitor.enabled=false"]),
 ], ids=["orphans-no-disks", "agent-no-disks", "agent-null-disks", "cleanup-no-classes", "cleanup-no-controllers",
-        "capacity-no-controllers", "controllers-nothing-on"])
+        "capacity-no-controllers", "controllers-nothing-on", "nothing-on-agent", "nothing-on-controllers",
+        "nothing-on-guard", "alerts-for-the-agent-alone", "service-monitor-scrapes-nothing"])
 def test_a_component_with_nothing_to_do_fails_the_render_naming_the_value(
         tmp_path: Path, sets: list[str], message: str, fixed: list[str]) -> None:
     proc = _template(tmp_path, *sets)
@@ -75,7 +112,8 @@ def test_helm_install_refuses_it_too(tmp_path: Path) -> None:
 
 def _rendered_settings(docs: list[Doc], monkeypatch: pytest.MonkeyPatch) -> list[Settings]:
     out: list[Settings] = []
-    for kind, name, model in (("Deployment", "controllers", ControllersSettings),
+    for kind, name, model in (("Deployment", "webhook", WebhookSettings),
+                              ("Deployment", "controllers", ControllersSettings),
                               ("DaemonSet", "node-agent", NodeAgentSettings)):
         containers = [c for d in docs if d["kind"] == kind for c in d["spec"]["template"]["spec"]["containers"]
                       if c["name"] == name]
@@ -89,7 +127,8 @@ def _rendered_settings(docs: list[Doc], monkeypatch: pytest.MonkeyPatch) -> list
 def test_what_the_chart_renders_the_processes_start(name: str, rendered: dict[str, list[Doc]],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     settings = _rendered_settings(rendered[name], monkeypatch)
-    assert settings or name == "all-off"
+    assert settings  # a value set that renders runs something
+    assert any(isinstance(s, WebhookSettings) for s in settings) == webhook_on(VALUE_SETS[name])
     for s in settings:
         assert idle_problems(s) == [], (name, type(s).__name__)
 
@@ -105,3 +144,22 @@ def test_a_rendered_agent_without_its_disks_would_be_refused_by_the_process(
     with monkeypatch.context() as env:
         settings = _from_container(agent, NodeAgentSettings, env)
     assert [p.path for p in idle_problems(settings)] == ["--node-agent-disks / KUSTODIAN_NODE_AGENT__DISKS"]
+
+
+def test_a_webhook_with_every_feature_off_would_be_refused_by_the_process(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the check above can fail: the webhook the `all-off` values rendered before (every feature off) is
+    # refused; the chart now renders no webhook for them, and none beside a node agent alone
+    docs = render({"deletionGuard": {"enabled": False}, "capacity": {"enabled": False}}, tmp_path, include_crds=False)
+    webhook = _container(docs, "Deployment", "webhook")
+    assert "--reclaim" in webhook["args"] and "--no-capacity" in webhook["args"]
+    webhook["args"] = ["--no-reclaim" if a == "--reclaim" else a for a in webhook["args"]]
+    with monkeypatch.context() as env:
+        settings = _from_container(webhook, WebhookSettings, env)
+    assert [p.path for p in idle_problems(settings)] == [
+        "--deletion-guard / KUSTODIAN_DELETION_GUARD__ENABLED, --reclaim / KUSTODIAN_RECLAIM__ENABLED, "
+        "--capacity / KUSTODIAN_CAPACITY__ENABLED"]
+    alone = render({"deletionGuard": {"enabled": False}, "reclaimSpace": {"enabled": False},
+                    "controllers": {"enabled": False}, "nodeAgent": {"enabled": True, "disks": ["/var/lib/longhorn"]}},
+                   tmp_path, include_crds=False)
+    assert not find(alone, "Deployment", FULLNAME)

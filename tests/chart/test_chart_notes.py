@@ -32,3 +32,19 @@ def test_notes_describe_the_tls_mode_in_force(values: dict[str, Any], says: list
         assert phrase in text
     for phrase in never:
         assert phrase not in text
+
+
+def test_notes_without_a_webhook_name_what_runs_and_no_webhook(tmp_path: Path) -> None:
+    text = " ".join(notes({"deletionGuard": {"enabled": False}, "reclaimSpace": {"enabled": False},
+                           "controllers": {"enabled": False},
+                           "nodeAgent": {"enabled": True, "disks": ["/var/lib/longhorn"]}}, tmp_path).split())
+    assert "installed in namespace kustodian: the node agent." in text
+    assert "no webhook is installed" in text
+    assert "rollout status daemonset/knotes-kustodian-node-agent" in text
+    for never in ("webhookconfiguration", "deployment/knotes-kustodian", "TLS", "deletion guard answer"):
+        assert never not in text, never
+    # with the webhook, it is named and checked as before
+    full = " ".join(notes({}, tmp_path).split())
+    assert "the admission webhook, the controllers." in full and "no webhook is installed" not in full
+    assert "rollout status deployment/knotes-kustodian " in full
+    assert "get validatingwebhookconfiguration,mutatingwebhookconfiguration knotes-kustodian" in full

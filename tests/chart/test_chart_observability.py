@@ -199,3 +199,28 @@ def test_the_dashboard_queries_only_exported_metrics_and_ships_in_the_chart(moni
     cm = one(monitored, "ConfigMap", f"{FULLNAME}-dashboard")
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert json.loads(cm["data"]["kustodian.json"]) == dashboard()
+
+
+def _alerts(docs: list[Doc]) -> list[str]:
+    return [r["alert"] for d in find(docs, "PrometheusRule") for g in d["spec"]["groups"] for r in g["rules"]]
+
+
+def test_without_a_webhook_only_what_runs_is_scraped_and_alerted_on(tmp_path: Path) -> None:
+    # controllers only (node cleanup): no webhook endpoint to scrape, no alert on a webhook that is not there
+    # (KustodianWebhookDown would fire for ever)
+    ctrl = render({**MONITORING, "deletionGuard": {"enabled": False}, "reclaimSpace": {"enabled": False},
+                   "nodeCleanup": {"enabled": True, "storageClasses": ["local-nvme"]}}, tmp_path, include_crds=False)
+    sm = one(ctrl, "ServiceMonitor", FULLNAME)
+    assert [e["port"] for e in sm["spec"]["endpoints"]] == ["ctrl-metrics"]
+    assert sm["spec"]["selector"]["matchExpressions"][0]["values"] == ["controllers"]
+    assert _alerts(ctrl) == ["KustodianCacheStale", "KustodianLeaderMissing"]
+    assert _alerts(render(MONITORING, tmp_path, include_crds=False)) == [
+        "KustodianWebhookDown", "KustodianCacheStale", "KustodianDenialsSpike", "KustodianCertificateExpiring",
+        "KustodianLeaderMissing"]
+    # the node agent alone, scraped through its Service
+    agent = render({"deletionGuard": {"enabled": False}, "reclaimSpace": {"enabled": False},
+                    "controllers": {"enabled": False}, "nodeAgent": {"enabled": True, "disks": ["/var/lib/longhorn"]},
+                    "metrics": {"serviceMonitor": {"enabled": True}}}, tmp_path, include_crds=False)
+    sm = one(agent, "ServiceMonitor", FULLNAME)
+    assert [e["port"] for e in sm["spec"]["endpoints"]] == ["agent-metrics"]
+    assert sm["spec"]["selector"]["matchExpressions"][0]["values"] == ["node-agent"]

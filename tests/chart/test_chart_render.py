@@ -21,7 +21,21 @@ from kustodian.policy.deletion import load_rules
 from kustodian.settings import WebhookSettings, settings_from_args
 from kustodian.testing.webhooks import webhook_configurations
 
-from .conftest import ALL_ON, CHART, FULLNAME, NAMESPACE, VALUE_SETS, Doc, find, helm, one, render, webhooks
+from .conftest import (
+    ALL_ON,
+    CHART,
+    FULLNAME,
+    NAMESPACE,
+    VALUE_SETS,
+    WEBHOOK_SETS,
+    Doc,
+    find,
+    helm,
+    one,
+    render,
+    webhook_on,
+    webhooks,
+)
 
 K8S_VERSION = kubernetes_validate.utils.latest_version()
 SETS = sorted(VALUE_SETS)
@@ -68,7 +82,7 @@ def _webhook_args(docs: list[Doc]) -> list[str]:
     return args
 
 
-@pytest.mark.parametrize("name", SETS, ids=SETS)
+@pytest.mark.parametrize("name", WEBHOOK_SETS, ids=WEBHOOK_SETS)
 def test_the_webhook_container_args_are_valid_kustodian_settings(name: str, rendered: dict[str, list[Doc]]) -> None:
     args = _webhook_args(rendered[name])
     parsed = build_parser().parse_args(args)
@@ -198,6 +212,40 @@ def test_bindings_point_at_the_right_service_accounts(rendered: dict[str, list[D
     assert bound[FULLNAME] == {f"{FULLNAME}-webhook", f"{FULLNAME}-csi-addons-config"}
     assert bound[f"{FULLNAME}-controllers"] == {f"{FULLNAME}-controllers", f"{FULLNAME}-csi-addons-config"}
     assert bound[f"{FULLNAME}-node-agent"] == {f"{FULLNAME}-node-agent", f"{FULLNAME}-node-agent-replicas"}
+
+
+def _references(node: Any) -> list[str]:
+    """Every string a doc holds outside its labels (names it refers to, its own name included)."""
+    if isinstance(node, dict):
+        return [s for k, v in node.items() if k not in ("labels", "matchLabels") for s in _references(v)]
+    if isinstance(node, list):
+        return [s for v in node for s in _references(v)]
+    return [node] if isinstance(node, str) else []
+
+
+@pytest.mark.parametrize("name", SETS, ids=SETS)
+def test_the_webhook_is_rendered_only_with_an_admission_feature(name: str, rendered: dict[str, list[Doc]]) -> None:
+    docs = rendered[name]
+    component = [d for d in docs if d["metadata"].get("labels", {}).get("app.kubernetes.io/component") == "webhook"]
+    if webhook_on(VALUE_SETS[name]):
+        kinds = {d["kind"] for d in component}
+        assert {"Deployment", "Service", "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "NetworkPolicy",
+                "ValidatingWebhookConfiguration"} <= kinds, kinds
+        return
+    # a node-agent-only or controllers-only install: none of the webhook's objects ...
+    assert [f"{d['kind']}/{d['metadata']['name']}" for d in component] == []
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "Secret", "Certificate",
+                 "Issuer", "PodDisruptionBudget", "ValidatingAdmissionPolicy"):
+        assert [d["metadata"]["name"] for d in find(docs, kind) if "node-records" not in d["metadata"]["name"]] == []
+    # ... and nothing that is rendered names them: no pod mounts the TLS Secret or calls the Service,
+    # no role grants (or uninstall hook deletes) the webhook's Secrets or configurations
+    webhook_names = {FULLNAME, f"{FULLNAME}-tls", f"{FULLNAME}-tls-ca", f"{FULLNAME}-webhook",
+                     f"{FULLNAME}.{NAMESPACE}.svc"}
+    for doc in docs:
+        assert not webhook_names & set(_references(doc)), f"{doc['kind']}/{doc['metadata']['name']}"
+    # no `helm test` pod: it proves the reclaim-space webhook's denial and mutation
+    assert [d["kind"] for d in docs if (d["metadata"].get("annotations") or {}).get("helm.sh/hook") == "test"] == []
+    assert find(docs, "DaemonSet") or find(docs, "Deployment", f"{FULLNAME}-controllers")
 
 
 @pytest.mark.parametrize("name", SETS, ids=SETS)

@@ -22,7 +22,7 @@ from kustodian.settings import (
 )
 from kustodian.settings.flags import NOT_SETTINGS
 
-from .conftest import FULLNAME, NAMESPACE, VALUE_SETS, Doc, find
+from .conftest import FULLNAME, NAMESPACE, VALUE_SETS, WEBHOOK_SETS, Doc, find
 
 SETS = sorted(VALUE_SETS)
 POD, NODE = "kchart-kustodian-abc12", "worker-7"
@@ -128,7 +128,7 @@ def _assert_same(chart: Settings, routes: dict[str, Settings]) -> None:
         assert settings.model_dump() == dumped, route
 
 
-@pytest.mark.parametrize("name", SETS, ids=SETS)
+@pytest.mark.parametrize("name", WEBHOOK_SETS, ids=WEBHOOK_SETS)
 def test_the_webhook_gets_the_same_settings_from_values_flags_and_env(
         name: str, rendered: dict[str, list[Doc]], monkeypatch: pytest.MonkeyPatch) -> None:
     values = _webhook_values(VALUE_SETS[name])

@@ -109,3 +109,20 @@ def test_uninstall_removes_the_secret_and_lease_once_the_pods_are_gone(
     proc = run_job(kube_api, chart, namespace, tmp_path, wait="10")
     assert proc.returncode == 0 and "already gone" in proc.stdout, proc.stderr
     assert find(chart, "Secret") == []  # the chart itself never rendered the Secret (runtime-created)
+
+
+def test_without_a_webhook_the_hook_leaves_its_secret_alone(tmp_path: Path) -> None:
+    # node cleanup alone: no webhook wrote a Secret, only the controllers' Lease is the hook's
+    docs = hook_docs(render({"deletionGuard": {"enabled": False}, "reclaimSpace": {"enabled": False},
+                             "nodeCleanup": {"enabled": True, "storageClasses": ["local-nvme"]}},
+                            tmp_path, include_crds=False))
+    env = {e["name"]: e["value"] for e in one(docs, "Job")["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert (env["SECRET"], env["CA_SECRET"], env["LEASE"]) == ("", "", LEASE)
+    role = one(docs, "Role")
+    assert [r["resources"] for r in role["rules"]] == [["pods"], ["leases"]]
+    # the node agent alone: neither object the hook deletes (the webhook's Secret, the controllers' Lease)
+    # is ever created, so there is no hook
+    alone = render({"deletionGuard": {"enabled": False}, "reclaimSpace": {"enabled": False},
+                    "controllers": {"enabled": False}, "nodeAgent": {"enabled": True, "disks": ["/var/lib/longhorn"]}},
+                   tmp_path, include_crds=False)
+    assert hook_docs(alone) == []

@@ -12,7 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from kustodian.settings import ControllersSettings, NodeAgentSettings, NodeCleanupSettings, idle_problems
+from kustodian.settings import (
+    ControllersSettings,
+    NodeAgentSettings,
+    NodeCleanupSettings,
+    WebhookSettings,
+    idle_problems,
+)
 
 from .test_settings_cli import run
 
@@ -24,6 +30,12 @@ SIDECAR_NO_CLASS = (f"--node-cleanup-storage-classes / KUSTODIAN_NODE_CLEANUP__S
                     "turn node cleanup off (--no-node-cleanup / KUSTODIAN_NODE_CLEANUP__ENABLED=false)")
 NOTHING_ON = ("--reclaim, --node-cleanup, --capacity: every controller is off: kustodian controllers would run "
               "nothing; turn one on")
+WEBHOOK = ("webhook", "--webhook-insecure-http")
+NOTHING_JUDGED = ("--deletion-guard / KUSTODIAN_DELETION_GUARD__ENABLED, --reclaim / KUSTODIAN_RECLAIM__ENABLED, "
+                  "--capacity / KUSTODIAN_CAPACITY__ENABLED: every admission feature is off: kustodian webhook "
+                  "would judge nothing; turn one on")
+ALL_OFF_ENV = {"KUSTODIAN_DELETION_GUARD__ENABLED": "false", "KUSTODIAN_RECLAIM__ENABLED": "false",
+               "KUSTODIAN_CAPACITY__ENABLED": "false"}
 
 
 @pytest.mark.parametrize(("args", "env", "line", "fixed"), [
@@ -35,8 +47,14 @@ NOTHING_ON = ("--reclaim, --node-cleanup, --capacity: every controller is off: k
     (("controllers",), {"KUSTODIAN_NODE_CLEANUP__ENABLED": "true", "KUSTODIAN_NODE_CLEANUP__STORAGE_CLASSES": "[]"},
      SIDECAR_NO_CLASS, ("--node-cleanup-storage-classes=local-nvme",)),
     (("controllers", "--no-reclaim"), {}, NOTHING_ON, ("--reclaim",)),
+    # the chart's `all-off` webhook before (its args): each feature alone gets past the check
+    ((*WEBHOOK, "--no-deletion-guard", "--no-reclaim", "--no-capacity"), {}, NOTHING_JUDGED, ("--deletion-guard",)),
+    ((*WEBHOOK, "--no-deletion-guard", "--no-reclaim", "--no-capacity"), {}, NOTHING_JUDGED, ("--reclaim",)),
+    ((*WEBHOOK, "--no-deletion-guard", "--no-reclaim", "--no-capacity"), {}, NOTHING_JUDGED, ("--capacity",)),
+    (WEBHOOK, ALL_OFF_ENV, NOTHING_JUDGED, ("--reclaim",)),
 ], ids=["agent-no-disks", "agent-chart-empty-list", "node-cleanup-no-classes", "sidecar-cleanup-no-classes",
-        "sidecar-cleanup-env", "sidecar-nothing-on"])
+        "sidecar-cleanup-env", "sidecar-nothing-on", "webhook-nothing-on-guard", "webhook-nothing-on-reclaim",
+        "webhook-nothing-on-capacity", "webhook-nothing-on-env"])
 def test_a_component_with_nothing_to_do_refuses_to_start(args: tuple[str, ...], env: dict[str, str], line: str,
                                                          fixed: tuple[str, ...], tmp_path: Path) -> None:
     missing = str(tmp_path / "no-kubeconfig")
@@ -62,3 +80,13 @@ def test_the_defaults_of_each_command_are_judged_as_the_process_sees_them() -> N
     both = ControllersSettings(reclaim={"enabled": False}, node_cleanup={"enabled": True})
     assert [p.path for p in idle_problems(both)] == [
         "--node-cleanup-storage-classes / KUSTODIAN_NODE_CLEANUP__STORAGE_CLASSES"]
+    # the webhook serves capacity's validation unless told not to: guard and reclaim off still judge something
+    http = {"insecure_http": True}
+    assert idle_problems(WebhookSettings(webhook=http)) == []
+    assert idle_problems(WebhookSettings(webhook=http, deletion_guard={"enabled": False},
+                                         reclaim={"enabled": False})) == []
+    off = WebhookSettings(webhook=http, deletion_guard={"enabled": False}, reclaim={"enabled": False},
+                          capacity={"enabled": False})
+    assert [p.path for p in idle_problems(off)] == [
+        "--deletion-guard / KUSTODIAN_DELETION_GUARD__ENABLED, --reclaim / KUSTODIAN_RECLAIM__ENABLED, "
+        "--capacity / KUSTODIAN_CAPACITY__ENABLED"]

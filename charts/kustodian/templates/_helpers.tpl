@@ -99,6 +99,27 @@ under its deprecated name is named so.
 {{- if and $v.controllers.enabled (not (or $v.reclaimSpace.enabled $v.nodeCleanup.enabled $v.capacity.enabled)) -}}
 {{- fail "controllers.enabled is true but every controller is off (reclaimSpace.enabled, nodeCleanup.enabled, capacity.enabled): the controllers Deployment would run nothing; turn one on, or set controllers.enabled=false" -}}
 {{- end -}}
+{{- if not (or (include "kustodian.webhookEnabled" .) $v.controllers.enabled $v.nodeAgent.enabled) -}}
+{{- fail "nothing is enabled: every admission feature (deletionGuard.enabled, reclaimSpace.enabled, capacity.enabled), the controllers (controllers.enabled) and the node agent (nodeAgent.enabled) are off, so the release would run nothing; turn one on" -}}
+{{- end -}}
+{{- $served := or (include "kustodian.webhookEnabled" .) $v.controllers.enabled -}}
+{{- if and $v.metrics.prometheusRule.enabled (not $served) -}}
+{{- fail "metrics.prometheusRule.enabled is true but neither the webhook (no admission feature is on) nor the controllers run: every alert watches one of them, none the node agent; set metrics.prometheusRule.enabled=false" -}}
+{{- end -}}
+{{- if and $v.metrics.serviceMonitor.enabled (not $served) (or (not $v.nodeAgent.enabled) $v.metrics.podMonitor.enabled) -}}
+{{- fail "metrics.serviceMonitor.enabled is true but it would scrape nothing: no webhook (no admission feature is on), no controllers, and the node agent is scraped by the PodMonitor (metrics.podMonitor.enabled); set metrics.serviceMonitor.enabled=false" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+"true" when the webhook component (its Deployment, Service, PodDisruptionBudget, webhook
+configurations, TLS objects, ServiceAccount, RBAC and NetworkPolicy) is rendered: at least one
+admission feature is on. With all three off it would answer no review; a node-agent-only or
+controllers-only install renders none of it. The controllers and the node agent use none of
+its objects. "" otherwise (an include is a string: test it with `if`).
+*/}}
+{{- define "kustodian.webhookEnabled" -}}
+{{- if or .Values.deletionGuard.enabled .Values.reclaimSpace.enabled .Values.capacity.enabled }}true{{ end -}}
 {{- end -}}
 
 {{/* The deprecated value names set in this release's values (NOTES.txt lists them). */}}
