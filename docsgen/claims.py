@@ -279,3 +279,5 @@ def _inline(claims: Claims, prose: str, path: str, roots: frozenset[str]) -> Non
         value = _VALUE.match(code)
         if value is not None and value["name"].split(".")[0] in roots:
             claims.values.append((where, value["name"]))
+        elif "<" in code and code.split(".")[0] in roots:
+            claims.skipped.append((where, code, "a placeholder in a value name"))

@@ -40,6 +40,7 @@ def test_inline_code_names_commands_flags_and_values() -> None:
     page = ("Run `kustodian report --tree`, set `--node-agent-disks` or `nodeAgent.disks: [/x]`,\n"
             "`admission.*.mode`, not `kubectl delete x --dry-run=server` nor `tls.crt` of `other.thing`.\n"
             "A message: `kustodian report: unrecognized arguments: --bogus`; `kustodian <command> --help`;\n"
+            "`admission.<webhook>.failurePolicy` is a pattern;\n"
             "a span `--set nodeAgent.enabled=true\nnodeAgent.disks={/x}` over a line break.\n")
     claims = extract(page, "p.md", ROOTS)
     assert [(c.argv, c.whole) for c in claims.commands] == [(("report", "--tree"), False)]
@@ -47,7 +48,8 @@ def test_inline_code_names_commands_flags_and_values() -> None:
     assert [name for _, name in claims.values] == ["nodeAgent.disks", "admission.*.mode", "tls.crt"]
     assert [sets for _, sets in claims.sets] == [("nodeAgent.enabled=true",)]
     assert sorted(why for _, _, why in claims.skipped) == [
-        "a message the CLI prints, not a command line", "a placeholder for the command"]
+        "a message the CLI prints, not a command line", "a placeholder for the command",
+        "a placeholder in a value name"]
 
 
 def test_yaml_blocks_values_objects_named_files_and_the_rest() -> None:

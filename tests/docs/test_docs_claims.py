@@ -288,6 +288,7 @@ def test_nothing_is_left_unclassified_and_every_skip_is_a_known_kind() -> None:
         "a placeholder for a variable name", "a placeholder for a flag name",
         "a message the CLI prints, not a command line", "another file than the chart's values",
         "a file's content, not commands", "a Kubernetes object, not chart values",
+        "a placeholder in a value name",
     }, reasons
 
 
