@@ -36,7 +36,7 @@ _ABOUT = {
     ControllersSettings: "The leader-elected controllers: the chart's controllers Deployment "
                          "(`controllers.extraArgs` adds flags).",
     NodeAgentSettings: "The orphan-detection node agent: the chart's DaemonSet, which sets these by "
-                       "their variables (`orphans.*`; `orphans.extraArgs` adds flags).",
+                       "their variables (`nodeAgent.*`; `nodeAgent.extraArgs` adds flags).",
     NodeCleanupSettings: "Node-loss cleanup alone, with sig-storage-local-static-provisioner's flag names "
                          "and defaults (a drop-in for its node cleanup controller).",
     ToolSettings: "The tools an admin runs. As kubectl, `-n` is the namespace of the object asked about; "

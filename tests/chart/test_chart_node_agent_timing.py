@@ -1,4 +1,4 @@
-"""The node agent's timing settings (write grace, heartbeat interval and timeout) as chart values:
+"""The node agent's timing settings (write grace, heartbeat interval and timeout, size interval) as chart values:
 ``--set`` renders them into the DaemonSet's env, the agent reads them back as set, the defaults are
 the settings' own, and the schema refuses what the agent would refuse."""
 
@@ -48,21 +48,23 @@ def _agent_settings(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Nod
 def test_set_renders_the_timing_values_and_the_agent_reads_them(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     docs = _template(tmp_path, "--set", "nodeAgent.writeGrace=30m", "--set", "nodeAgent.heartbeatInterval=5s",
-                     "--set", "nodeAgent.heartbeatTimeout=2m30s")
+                     "--set", "nodeAgent.heartbeatTimeout=2m30s", "--set", "nodeAgent.sizeInterval=90s")
     env = _agent_env(docs)
     assert env["KUSTODIAN_NODE_AGENT__WRITE_GRACE"] == "30m"
     assert env["KUSTODIAN_NODE_AGENT__HEARTBEAT_INTERVAL"] == "5s"
     assert env["KUSTODIAN_NODE_AGENT__HEARTBEAT_TIMEOUT"] == "2m30s"
+    assert env["KUSTODIAN_NODE_AGENT__SIZE_INTERVAL"] == "90s"
     agent = _agent_settings(env, monkeypatch).node_agent
     assert agent.write_grace == timedelta(minutes=30)
     assert agent.heartbeat_interval == timedelta(seconds=5)
     assert agent.heartbeat_timeout == timedelta(minutes=2, seconds=30)
+    assert agent.size_interval == timedelta(seconds=90)
 
 
 def test_the_chart_defaults_are_the_settings_defaults(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     agent = _agent_settings(_agent_env(_template(tmp_path)), monkeypatch).node_agent
     fields: dict[str, Any] = NodeAgentGroup.model_fields
-    for name in ("write_grace", "heartbeat_interval", "heartbeat_timeout"):
+    for name in ("write_grace", "heartbeat_interval", "heartbeat_timeout", "size_interval"):
         assert getattr(agent, name) == fields[name].default, name
 
 
@@ -70,6 +72,8 @@ def test_the_chart_defaults_are_the_settings_defaults(tmp_path: Path, monkeypatc
     ("nodeAgent.heartbeatInterval=0s", "heartbeatInterval"),
     ("nodeAgent.heartbeatTimeout=0", "heartbeatTimeout"),
     ("nodeAgent.writeGrace=soon", "writeGrace"),
+    ("nodeAgent.sizeInterval=0m", "sizeInterval"),
+    ("nodeAgent.sizeInterval=5 min", "sizeInterval"),
 ])
 def test_the_schema_refuses_what_the_agent_would_refuse(value: str, setting: str, tmp_path: Path) -> None:
     proc = helm("template", RELEASE, str(CHART), *ON, "--set", value, tmp=tmp_path, check=False)
