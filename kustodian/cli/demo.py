@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import yaml
 
+from kustodian.policy.orphans.quarantine import QUARANTINE_DIR
 from kustodian.testing.crds import rook_crds
 from kustodian.testing.testserver import TestServer, find_script, free_port
 from kustodian.testing.tools import ensure_tools
@@ -152,6 +153,7 @@ LOCAL_SC = "local-storage"
 LONGHORN_NS = "longhorn-system"
 DISK_UUID = "3b1e6d3c-0e3f-4f5e-9d2a-00000000d150"
 ORPHAN_DIR = "pvc-9e2c9311-1686-456e-a61c-70473d952566-22c03ab0"
+QUARANTINE_RETENTION = "15s"  # 24h by default: the demo shows the whole life of a quarantine
 GIB = 1 << 30
 
 
@@ -225,7 +227,7 @@ def capacity_story(d: Demo) -> None:
 
 def orphan_story(d: Demo, disk: Path) -> None:
     d.say("Story 5 - Longhorn orphans: a replica directory no Replica owns is reported, "
-          "and removed on delete")
+          "quarantined on delete, and removed after the retention")
     node = "worker-1"
     status = {"conditions": [{"type": "Ready", "status": "True", "reason": "", "message": "",
                               "lastTransitionTime": "2024-05-01T00:00:00Z"}],
@@ -260,11 +262,28 @@ def orphan_story(d: Demo, disk: Path) -> None:
     name = d.jsonpath("{.items[0].metadata.name}", "orphanedreplicadirs", "-n", LONGHORN_NS)
     d.kubectl("get", "orphanedreplicadirs", "-n", LONGHORN_NS, "-o",
               "custom-columns=NAME:.metadata.name,NODE:.spec.nodeID,DIR:.spec.parameters.DataName")
-    d.say("Deleting the OrphanedReplicaDir removes the directory from the disk")
-    d.kubectl("delete", "orphanedreplicadir", name, "-n", LONGHORN_NS, "--timeout=30s")
-    print(f"$ ls {disk / 'replicas'}")
-    left = sorted(p.name for p in (disk / "replicas").iterdir())
-    print("\n".join(left) if left else "(empty: the orphaned replica directory is gone)")
+    d.say(f"Deleting the OrphanedReplicaDir first moves the directory into quarantine on the same disk "
+          f"(one rename; 'kustodian orphans restore' moves it back); it is removed for good after the "
+          f"retention ({QUARANTINE_RETENTION} here, 24h by default)")
+    # the finalizer holds the object while the data is in quarantine: do not wait on it
+    d.kubectl("delete", "orphanedreplicadir", name, "-n", LONGHORN_NS, "--wait=false")
+    def quarantined_and_measured() -> bool:
+        state, _, size = d.jsonpath("{.status.state}/{.status.sizeBytes}", "orphanedreplicadir", name, "-n",
+                                    LONGHORN_NS).partition("/")
+        return state == "Quarantined" and bool(size)
+
+    d.wait("the directory to be quarantined and measured", quarantined_and_measured)
+    d.kubectl("get", "orphanedreplicadirs", "-n", LONGHORN_NS, "-o",
+              "custom-columns=NAME:.metadata.name,STATE:.status.state,SIZE:.status.sizeBytes")
+    for folder in ("replicas", QUARANTINE_DIR):
+        print(f"$ ls {disk / folder}")
+        left = sorted(p.name for p in (disk / folder).iterdir())
+        print("\n".join(left) if left else f"(empty: nothing left in {folder})")
+    d.wait("the retention to pass and the directory to be removed for good",
+           lambda: d.gone("orphanedreplicadir", name, "-n", LONGHORN_NS), timeout=90)
+    print(f"$ ls {disk / QUARANTINE_DIR}")
+    left = sorted(p.name for p in (disk / QUARANTINE_DIR).iterdir())
+    print("\n".join(left) if left else "(empty: the orphaned replica directory is gone for good)")
 
 
 def _start(name: str, args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
@@ -354,7 +373,10 @@ def main() -> int:
                     "--log-level", "error"], agent_log, {
                     "KUSTODIAN_METRICS__LISTEN_ADDRESS": "", "KUSTODIAN_NODE_AGENT__SCAN_INTERVAL": "1s",
                     "KUSTODIAN_NODE_AGENT__DISKS": f'["disk1={disk}@{DISK_UUID}"]',
-                    "KUSTODIAN_NODE_AGENT__AUTO_DELETE": "false"}), agent_log))
+                    "KUSTODIAN_NODE_AGENT__AUTO_DELETE": "false",
+                    "KUSTODIAN_NODE_AGENT__QUARANTINE_RETENTION": QUARANTINE_RETENTION,
+                    "KUSTODIAN_NODE_AGENT__QUARANTINE_MIN_RETENTION": QUARANTINE_RETENTION,
+                    "KUSTODIAN_NODE_AGENT__SIZE_INTERVAL": "1s"}), agent_log))
                 print("kustodian node-agent is running for node worker-1 "
                       "(its Longhorn disk: a temporary directory).")
             stories(d)
