@@ -23,18 +23,21 @@ import yaml
 
 from kustodian.errors import EXIT_BLOCKED, EXIT_CONFIG, EXIT_NOT_FOUND
 from kustodian.kube.resources import VALIDATING_WEBHOOKS
+from kustodian.testing.upstream import upstream_dir
 from tests.cli.support import run
 from tests.cli.test_cli_mistakes import POOL, PV
 from tests.conftest import KubeApi, serve_api
 
-GiB = 1 << 30
-AC = {"apiVersion": "csi-baremetal.dell.com/v1", "kind": "AvailableCapacity", "metadata": {"name": "hdd-a"},
-      "spec": {"Location": "uuid-a", "NodeId": "node-1", "storageClass": "HDD", "Size": 100 * GiB}}
-ACR = {"apiVersion": "csi-baremetal.dell.com/v1", "kind": "AvailableCapacityReservation",
-       "metadata": {"name": "default-pod-1", "creationTimestamp": "2026-11-22T10:00:00Z"},
-       "spec": {"Namespace": "default", "Status": "REQUESTED", "NodeRequests": {"Requested": ["node-1"]},
-                "ReservationRequests": [{"CapacityRequest": {"Name": "data", "StorageClass": "HDD",
-                                                             "Size": GiB}}]}}
+# csi-baremetal's own examples (../shared/upstream): its HDD drive's AvailableCapacity, and the
+# scheduler extender's reservation for Pod default/web-0 narrowed to its HDD claim (its HDDLVG claim
+# needs the LogicalVolumeGroup's AC, which these tests leave out)
+_DERIVED = upstream_dir() / "csi-baremetal" / "derived"
+AC: dict[str, Any] = next(d for d in yaml.safe_load_all((_DERIVED / "ac.yaml").read_text())
+                          if d["spec"]["storageClass"] == "HDD")
+ACR: dict[str, Any] = yaml.safe_load((_DERIVED / "acr.yaml").read_text())
+ACR["spec"]["ReservationRequests"] = [r for r in ACR["spec"]["ReservationRequests"]
+                                      if r["CapacityRequest"]["StorageClass"] == "HDD"]
+CLAIM = ACR["spec"]["ReservationRequests"][0]["CapacityRequest"]["Name"]  # www-web-0
 PREFIX = "kustodian capacity plan: "
 
 
@@ -62,7 +65,7 @@ def test_capacity_plan_reads_a_list_file_as_kubectl_does(text: str, tmp_path: Pa
     name = "all.json" if text.startswith("[{") else "all.yaml"
     proc = run(tmp_path, "capacity", "plan", "--from", str(_write(tmp_path / "m", {name: text})))
     assert proc.returncode == 0 and proc.stderr == "", proc.stderr
-    assert _planned(proc.stdout) == {"data": "RESERVED"}
+    assert _planned(proc.stdout) == {CLAIM: "RESERVED"}
 
 
 def test_capacity_plan_names_every_broken_file_with_its_line(tmp_path: Path) -> None:
@@ -115,7 +118,7 @@ def test_capacity_plan_names_every_file_and_document_it_skips(tmp_path: Path) ->
     })
     proc = run(tmp_path, "capacity", "plan", "--from", str(m))
     assert proc.returncode == 0, proc.stderr
-    assert _planned(proc.stdout) == {"data": "RESERVED"}
+    assert _planned(proc.stdout) == {CLAIM: "RESERVED"}
     assert sorted(proc.stderr.splitlines()) == sorted([
         f"{PREFIX}skipped {m / 'README.md'}: not a manifest (only .yaml, .yml and .json are read)",
         f"{PREFIX}skipped {m / 'misc.yaml'}: document 1: not a Kubernetes object (a number)",
