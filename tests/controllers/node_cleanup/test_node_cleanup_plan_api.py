@@ -104,21 +104,22 @@ def test_the_plan_gives_the_running_controllers_deadline(kube_api: KubeApi, worl
         app.stop()
 
 
-def test_the_plan_reads_a_directory_and_names_a_missing_class(tmp_path: Path) -> None:
-    node = "gone-1"
-    pv = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-a", "uid": "u1"},
-          "spec": {"storageClassName": "local", "local": {"path": "/mnt/a"},
-                   "nodeAffinity": {"required": {"nodeSelectorTerms": [{"matchExpressions": [
-                       {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}},
-          "status": {"phase": "Available"}}
+def test_the_plan_reads_a_directory_and_names_a_missing_class(tmp_path: Path, upstream: Path) -> None:
+    # the PV the local static provisioner itself creates (its node is not in the manifests: gone),
+    # as the API server stores it (with the uid it assigns) and Available, as the PV controller
+    # makes it once no claim binds it
+    pv = yaml.safe_load((upstream / "local-static-provisioner" / "derived" / "local-pv.yaml").read_text())
+    pv["metadata"]["uid"] = str(uuid.uuid4())
+    pv["status"] = {"phase": "Available"}
+    sc = pv["spec"]["storageClassName"]  # nvme-ssd-block
     manifests = tmp_path / "m"
     manifests.mkdir()
     (manifests / "pv.yaml").write_text(yaml.safe_dump(pv))
-    proc = run(tmp_path, "node-cleanup", "plan", "--from", str(manifests), "--storageclass-names", "local",
+    proc = run(tmp_path, "node-cleanup", "plan", "--from", str(manifests), "--storageclass-names", sc,
                "-o", "yaml")
     assert proc.returncode == 0, proc.stderr
     (row,) = yaml.safe_load(proc.stdout)["volumes"]
-    assert (row["name"], row["claimAction"], row["volumeAction"]) == ("pv-a", "Keep", "Delete")
+    assert (row["name"], row["claimAction"], row["volumeAction"]) == (pv["metadata"]["name"], "Keep", "Delete")
     missing = run(tmp_path, "node-cleanup", "plan", "--from", str(manifests))
     assert missing.returncode == EXIT_CONFIG
     assert missing.stderr.startswith("kustodian node-cleanup plan: --storageclass-names")
