@@ -69,3 +69,18 @@ def ref(obj: RawObject | None) -> str:
     """``namespace/name`` (or ``name`` for cluster-scoped objects), for messages and logs."""
     ns, nm = namespace(obj), name(obj)
     return f"{ns}/{nm}" if ns else nm
+
+
+def json_type(value: Any) -> str:
+    """What a decoded JSON value is, as an error message names it ("a string", "null", ...)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from kustodian.errors import FieldProblem
+from kustodian.policy.objects import json_type
 from kustodian.webhook.review import AdmissionRequest, MalformedReview
 
 __all__ = ["object_problems"]
@@ -43,18 +44,6 @@ _BY_KIND: Mapping[str, _Fields] = {
 }
 
 
-def _json_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
-
-
 def _problems_in(doc: dict[str, Any], where: str, kind: str, out: list[FieldProblem],
                  more: list[int]) -> None:
     """Append the problems of ``doc`` to ``out``, and the count of those not named to ``more[0]``.
@@ -73,16 +62,16 @@ def _problems_in(doc: dict[str, Any], where: str, kind: str, out: list[FieldProb
             if expected == STRING:
                 if not isinstance(value, str):
                     out.append(FieldProblem(_at(where, parent_path, name),
-                                            f"expected a string, got {_json_type(value)}"))
+                                            f"expected a string, got {json_type(value)}"))
             elif not isinstance(value, dict):
                 out.append(FieldProblem(_at(where, parent_path, name),
-                                        f"expected {expected}, got {_json_type(value)}"))
+                                        f"expected {expected}, got {json_type(value)}"))
             elif expected == STRING_MAP and not all(isinstance(item, str) for item in value.values()):
                 at = _at(where, parent_path, name)
                 wrong = [(key, item) for key, item in value.items()
                          if item is not None and not isinstance(item, str)]
                 # a body may hold a million: the first are named, the others only counted
-                out.extend(FieldProblem(f"{at}[{key}]", f"expected a string, got {_json_type(item)}")
+                out.extend(FieldProblem(f"{at}[{key}]", f"expected a string, got {json_type(item)}")
                            for key, item in wrong[:MalformedReview.LIMIT])
                 more[0] += max(0, len(wrong) - MalformedReview.LIMIT)
 

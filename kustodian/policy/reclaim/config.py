@@ -45,7 +45,7 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from kustodian.errors import ConfigError, FieldProblem
-from kustodian.policy.objects import RawObject, map_field, name, namespace
+from kustodian.policy.objects import RawObject, json_type, map_field, name, namespace
 from kustodian.policy.reclaim.annotations import configmap_source
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration
 from kustodian.policy.reclaim.schedule import strict_schedule_error
@@ -133,7 +133,7 @@ def parse_config_json(text: str, *, source: str) -> ReclaimConfig:
             [_at("", f"not valid JSON: {e.msg} (line {e.lineno}, column {e.colno})")]
         ) from None
     if not isinstance(doc, _Object):
-        raise ReclaimConfigError([_at("", f"must be a JSON object, got {_json_type(doc)}")])
+        raise ReclaimConfigError([_at("", f"must be a JSON object, got {json_type(doc)}")])
 
     problems: list[FieldProblem] = []
 
@@ -173,7 +173,7 @@ def parse_config_json(text: str, *, source: str) -> ReclaimConfig:
     if "auto-reclaim-storageclass" in doc:
         section = doc["auto-reclaim-storageclass"]
         if not isinstance(section, _Object):
-            problem("auto-reclaim-storageclass", f"must be an object, got {_json_type(section)}")
+            problem("auto-reclaim-storageclass", f"must be an object, got {json_type(section)}")
         else:
             for dup in section.duplicates:
                 problem(_path("auto-reclaim-storageclass", dup), "duplicate key")
@@ -182,7 +182,7 @@ def parse_config_json(text: str, *, source: str) -> ReclaimConfig:
                 if len(sc) > 253 or not _DNS_SUBDOMAIN.match(sc):
                     problem(path, "not a valid StorageClass name (lowercase letters, digits, '-' and '.')")
                 if not isinstance(schedule, str):
-                    problem(path, f"the schedule must be a string, got {_json_type(schedule)}")
+                    problem(path, f"the schedule must be a string, got {json_type(schedule)}")
                     continue
                 reason = strict_schedule_error(schedule)
                 if reason is not None:
@@ -227,7 +227,7 @@ def _duration(
         return None
     value = doc[key]
     if not isinstance(value, str):
-        problem(key, f'must be a Go duration string such as "10m", got {_json_type(value)}')
+        problem(key, f'must be a Go duration string such as "10m", got {json_type(value)}')
         return None
     try:
         parsed = parse_go_duration(value)
@@ -250,15 +250,3 @@ def _path(parent: str, key: str) -> str:
     return f"{parent}.{part}" if _PLAIN_KEY.match(key) else f"{parent}[{part}]"
 
 
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
