@@ -16,7 +16,7 @@ import yaml
 from kustodian.cli.exits import EXIT_UNREACHABLE
 from kustodian.errors import EXIT_BLOCKED, EXIT_NOT_FOUND
 from tests.cli.support import clean_env, command, run
-from tests.cli.test_cli_mistakes import POOL, PV
+from tests.cli.test_cli_mistakes import POOL, PV, pool_with_volume
 from tests.conftest import KubeApi
 from tests.e2e.conftest import rook_crds_installed  # noqa: F401  (a fixture)
 from tests.support import free_port
@@ -164,12 +164,7 @@ def test_context_picks_a_context_of_the_kubeconfig(kube_api: KubeApi, tmp_path: 
 @pytest.mark.api
 def test_namespace_flag_is_the_objects_namespace(kube_api: KubeApi, namespace: str, tmp_path: Path,
                                                  rook_crds_installed: None) -> None:  # noqa: F811
-    pool = {**POOL, "metadata": {"name": "pool-a", "namespace": namespace}}
-    pv = json.loads(json.dumps(PV))
-    pv["metadata"]["name"] = f"pv-{namespace}"
-    pv["spec"].update({"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]})
-    pv["spec"]["csi"]["volumeAttributes"] = {"clusterID": namespace, "pool": "pool-a"}
-    kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([pool, pv]))
+    kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(pool_with_volume(namespace)))
     try:
         kc = ("--kubeconfig", str(kube_api.kubeconfig))
         for flag in ("-n", "--namespace"):
@@ -187,7 +182,7 @@ def test_namespace_flag_is_the_objects_namespace(kube_api: KubeApi, namespace: s
         assert elsewhere.returncode == EXIT_NOT_FOUND and "in namespace default" in elsewhere.stderr
         assert len(elsewhere.stderr.splitlines()) == 1
     finally:
-        kube_api.kubectl("delete", "pv", pv["metadata"]["name"], "--ignore-not-found", "--wait=false")
+        kube_api.kubectl("delete", "pv", f"pv-{namespace}", "--ignore-not-found", "--wait=false")
 
 
 @pytest.mark.api

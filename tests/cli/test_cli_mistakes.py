@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -32,6 +33,16 @@ POOL = {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool",
 PV = {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": "pv-1"},
       "spec": {"csi": {"driver": "rook-ceph.rbd.csi.ceph.com", "volumeHandle": "h",
                        "volumeAttributes": {"clusterID": "rook-ceph", "pool": "replicapool"}}}}
+
+
+def pool_with_volume(namespace: str) -> list[dict[str, Any]]:
+    """CephBlockPool pool-a in ``namespace`` and an RBD PV of it (``pv-<namespace>``), to apply."""
+    pool = {**POOL, "metadata": {"name": "pool-a", "namespace": namespace}}
+    pv = json.loads(json.dumps(PV))
+    pv["metadata"]["name"] = f"pv-{namespace}"
+    pv["spec"].update({"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]})
+    pv["spec"]["csi"]["volumeAttributes"] = {"clusterID": namespace, "pool": "pool-a"}
+    return [pool, pv]
 
 
 @dataclass(frozen=True)

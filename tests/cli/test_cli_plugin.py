@@ -17,7 +17,7 @@ import yaml
 
 from kustodian.errors import EXIT_BLOCKED, EXIT_CONFIG
 from tests.cli.support import clean_env, command
-from tests.cli.test_cli_mistakes import POOL, PV
+from tests.cli.test_cli_mistakes import POOL, PV, pool_with_volume
 from tests.conftest import KubeApi
 from tests.e2e.conftest import rook_crds_installed  # noqa: F401  (a fixture)
 
@@ -134,12 +134,7 @@ def test_kubectl_completes_the_plugins_namespaces_from_the_cluster(kube_api: Kub
 def test_kubectl_kustodian_reads_the_live_cluster_through_kubeconfig(
         kube_api: KubeApi, namespace: str, kubectl: Path, tmp_path: Path,
         rook_crds_installed: None) -> None:  # noqa: F811
-    pool = {**POOL, "metadata": {"name": "pool-a", "namespace": namespace}}
-    pv = json.loads(json.dumps(PV))
-    pv["metadata"]["name"] = f"pv-{namespace}"
-    pv["spec"].update({"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"]})
-    pv["spec"]["csi"]["volumeAttributes"] = {"clusterID": namespace, "pool": "pool-a"}
-    kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all([pool, pv]))
+    kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(pool_with_volume(namespace)))
     try:
         args = ("kustodian", "explain-delete", "CephBlockPool", "pool-a", "-n", namespace, "-o", "json")
         # $KUBECONFIG is inherited by the plugin, as kubectl's own environment
@@ -151,4 +146,4 @@ def test_kubectl_kustodian_reads_the_live_cluster_through_kubeconfig(
         by_flag = run_kubectl(kubectl, tmp_path, *args, "--kubeconfig", str(kube_api.kubeconfig))
         assert by_flag.returncode == EXIT_BLOCKED and json.loads(by_flag.stdout) == json.loads(by_env.stdout)
     finally:
-        kube_api.kubectl("delete", "pv", pv["metadata"]["name"], "--ignore-not-found", "--wait=false")
+        kube_api.kubectl("delete", "pv", f"pv-{namespace}", "--ignore-not-found", "--wait=false")
