@@ -8,6 +8,7 @@ policy function as the webhook.
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -182,9 +183,11 @@ def explain_delete(args: argparse.Namespace) -> int:
     code = EXIT_OK if decision.allowed else EXIT_BLOCKED
     guard = "" if args.from_dir else guard_installed(args, "this is what it would decide")[0]
     if args.output == "name":  # what blocks the delete, as kubectl names objects
-        for refs in decision.dependents.values():
-            for ref in refs:
-                print(resource_name(ref.kind, ref.name))
+        names = [resource_name(ref.kind, ref.name) for refs in decision.dependents.values() for ref in refs]
+        for line in names:
+            print(line)
+        if not names:  # the reason on stderr, as kubectl's "No resources found"
+            print(f"{kind_name} {name}: no dependents; deleting it would be allowed", file=sys.stderr)
         return code
     if args.output != "table":
         ref = ObjectRef(key, namespace, name)

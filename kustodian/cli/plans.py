@@ -127,6 +127,8 @@ def reclaim_plan(args: argparse.Namespace) -> int:
     if args.output == "name":
         for r in rows:
             print(resource_name("PersistentVolumeClaim", r.pvc))
+        if not rows:  # the reason on stderr, as kubectl's "No resources found"
+            print(_no_pvcs(args, len(all_rows)), file=sys.stderr)
         return 0
     if args.output not in ("table", "wide"):
         dump({"pvcs": [{"namespace": r.namespace, "name": r.pvc, "schedule": r.schedule or None,

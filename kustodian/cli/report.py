@@ -144,6 +144,8 @@ def report(args: argparse.Namespace) -> int:
     if args.output == "name":
         for p in found:
             print(resource_name(p.provider.kind, p.provider.name))
+        if not found:  # the reason on stderr, as kubectl's "No resources found"
+            print(_nothing_protected(args, rules, view), file=sys.stderr)
         return 0
     if args.output not in ("table", "wide"):
         # a list of what explain-delete prints for one provider, as kubectl lists objects

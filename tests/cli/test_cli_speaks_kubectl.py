@@ -173,6 +173,27 @@ def test_output_name_prints_kubectl_names(manifests: Path, tmp_path: Path) -> No
     assert (plan.returncode, plan.stdout) == (EXIT_OK, "persistentvolumeclaim/data\n")
 
 
+def test_an_empty_output_name_says_why_on_stderr(tmp_path: Path) -> None:
+    """Nothing for a script on stdout, and one line of reason on stderr (kubectl's "No resources
+    found"), never a silent empty answer."""
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "pool.yaml").write_text(yaml.safe_dump(POOL))  # a pool no volume uses
+    explained = run(tmp_path, "explain-delete", "CephBlockPool/replicapool", "-n", "rook-ceph",
+                    "--from", str(d), "-o", "name")
+    assert (explained.returncode, explained.stdout) == (EXIT_OK, "")
+    assert explained.stderr == "CephBlockPool replicapool: no dependents; deleting it would be allowed\n"
+    report = run(tmp_path, "report", "--from", str(d), "-o", "name")
+    assert (report.returncode, report.stdout) == (EXIT_OK, "")
+    (line,) = report.stderr.splitlines()
+    assert line.startswith("no protected objects"), line
+    plan = run(tmp_path, "reclaim", "plan", "--from", str(d), "-n", "app", "-o", "name")
+    assert (plan.returncode, plan.stdout) == (EXIT_OK, "")
+    skipped, line = plan.stderr.splitlines()  # the pool is named as not read, then the reason
+    assert skipped.startswith("kustodian reclaim plan: skipped ") and "CephBlockPool" in skipped, skipped
+    assert line.startswith("no PersistentVolumeClaim in namespace app"), line
+
+
 def test_output_wide_adds_columns(manifests: Path, tmp_path: Path) -> None:
     report = run(tmp_path, "report", "--from", str(manifests), "-o", "wide")
     assert report.returncode == EXIT_OK, report.stderr
