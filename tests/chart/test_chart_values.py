@@ -339,3 +339,24 @@ def test_notes_warn_about_each_deprecated_name(old: str, tmp_path: Path) -> None
 # Every value's documentation is the comment above it in values.yaml; the table of every key is
 # generated from those comments (docsgen), and tests/docs fails on a key without one. The chart
 # README points there instead of keeping a hand copy that could drift.
+
+
+@pytest.mark.parametrize("value", ["foo", ""], ids=["name", "empty"])
+def test_a_shared_service_account_name_is_refused_naming_the_per_component_keys(value: str, tmp_path: Path) -> None:
+    """`--set serviceAccount.name=foo` (other charts' habit): one name for the three components would
+    give every pod the union of their rights, so the render fails naming the per-component keys,
+    instead of the schema's bare "additional properties 'name' not allowed"."""
+    proc = helm("template", RELEASE, str(CHART), "--set", f"serviceAccount.name={value}", check=False)
+    assert proc.returncode != 0
+    assert "additional properties" not in proc.stderr
+    assert "serviceAccount.name is not a value of this chart: each component runs under its own ServiceAccount" \
+        in proc.stderr
+    keys = ("webhook.serviceAccount.name", "controllers.serviceAccount.name", "nodeAgent.serviceAccount.name")
+    for key in keys:
+        assert key in proc.stderr
+    # and each key it names is one: every component under the name given
+    docs = render_at(None, tmp_path, NEWEST, *[a for key in keys for a in ("--set", f"{key}=sa-{key.split('.')[0].lower()}")],
+                     "--set", "nodeAgent.enabled=true", "--set", "nodeAgent.disks={/var/lib/longhorn}")
+    names = {name: spec["serviceAccountName"] for name, spec in pod_specs(docs).items()}
+    assert names[FULLNAME] == "sa-webhook" and names[f"{FULLNAME}-controllers"] == "sa-controllers"
+    assert names[AGENT] == "sa-nodeagent"

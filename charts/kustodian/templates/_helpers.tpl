@@ -73,6 +73,21 @@ warns while they are set.
 {{- $_ := include "kustodian.overlay" (dict "base" $v.nodeAgent "over" $legacy) -}}
 {{- end -}}
 {{- include "kustodian.checkComponents" . -}}
+{{- include "kustodian.checkValues" . -}}
+{{- end -}}
+
+{{/*
+Fails the render on a value a Helm user may expect from other charts that this chart answers
+differently, naming what to set instead. serviceAccount.name: each component runs under its own
+ServiceAccount, bound to its own rights; one name for all three would hand every pod the union of
+them (the node agent's and the controllers' deletes in the webhook's pods), so the names are per
+component. The schema lets the key through so that this message, not a bare "additional
+properties" error, is what the user reads.
+*/}}
+{{- define "kustodian.checkValues" -}}
+{{- if hasKey (.Values.serviceAccount | default dict) "name" -}}
+{{- fail "serviceAccount.name is not a value of this chart: each component runs under its own ServiceAccount, with its own rights; name the ones you want: webhook.serviceAccount.name, controllers.serviceAccount.name, nodeAgent.serviceAccount.name (with serviceAccount.create=false to use existing ones; serviceAccount.annotations applies to all three)" -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
