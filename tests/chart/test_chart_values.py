@@ -62,6 +62,7 @@ TOGGLES: dict[str, dict[str, Any]] = {
     "pdb-max-unavailable": {"webhook": {"podDisruptionBudget": {"maxUnavailable": 1}}},
     "pdb-off": {"webhook": {"podDisruptionBudget": {"enabled": False}}},
     "single-replica": {"webhook": {"replicas": 1}, "controllers": {"replicas": 1}},
+    "host-network": {"webhook": {"hostNetwork": True, "port": 9443}, "metrics": {"port": 9080}},
     "service-monitor": {"nodeAgent": AGENT_ON, "metrics": {"serviceMonitor": {
         "enabled": True, "namespace": "monitoring", "scheme": "https",
         "tlsConfig": {"insecureSkipVerify": True}, "labels": {"release": "prom"}}}},
@@ -360,3 +361,44 @@ def test_a_shared_service_account_name_is_refused_naming_the_per_component_keys(
     names = {name: spec["serviceAccountName"] for name, spec in pod_specs(docs).items()}
     assert names[FULLNAME] == "sa-webhook" and names[f"{FULLNAME}-controllers"] == "sa-controllers"
     assert names[AGENT] == "sa-nodeagent"
+
+
+# -- issue 41: hostNetwork for the webhook ------------------------------------------------------------
+
+
+def test_host_network_serves_the_webhook_on_the_nodes_network(toggled: dict[str, list[Doc]],
+                                                               rendered: dict[str, list[Doc]]) -> None:
+    docs = toggled["host-network"]
+    spec = one(docs, "Deployment", FULLNAME)["spec"]["template"]["spec"]
+    assert spec["hostNetwork"] is True and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
+    (container,) = spec["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"https": 9443, "metrics": 9080}
+    assert "--webhook-port=9443" in container["args"] and "--metrics-listen-address=:9080" in container["args"]
+    # the Service and the NetworkPolicy follow the ports (the policy is rendered as before; most
+    # CNIs do not enforce it on host-network pods, which the value's comment says)
+    svc = one(docs, "Service", FULLNAME)
+    assert {p["targetPort"] for p in svc["spec"]["ports"]} == {"https", "metrics"}
+    policy = one(docs, "NetworkPolicy", f"{FULLNAME}-webhook")
+    assert [p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]] == [9443, 9080]
+    # only the webhook: the controllers are never called by the API server
+    assert "hostNetwork" not in one(docs, "Deployment", f"{FULLNAME}-controllers")["spec"]["template"]["spec"]
+    default = one(rendered["default"], "Deployment", FULLNAME)["spec"]["template"]["spec"]
+    assert "hostNetwork" not in default and "dnsPolicy" not in default
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"webhook": {"hostNetwork": True, "port": 10250}},
+     "webhook.hostNetwork is true and webhook.port is 10250, the kubelet's port on the nodes: with host networking "
+     "the webhook listens on the node itself; set webhook.port to a free port (e.g. 9443)"),
+    ({"webhook": {"hostNetwork": True}, "metrics": {"port": 10249}},
+     "webhook.hostNetwork is true and metrics.port is 10249, kube-proxy's metrics port on the nodes"),
+    ({"webhook": {"hostNetwork": True, "port": 6443}}, "webhook.port is 6443, the API server's port"),
+    ({"webhook": {"port": 9000}, "metrics": {"port": 9000}},
+     "webhook.port and metrics.port are both 9000: the admission port and the plain-HTTP metrics port must differ"),
+], ids=["kubelet", "kube-proxy", "api-server", "same-port"])
+def test_webhook_ports_that_cannot_serve_are_refused_at_render(values: dict[str, Any], message: str,
+                                                               tmp_path: Path) -> None:
+    proc = helm("template", RELEASE, str(CHART), values=values, tmp=tmp_path, check=False)
+    assert proc.returncode != 0
+    assert message in proc.stderr

@@ -85,6 +85,20 @@ component. The schema lets the key through so that this message, not a bare "add
 properties" error, is what the user reads.
 */}}
 {{- define "kustodian.checkValues" -}}
+{{- $w := .Values.webhook -}}
+{{- if not (include "kustodian.webhookEnabled" .) -}}
+{{- else if eq (int $w.port) (int .Values.metrics.port) -}}
+{{- fail (printf "webhook.port and metrics.port are both %v: the admission port and the plain-HTTP metrics port must differ; change one" $w.port) -}}
+{{- else if $w.hostNetwork -}}
+{{- /* the node's own listeners: kubelet (10250, read-only 10255, healthz 10248), kube-proxy
+       (metrics 10249, healthz 10256), controller-manager 10257, scheduler 10259, etcd, API server */ -}}
+{{- $taken := dict "10248" "the kubelet's healthz" "10249" "kube-proxy's metrics" "10250" "the kubelet's" "10255" "the kubelet's read-only" "10256" "kube-proxy's healthz" "10257" "kube-controller-manager's" "10259" "kube-scheduler's" "2379" "etcd's" "2380" "etcd's peer" "6443" "the API server's" -}}
+{{- range $key, $port := dict "webhook.port" $w.port "metrics.port" $.Values.metrics.port -}}
+{{- with get $taken (toString (int $port)) -}}
+{{- fail (printf "webhook.hostNetwork is true and %s is %v, %s port on the nodes: with host networking the webhook listens on the node itself; set %s to a free port (e.g. %s)" $key $port . $key (ternary "9443" "9080" (eq $key "webhook.port"))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- if hasKey (.Values.serviceAccount | default dict) "name" -}}
 {{- fail "serviceAccount.name is not a value of this chart: each component runs under its own ServiceAccount, with its own rights; name the ones you want: webhook.serviceAccount.name, controllers.serviceAccount.name, nodeAgent.serviceAccount.name (with serviceAccount.create=false to use existing ones; serviceAccount.annotations applies to all three)" -}}
 {{- end -}}
