@@ -81,7 +81,9 @@ def test_notes_say_what_each_mode_shows_and_what_to_run_next(guard: str, reclaim
     denied = '# Error from server (Forbidden): admission webhook "deletion-guard.kustodian.io" denied the request'
     assert (denied in guard_part) is (guard == "enforce")
     assert (f'{WARN_LINE} CephBlockPool "<rook-namespace>/<pool>" cannot be deleted' in guard_part) is (guard == "warn")
-    assert ('# cephblockpool.ceph.rook.io "<pool>" deleted (server dry run)' in guard_part) is (guard != "enforce")
+    # kubectl's own line for an admitted dry-run delete (1.35)
+    admitted = '# cephblockpool.ceph.rook.io "<pool>" deleted from <rook-namespace> namespace (server dry run)'
+    assert (admitted in guard_part) is (guard != "enforce")
     assert ('kustodian_admission_policy_outcomes_total{mode="audit"}' in guard_part) is (guard == "audit")
     reclaim_part = text.split("Schedule validation, ", 1)[1].split("\n\n", 1)[0]
     assert reclaim_part.startswith(f'{reclaim} mode: a malformed schedule (e.g. "weekly") is')
