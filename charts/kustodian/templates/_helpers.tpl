@@ -313,14 +313,33 @@ topologySpreadConstraints:
 {{ include "kustodian.fullname" . }}-deletion-rules
 {{- end -}}
 
-{{/* Namespaces no webhook sees: system ones and Kustodian's own. */}}
+{{/*
+Namespaces no webhook sees: system ones and Kustodian's own, ANDed with webhook.namespaceSelector
+(its matchLabels and matchExpressions added to the exclusion, never replacing it).
+*/}}
 {{- define "kustodian.namespaceSelector" -}}
+{{- $sel := .Values.webhook.namespaceSelector | default dict -}}
 namespaceSelector:
+  {{- with $sel.matchLabels }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   matchExpressions:
     - key: kubernetes.io/metadata.name
       operator: NotIn
       values:
         {{- toYaml (concat (list "kube-system" "kube-node-lease" .Release.Namespace) .Values.webhook.excludeNamespaces | uniq) | nindent 8 }}
+    {{- with $sel.matchExpressions }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end -}}
+
+{{/* webhook.objectSelector, for the webhooks that take the namespaceSelector above; nothing when empty. */}}
+{{- define "kustodian.objectSelector" -}}
+{{- with .Values.webhook.objectSelector -}}
+objectSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end -}}
 {{- end -}}
 
 
