@@ -63,6 +63,11 @@ TOGGLES: dict[str, dict[str, Any]] = {
     "pdb-off": {"webhook": {"podDisruptionBudget": {"enabled": False}}},
     "single-replica": {"webhook": {"replicas": 1}, "controllers": {"replicas": 1}},
     "host-network": {"webhook": {"hostNetwork": True, "port": 9443}, "metrics": {"port": 9080}},
+    # a type other than RollingUpdate merged by Helm over the default's rollingUpdate
+    "rollouts": {"webhook": {"updateStrategy": {"type": "Recreate"}, "revisionHistoryLimit": 2},
+                 "controllers": {"updateStrategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": "50%"}},
+                                 "revisionHistoryLimit": 3},
+                 "nodeAgent": {**AGENT_ON, "updateStrategy": {"type": "OnDelete"}, "revisionHistoryLimit": 0}},
     "service-monitor": {"nodeAgent": AGENT_ON, "metrics": {"serviceMonitor": {
         "enabled": True, "namespace": "monitoring", "scheme": "https",
         "tlsConfig": {"insecureSkipVerify": True}, "labels": {"release": "prom"}}}},
@@ -402,3 +407,41 @@ def test_webhook_ports_that_cannot_serve_are_refused_at_render(values: dict[str,
     proc = helm("template", RELEASE, str(CHART), values=values, tmp=tmp_path, check=False)
     assert proc.returncode != 0
     assert message in proc.stderr
+
+
+# -- issue 41: updateStrategy and revisionHistoryLimit per component ---------------------------------
+
+
+def test_update_strategy_and_revision_history_per_component(toggled: dict[str, list[Doc]],
+                                                            rendered: dict[str, list[Doc]]) -> None:
+    docs = toggled["rollouts"]
+    web = one(docs, "Deployment", FULLNAME)["spec"]
+    ctrl = one(docs, "Deployment", f"{FULLNAME}-controllers")["spec"]
+    agent = one(docs, "DaemonSet", AGENT)["spec"]
+    # the default's rollingUpdate is dropped where the API server would refuse it (Recreate, OnDelete)
+    assert web["strategy"] == {"type": "Recreate"} and web["revisionHistoryLimit"] == 2
+    assert ctrl["strategy"] == {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": "50%"}}
+    assert ctrl["revisionHistoryLimit"] == 3
+    assert agent["updateStrategy"] == {"type": "OnDelete"} and agent["revisionHistoryLimit"] == 0
+    # the defaults are what the chart always rendered
+    docs = rendered["all-on"]
+    web = one(docs, "Deployment", FULLNAME)["spec"]
+    assert web["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}
+    ctrl = one(docs, "Deployment", f"{FULLNAME}-controllers")["spec"]
+    assert "strategy" not in ctrl  # Kubernetes' default
+    agent = one(docs, "DaemonSet", AGENT)["spec"]
+    assert agent["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
+    assert web["revisionHistoryLimit"] == ctrl["revisionHistoryLimit"] == agent["revisionHistoryLimit"] == 5
+
+
+@pytest.mark.parametrize("values", [
+    {"webhook": {"updateStrategy": {"type": "OnDelete"}}},  # a DaemonSet's type
+    {"nodeAgent": {"updateStrategy": {"type": "Recreate"}}},  # a Deployment's type
+    {"controllers": {"revisionHistoryLimit": -1}},
+    {"webhook": {"updateStrategy": {"rollingUpdate": {"maxSurge": "1/2"}}}},
+], ids=["ondelete-deployment", "recreate-daemonset", "negative-history", "bad-surge"])
+def test_rollout_values_the_api_server_would_refuse_are_refused_by_the_schema(values: dict[str, Any],
+                                                                             tmp_path: Path) -> None:
+    proc = helm("template", RELEASE, str(CHART), values=values, tmp=tmp_path, check=False)
+    assert proc.returncode != 0
+    assert "values don't meet the specifications of the schema" in proc.stderr

@@ -264,6 +264,29 @@ topologySpreadConstraints:
 {{- end }}
 {{- end -}}
 
+{{/*
+A workload's update strategy from <component>.updateStrategy (its `strategy` for a Deployment,
+`updateStrategy` for the DaemonSet): rollingUpdate only with type RollingUpdate (or none given),
+as the API server refuses it with Recreate or OnDelete, and Helm's merge of a user's
+`type: Recreate` with the default keeps the default's rollingUpdate. Nothing for {}.
+*/}}
+{{- define "kustodian.updateStrategy" -}}
+{{- $s := . | default dict -}}
+{{- with $s.type }}
+type: {{ . }}
+{{- end }}
+{{- $ru := $s.rollingUpdate | default dict -}}
+{{- if and $ru (or (not $s.type) (eq $s.type "RollingUpdate")) }}
+rollingUpdate:
+  {{- if hasKey $ru "maxUnavailable" }}
+  maxUnavailable: {{ $ru.maxUnavailable }}
+  {{- end }}
+  {{- if hasKey $ru "maxSurge" }}
+  maxSurge: {{ $ru.maxSurge }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* A container's resources: the component's, else the top-level ones, else the given default. */}}
 {{- define "kustodian.resources" -}}
 {{- $r := (.c | default dict).resources | default .root.Values.resources | default .default -}}
