@@ -50,7 +50,8 @@ OWN = [
     "TZ=Europe/Paris", "TZ=Europe//Paris 0 3 * * *", "TZ=./UTC 0 3 * * *", "TZ=Europe/Paris/ 0 3 * * *",
     "TZ=../UTC 0 3 * * *", "TZ=/UTC 0 3 * * *", "TZ=Etc/UTC 0 3 * * *", "TZ=Zulu @daily", "TZ=Factory 0 3 * * *",
     "TZ=zone.tab @daily", "CRON_TZ=Europe/Paris  @every 1h", "TZ=UTC \t", "TZ=UTC @Daily", "TZ=UTC 0 3 * *",
-    "TZ=Asia/Kolkata\u00a00 3 * * *", "TZ=UTC\\x 0 3 * * *",
+    "TZ=Asia/Kolkata\u00a00 3 * * *", "TZ=UTC\\x 0 3 * * *", "TZ=Etc//UTC @daily", "TZ=Europe/./Paris @daily",
+    "TZ=UTC/. @daily", "TZ=. @daily", "TZ=Europe\\Paris @daily", "TZ=\\UTC @daily",
     # Unicode: Python's and Go's whitespace and case rules, JSON quoting
     "@da\u0130ly", "0 0 * * FR\u0130", "0 0 * * \u212aon", "0 \x1c3 * * *", "TZ=UTC \x1c@daily", "@daily\x1c",
     "@every 1h\x1c", "0\b3 * * *", "0\f3 * * *", "\u2028", "0 0 * * 1\u2029", "0 0 * * \u2028", '0 "0" * * *',

@@ -49,12 +49,20 @@ Helpers return their result as text (include): a reason, or "" when the value is
 {{- . | replace "\u0130" "i\u0307" | lower -}}
 {{- end -}}
 
-{{/* ZoneInfo(zone) loads: "true" or "". */}}
+{{/*
+The zone loads: (list "py" ZONE) as Python's ZoneInfo(zone) (Kustodian's reading), which refuses a
+key that is not normalized; (list "go" ZONE) as Go's time.LoadLocation (robfig's), which opens
+<zoneinfo>/ZONE as a path: "Europe//Paris" and "./UTC" load, "Europe/Paris/" (a directory) does
+not. "true" or "".
+*/}}
 {{- define "kustodian.sched.zoneKnown" -}}
-{{- $z := . -}}
-{{- if or (hasPrefix "/" $z) (regexMatch `(^|/)\.\.?(/|$)|//|/$|\x00` $z) -}}
+{{- $z := index . 1 -}}
+{{- $parts := splitList "/" $z -}}
+{{- $key := without $parts "" "." | join "/" -}}
+{{- if and (eq (index . 0) "py") (or (hasPrefix "/" $z) (regexMatch `(^|/)\.\.?(/|$)|//|/$|\x00` $z)) -}}
 {{- /* ZoneInfo refuses absolute and non-normalized keys (_validate_tzfile_path) */ -}}
-{{- else if regexMatch `^((posix|right)/)?(Etc/)?(UTC|UCT|Universal|Zulu)$` $z -}}true{{/* UTC itself */}}
+{{- else if has (last $parts) (list "" ".") -}}
+{{- else if regexMatch `^((posix|right)/)?(Etc/)?(UTC|UCT|Universal|Zulu)$` $key -}}true{{/* UTC itself */}}
 {{- else if eq (dateInZone "MST" 0 "Europe/Paris") "UTC" -}}true{{/* no time-zone database here: the webhook checks */}}
 {{- else if ne (dateInZone "MST" 0 $z) "UTC" -}}true
 {{- end -}}
@@ -330,7 +338,7 @@ unknown descriptor {{ include "kustodian.sched.quote" $first }} (known: {{ join 
 {{- $reason = "the time zone after CRON_TZ=/TZ= is empty" -}}
 {{- else if eq $zone "Local" -}}
 {{- $reason = "TZ=Local means the csi-addons controller's zone; name a zone instead" -}}
-{{- else if not (include "kustodian.sched.zoneKnown" $zone) -}}
+{{- else if not (include "kustodian.sched.zoneKnown" (list "py" $zone)) -}}
 {{- $reason = printf "unknown time zone %s (use an IANA name such as Europe/Paris or UTC)" (include "kustodian.sched.quote" $zone) -}}
 {{- else -}}
 {{- $spec = include "kustodian.sched.strip" (list "py" $parts._1) -}}
@@ -418,9 +426,9 @@ unknown descriptor {{ include "kustodian.sched.quote" $first }} (known: {{ join 
 {{- end -}}
 {{- end -}}
 
-{{/* A number or a name of a robfig field (robfig._int_or_name): (dict "text" T "b" BOUNDS "out" D). */}}
+{{/* A number or a name of a robfig field (robfig._int_or_name, Go's own lower): (dict "text" T "b" BOUNDS "out" D). */}}
 {{- define "kustodian.sched.intOrName" -}}
-{{- $named := get .b.names (include "kustodian.sched.lower" .text) -}}
+{{- $named := get .b.names (lower .text) -}}
 {{- if ne (toString $named) "" -}}
 {{- $_ := set .out "v" (int64 $named) -}}
 {{- else -}}
@@ -492,7 +500,7 @@ step of range should be a positive number: {{ $expr }}
 {{- if has $zone (list "" "UTC" "Local") -}}
 {{- else if or (contains ".." $zone) (contains "\\" $zone) (hasPrefix "/" $zone) -}}
 {{- $reason = printf "provided bad location %s: time: invalid location name" $zone -}}
-{{- else if not (include "kustodian.sched.zoneKnown" $zone) -}}
+{{- else if not (include "kustodian.sched.zoneKnown" (list "go" $zone)) -}}
 {{- $reason = printf "provided bad location %s: unknown time zone %s" $zone $zone -}}
 {{- end -}}
 {{- $spec = include "kustodian.sched.strip" (list "go" (printf " %s" $parts._1)) -}}
