@@ -77,12 +77,13 @@ warns while they are set.
 {{- end -}}
 
 {{/*
-Fails the render on a value a Helm user may expect from other charts that this chart answers
-differently, naming what to set instead. serviceAccount.name: each component runs under its own
-ServiceAccount, bound to its own rights; one name for all three would hand every pod the union of
-them (the node agent's and the controllers' deletes in the webhook's pods), so the names are per
-component. The schema lets the key through so that this message, not a bare "additional
-properties" error, is what the user reads.
+Fails the render on values that cannot work, naming what to set instead. The webhook's two ports
+must differ, and with webhook.hostNetwork neither may be a port the node itself serves.
+serviceAccount.name, which a Helm user may expect from other charts: each component runs under
+its own ServiceAccount, bound to its own rights; one name for all three would hand every pod the
+union of them (the node agent's and the controllers' deletes in the webhook's pods), so the names
+are per component. The schema lets that key through so that this message, not a bare
+"additional properties" error, is what the user reads.
 */}}
 {{- define "kustodian.checkValues" -}}
 {{- $w := .Values.webhook -}}
