@@ -175,7 +175,7 @@ def explain_delete(args: argparse.Namespace) -> int:
             where += " (the kubeconfig context's namespace; pass -n NAMESPACE)"
         raise NotFoundError(f"{kind_name} {name} not found{where}")
     now = datetime.now(UTC)
-    decision = decide_delete(key, provider, view, rules, now=now)
+    decision = decide_delete(key, provider, view, rules, now=now, question=True)
     override = read_override(key, provider)
     rows = dependents_table(decision)
     # kinds a rule names that this cluster (or these manifests) does not have: not checked
