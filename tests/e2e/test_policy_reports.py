@@ -34,6 +34,7 @@ from kustodian.testing.webhooks import webhook_configurations
 from tests.conftest import KubeApi
 from tests.e2e.conftest import WebhookProcess, kustodian, start_webhook, unregister_and_stop
 from tests.e2e.stories import SCHEDULE, apply, rbd_pv, storage_class, until
+from tests.policy_reports import serve, unserve
 from tests.support import wait_for
 
 pytestmark = pytest.mark.api
@@ -41,23 +42,6 @@ pytestmark = pytest.mark.api
 NS = "rook-ceph"
 FINALIZER = "cephblockpool.ceph.rook.io"  # Rook's: the kind in lower case and its group
 HOLD = "kustodian.io/test-hold"
-OPENREPORTS_CRDS = ("reports.openreports.io", "clusterreports.openreports.io")
-WGPOLICY_CRDS = ("policyreports.wgpolicyk8s.io", "clusterpolicyreports.wgpolicyk8s.io")
-
-
-def crd_files(upstream: Path, project: str) -> list[Path]:
-    return sorted((upstream / "policy-reports" / project).glob("*.io_*.yaml"))
-
-
-def serve(kube_api: KubeApi, upstream: Path, project: str) -> None:
-    files = crd_files(upstream, project)
-    kube_api.kubectl("apply", "--server-side", *[a for f in files for a in ("-f", str(f))])
-    names = [f"crd/{yaml.safe_load(f.read_text())['metadata']['name']}" for f in files]
-    kube_api.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
-
-
-def unserve(kube_api: KubeApi) -> None:
-    kube_api.kubectl("delete", "crd", *OPENREPORTS_CRDS, *WGPOLICY_CRDS, "--ignore-not-found", timeout=120)
 
 
 @pytest.fixture

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -108,11 +109,16 @@ class PolicyReportWriter(Collector):
     def _run(self, stop: threading.Event) -> None:
         while not stop.is_set():
             self._wake.clear()
+            started = time.monotonic()
             try:
                 self.write_once()
             except Exception:  # a bug must not end the loop: the next pass tries again
                 log.exception("writing policy reports failed")
-            if self._wake.wait(self.interval) and not stop.is_set():
+            # a pass that takes long (thousands of providers being deleted at once, each decided
+            # again) is followed by a rest twice as long: the writer never takes more than a third
+            # of a core from the admission path
+            rest = max(self.interval, 2 * (time.monotonic() - started))
+            if self._wake.wait(rest) and not stop.is_set():
                 stop.wait(self.settle)
 
     def start(self) -> None:
@@ -181,9 +187,9 @@ class PolicyReportWriter(Collector):
         self._retire(served[1:])
         with self._lock:
             self.results, self.omitted = results, omitted
-        log.debug("policy reports: pass %d: %d findings in %d reports, %d kinds kept as written (not current), "
-                  "%d namespaces being deleted", self.passes, sum(results.values()), len(by_namespace),
-                  len(stale), len(closed))
+        log.debug("policy reports: pass %d: %d findings in %d reports, %d kinds kept as written "
+                  "(not current), %d namespaces being deleted", self.passes, sum(results.values()),
+                  len(by_namespace), len(stale), len(closed))
         self._say("")
 
     def _sync(self, api: ReportApi, namespace: str, findings: Iterable[Finding],
