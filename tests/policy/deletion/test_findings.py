@@ -26,7 +26,7 @@ NOW = datetime(2026, 11, 26, 12, 0, tzinfo=UTC)
 DELETED = "2026-11-26T10:00:00Z"
 
 
-def pool(*, deleting: bool = True, **annotations: str) -> Obj:
+def pool(annotations: dict[str, str] | None = None, *, deleting: bool = True) -> Obj:
     out = blockpool()
     out["metadata"]["uid"] = "uid-pool"
     if deleting:
@@ -51,11 +51,11 @@ CASES: list[tuple[str, Obj, tuple[Obj, ...], tuple[str, str, dict[str, str]] | N
     ("deleted-without-dependents", pool(), (), None),
     ("warn-mode-let-it-through", pool(), DEPENDENTS,
      ("fail", "high", {"dependents": "3", "deletingSince": DELETED, "mode": "warn"})),
-    ("kustodian-override-with-deadline", pool(**{ALLOW_ANNOTATION: "true", ALLOW_UNTIL_ANNOTATION: LATER}),
+    ("kustodian-override-with-deadline", pool({ALLOW_ANNOTATION: "true", ALLOW_UNTIL_ANNOTATION: LATER}),
      DEPENDENTS, ("warn", "medium", {"override": ALLOW_ANNOTATION, "overrideUntil": LATER, "dependents": "3"})),
-    ("expired-override-is-a-refusal", pool(**{ALLOW_ANNOTATION: "true", ALLOW_UNTIL_ANNOTATION: EARLIER}),
+    ("expired-override-is-a-refusal", pool({ALLOW_ANNOTATION: "true", ALLOW_UNTIL_ANNOTATION: EARLIER}),
      DEPENDENTS, ("fail", "high", {"dependents": "3"})),
-    ("rook-force-deletion", pool(**{ROOK_FORCE_ANNOTATION: "true"}), DEPENDENTS,
+    ("rook-force-deletion", pool({ROOK_FORCE_ANNOTATION: "true"}), DEPENDENTS,
      ("warn", "medium", {"override": ROOK_FORCE_ANNOTATION})),
 ]
 
@@ -105,7 +105,7 @@ def test_a_namespace_torn_down_with_outside_dependents_is_one_finding_in_the_clu
     assert namespace_finding(namespace(deleting=False), gathered, decide_namespace_teardown(gathered),
                              mode=Mode.WARN) is None
 
-    waived = pool(deleting=False, **{ALLOW_ANNOTATION: "true"})
+    waived = pool({ALLOW_ANNOTATION: "true"}, deleting=False)
     gathered = gather_namespace(NS, view(waived, rbd_pv("pv-1")), rook_rules(), NOW)
     got = namespace_finding(namespace(), gathered, decide_namespace_teardown(gathered), mode=Mode.WARN)
     assert got is not None and (got.result, got.severity) == ("warn", "medium")
