@@ -42,7 +42,7 @@ __all__ = ["DeletionFindings", "ScheduleFindings"]
 NAMESPACE = "Namespace"
 
 
-class Guard(Protocol):
+class GuardReader(Protocol):
     """What the deletion guard offers a reader off the request path."""
 
     @property
@@ -64,7 +64,7 @@ class DeletionFindings:
 
     name = "deletion-guard"
 
-    def __init__(self, guard: Guard) -> None:
+    def __init__(self, guard: GuardReader) -> None:
         self.guard = guard
 
     def collect(self, now: datetime) -> SourcePass:
@@ -110,7 +110,7 @@ class DeletionFindings:
         return SourcePass(tuple(findings), frozenset(stale), closed)
 
 
-class Reclaim(Protocol):
+class ReclaimReader(Protocol):
     """What the reclaim-space policy offers a reader off the request path."""
 
     @property
@@ -130,7 +130,7 @@ class ScheduleFindings:
 
     name = "reclaim-validation"
 
-    def __init__(self, reclaim: Reclaim) -> None:
+    def __init__(self, reclaim: ReclaimReader) -> None:
         self.reclaim = reclaim
 
     def collect(self, now: datetime) -> SourcePass:
