@@ -54,6 +54,7 @@ class ReportedFindings:
     results: list[ReadResult] = field(default_factory=list)
     omitted: int = 0
     error: str = ""
+    note: str = ""  # why there are none to read, when that is no error (no report API served)
 
     def add(self, docs: Iterable[Mapping[str, Any]]) -> None:
         for doc in docs:
@@ -70,7 +71,7 @@ class ReportedFindings:
     def as_dict(self) -> dict[str, object]:
         ordered = sorted(self.results, key=lambda r: (r.namespace, r.kind, r.name, r.policy, r.result))
         return {"apis": self.apis, "results": [r.as_dict() for r in ordered], "omitted": self.omitted,
-                "error": self.error or None}
+                "error": self.error or None, "note": self.note or None}
 
 
 def from_cluster(args: argparse.Namespace) -> ReportedFindings:
@@ -96,8 +97,8 @@ def from_cluster(args: argparse.Namespace) -> ReportedFindings:
         client.close()
     if not out.error and not out.apis:
         neither = " nor ".join(str(a) for a in APIS)
-        out.error = (f"policy reports not shown: this cluster serves neither {neither}, so the webhook "
-                     "writes none (Kyverno and Policy Reporter install them)")
+        out.note = (f"note: no policy reports: this cluster serves neither {neither}, so the webhook keeps "
+                    "none (Kyverno and Policy Reporter install their CRDs)")
     out.only(args.object_namespace)
     return out
 
@@ -126,6 +127,9 @@ def print_findings(found: ReportedFindings, namespace: str = "") -> None:
     print()
     if found.error:
         print(found.error, file=sys.stderr)
+        return
+    if found.note:
+        print(found.note)
         return
     where = f" in namespace {namespace}" if namespace else ""
     if not found.results and not found.omitted:
