@@ -215,7 +215,12 @@ class PolicyReportWriter(Collector):
                     self._write("update", api, namespace, desired.document, _version(current))
                 return held, desired.omitted
             except Conflict:  # another replica wrote first (or created it): read again, compute again
-                current = self.store.get(api, namespace)
+                try:
+                    current = self.store.get(api, namespace)
+                except KubeError as exc:
+                    log.warning("policy reports: reading %s of %s again failed: %s", api.kind_in(namespace),
+                                namespace or "the cluster", exc)
+                    return None
             except NotFound:  # the namespace is gone
                 return None
             except Forbidden as exc:
