@@ -35,7 +35,7 @@ from kustodian.settings.node_agent import NodeAgentGroup
 from kustodian.settings.node_cleanup import NodeCleanupGroup
 from kustodian.settings.reclaim import ReclaimGroup
 from kustodian.settings.types import go_flag_duration, go_flag_uint
-from kustodian.settings.webhook import DeletionGuardGroup, TlsGroup, WebhookGroup
+from kustodian.settings.webhook import DeletionGuardGroup, PolicyReportsGroup, TlsGroup, WebhookGroup
 
 __all__ = [
     "ControllersSettings",
@@ -119,6 +119,8 @@ class WebhookSettings(Settings):
     reclaim: ReclaimGroup = Field(default_factory=ReclaimGroup, description="Reclaim-space policy")
     capacity: CapacityGroup = Field(default_factory=CapacityGroup,
                                     description="Capacity reservation validation")
+    policy_reports: PolicyReportsGroup = Field(default_factory=PolicyReportsGroup,
+                                               description="Policy reports (what warn mode let through)")
 
     @model_validator(mode="after")
     def _metrics_apart_from_admission(self) -> WebhookSettings:

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator
 from kustodian.settings.common import Group
 from kustodian.settings.types import NonNegativeDuration, PositiveDuration
 
-__all__ = ["DeletionGuardGroup", "TlsGroup", "WebhookGroup"]
+__all__ = ["DeletionGuardGroup", "PolicyReportsGroup", "TlsGroup", "WebhookGroup"]
 
 
 class WebhookGroup(Group):
@@ -91,3 +91,20 @@ class DeletionGuardGroup(Group):
         timedelta(seconds=1), description="How long an allowed delete may wait for a round trip to the API "
                                           "server that proves its caches' connection alive; without one "
                                           "the answer is 503 (keep well below the webhook's timeoutSeconds)")
+
+
+class PolicyReportsGroup(Group):
+    """Findings written as policy reports (OpenReports, else wgpolicyk8s), one per namespace."""
+
+    enabled: bool = Field(True, description="Write what the deletion guard and the schedule validator let "
+                                            "through (or would refuse) as policy reports, where a report "
+                                            "API is served")
+    name: str = Field("kustodian", pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+                      description="Name of every report written (one per namespace, one cluster-scoped)")
+    interval: PositiveDuration = Field(timedelta(seconds=30),
+                                       description="How often the reports are brought in line with the "
+                                                   "cluster (and ~1s after a delete is let through)")
+    max_results: int = Field(1000, ge=1, le=5000,
+                             description="Most results in one report; the rest are left off (the most "
+                                         "severe, with the most dependents, kept) and counted in its "
+                                         "summary and its kustodian.io/omitted-results annotation")

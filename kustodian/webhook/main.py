@@ -29,6 +29,7 @@ from kustodian.kube.discovery import resolve, served_kinds
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.kinds import FollowedKinds
 from kustodian.kube.liveness import ApiLiveness
+from kustodian.kube.policy_reports import ReportStore
 from kustodian.kube.slim import projection
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
@@ -41,6 +42,12 @@ from kustodian.runtime.runnables import Loop, Runnable, Service, sync_report
 from kustodian.settings import WebhookSettings
 from kustodian.webhook.app import add_freshness, create_app
 from kustodian.webhook.features.deletion_guard import DeletionGuard, cache_projections, needed_kinds
+from kustodian.webhook.features.policy_reports import (
+    DeletionFindings,
+    FindingSource,
+    PolicyReportWriter,
+    ScheduleFindings,
+)
 from kustodian.webhook.features.provider_metrics import ProviderDependents
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.outcomes import Outcomes
@@ -50,6 +57,7 @@ from kustodian.webhook.trust import ExistingObjectsRecorder
 
 if TYPE_CHECKING:
     from kustodian.certs.manager import CertManager
+    from kustodian.webhook.features.reclaim import ReclaimPolicyWebhook
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +100,7 @@ class Webhook:
     kinds: FollowedKinds | None = None
     guard: DeletionGuard | None = None  # its warmer runs while the caches do
     provider_metrics: ProviderDependents | None = None  # its loop runs while the caches do
+    policy_reports: PolicyReportWriter | None = None  # its loop runs while the caches do
     liveness: ApiLiveness | None = None  # round trips to the API server (issue 32), with the caches
     components: list[Runnable] = field(default_factory=list)  # what runs while the app serves
 
@@ -130,6 +139,8 @@ def _components(hook: Webhook) -> list[Runnable]:
         out.append(Service("deletion-guard-warmer", hook.guard.start, hook.guard.stop, needs_leader=False))
     if hook.provider_metrics is not None:
         out.append(hook.provider_metrics.loop)
+    if hook.policy_reports is not None:
+        out.append(hook.policy_reports.loop)
     return out
 
 
@@ -211,12 +222,36 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
             guard, max_series=settings.deletion_guard.metrics_max_series,
             interval=settings.deletion_guard.metrics_interval.total_seconds())
         metrics.registry.register(provider_metrics)
+    policy_reports = _policy_reports(settings, client, guard, reclaim)
+    if policy_reports is not None:
+        metrics.registry.register(policy_reports)
+        readiness.note("policy reports", policy_reports.status)
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
     hook = Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard,
-                   provider_metrics=provider_metrics, liveness=liveness)
+                   provider_metrics=provider_metrics, policy_reports=policy_reports, liveness=liveness)
     hook.components = _components(hook)
     return hook
+
+
+def _policy_reports(settings: WebhookSettings, client: KubeClient, guard: DeletionGuard | None,
+                    reclaim: ReclaimPolicyWebhook | None) -> PolicyReportWriter | None:
+    """The policy report writer over the features that have findings; the admission path only pokes it."""
+    group = settings.policy_reports
+    sources: list[FindingSource] = []
+    if guard is not None:
+        sources.append(DeletionFindings(guard))
+    if reclaim is not None:
+        sources.append(ScheduleFindings(reclaim))
+    if not group.enabled or not sources:
+        return None
+    writer = PolicyReportWriter(ReportStore(client, group.name), sources,
+                                interval=group.interval.total_seconds(), max_results=group.max_results)
+    if guard is not None:
+        guard.on_let_through = writer.poke
+    if reclaim is not None:
+        reclaim.on_stored_invalid = writer.poke
+    return writer
 
 
 class CertMaintenance:

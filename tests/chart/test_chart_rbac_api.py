@@ -7,7 +7,9 @@ not read.
 * the node agent's account runs the real disk registry for its node and cannot write another
   node's record (its token names its node) nor the reclaim config;
 * the controllers' account can do what node cleanup needs (get/list/watch nodes, patch/delete
-  PVs, delete PVCs, its Lease) and reads no Secret.
+  PVs, delete PVCs, its Lease) and reads no Secret;
+* the webhook's account runs the real policy report writer (both report APIs served, their real
+  CRDs): it creates, lists, updates and deletes its own reports and cannot touch another's.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from kustodian.controllers.orphans.disks import DiskRegistry
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.errors import AlreadyExists, Forbidden, Invalid, NotFound
+from kustodian.kube.policy_reports import ReportStore, report_resource
 from kustodian.kube.resources import (
     CONFIG_MAPS,
     LEASES,
@@ -40,8 +43,15 @@ from kustodian.kube.resources import (
     SECRETS,
     VALIDATING_WEBHOOKS,
 )
+from kustodian.policy.modes import Mode
+from kustodian.policy.policy_reports import OPENREPORTS
+from kustodian.webhook.features.policy_reports import DeletionFindings, PolicyReportWriter
 from tests.conftest import KubeApi
+from tests.policy.deletion.builders import blockpool, rbd_pv
+from tests.policy_reports import serve, unserve
 from tests.support import free_port, wait_for, wait_while_running
+from tests.webhook.test_deletion_guard_freshness import POOL, with_meta
+from tests.webhook.test_deletion_guard_freshness import world as loaded_world
 
 from .conftest import ALL_ON, FULLNAME, NAMESPACE, Doc, one, render
 
@@ -52,12 +62,22 @@ CONTROLLERS = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}-controllers"
 AGENT = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}-node-agent"
 APP = "kchart-app"  # a namespace of this module's own (the server is shared by the session)
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
+REPORTS = report_resource(OPENREPORTS, True)
 ACCESS_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                 "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 
 @pytest.fixture(scope="module")
-def chart_access(kube_api_rbac: KubeApi, tmp_path_factory: pytest.TempPathFactory) -> list[Doc]:
+def report_apis(kube_api_rbac: KubeApi, upstream: Path) -> Iterator[None]:
+    """Both report APIs served (their real CRDs), so their verbs resolve as the webhook uses them."""
+    serve(kube_api_rbac, upstream, "wgpolicyk8s")
+    serve(kube_api_rbac, upstream, "openreports")
+    yield
+    unserve(kube_api_rbac)
+
+
+@pytest.fixture(scope="module")
+def chart_access(kube_api_rbac: KubeApi, report_apis: None, tmp_path_factory: pytest.TempPathFactory) -> list[Doc]:
     """The chart's (Cluster)Roles, bindings, ServiceAccounts and policies, applied as rendered."""
     docs = [d for d in render(ALL_ON, tmp_path_factory.mktemp("rbac"), include_crds=False)
             if d["kind"] in ACCESS_KINDS]
@@ -109,6 +129,13 @@ TABLE = [
     (WEBHOOK, "update", "configmaps", NAMESPACE, False),
     (WEBHOOK, "update", "leases.coordination.k8s.io", NAMESPACE, False),
     (WEBHOOK, "create", "events", "app", True),
+    (WEBHOOK, "create", "reports.openreports.io", "app", True),
+    (WEBHOOK, "delete", f"reports.openreports.io/{FULLNAME}", "app", True),
+    (WEBHOOK, "update", f"clusterreports.openreports.io/{FULLNAME}", None, True),
+    (WEBHOOK, "delete", "reports.openreports.io/someone-elses", "app", False),
+    (WEBHOOK, "update", "clusterpolicyreports.wgpolicyk8s.io/someone-elses", None, False),
+    (WEBHOOK, "list", "policyreports.wgpolicyk8s.io", None, False),  # only by its own name
+    (WEBHOOK, "deletecollection", "reports.openreports.io", "app", False),
     (CONTROLLERS, "delete", "persistentvolumes", None, True),
     (CONTROLLERS, "patch", "persistentvolumes", None, True),
     (CONTROLLERS, "delete", "persistentvolumeclaims", "app", True),
@@ -130,7 +157,8 @@ TABLE = [
 
 
 @pytest.mark.parametrize(("user", "verb", "resource", "namespace", "allowed"), TABLE,
-                         ids=[f"{u.rsplit(':', 1)[1]}-{v}-{r.split('.')[0]}" for u, v, r, _, _ in TABLE])
+                         ids=[f"{u.rsplit(':', 1)[1]}-{v}-{r.split('.')[0]}{'-' + r.split('/')[1] if '/' in r else ''}"
+                              for u, v, r, _, _ in TABLE])
 def test_each_account_holds_only_its_verbs(kube_api_rbac: KubeApi, chart_access: list[Doc], user: str, verb: str,
                                            resource: str, namespace: str | None, allowed: bool) -> None:
     assert can_i(kube_api_rbac, user, verb, resource, namespace) is allowed
@@ -432,3 +460,60 @@ def test_the_webhooks_account_changes_only_the_ca_bundle_of_its_configurations(
     # the admin (no policy binding matches it) may still change anything
     admin.patch(VALIDATING_WEBHOOKS, FULLNAME, [{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 5}],
                 patch_type="json")
+
+
+def _report(name: str, namespace: str, labels: dict[str, str] | None = None) -> Doc:
+    return {"apiVersion": "openreports.io/v1alpha1", "kind": "Report",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+            "summary": {"pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 0},
+            "results": [{"source": "kyverno", "policy": "require-labels", "result": "fail"}]}
+
+
+def test_the_webhooks_account_writes_its_policy_reports_and_no_one_elses(kube_api_rbac: KubeApi,
+                                                                         as_user: Any) -> None:
+    """The real writer (its guard over loaded caches: a pool being deleted with a volume, in two
+    namespaces) under the webhook's chart account, with both report APIs served."""
+    admin = kube_api_rbac.client
+    mine, theirs = f"{APP}-reports", f"{APP}-theirs"
+    for ns in (mine, theirs):
+        with contextlib.suppress(AlreadyExists):
+            admin.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    kyverno = admin.create(REPORTS, _report("someone-elses", mine, {"app.kubernetes.io/managed-by": "kyverno"}))
+    squatter = admin.create(REPORTS, _report(FULLNAME, theirs))  # our name, not our label: never written
+    guard, caches = world({POOL: [_terminating("pool-a", mine), _terminating("pool-b", theirs)],
+                           "PersistentVolume": [with_meta(rbd_pv("pv-a", pool="pool-a", cluster_id=mine)),
+                                                with_meta(rbd_pv("pv-b", pool="pool-b", cluster_id=theirs))]})
+    webhook = as_user(WEBHOOK)
+    writer = PolicyReportWriter(ReportStore(webhook, FULLNAME), [DeletionFindings(guard)], interval=60,
+                                max_results=10)
+    writer.write_once()
+    assert writer.problem == "" and writer.api == OPENREPORTS, writer.problem
+    written = admin.get(REPORTS, FULLNAME, mine)
+    assert [r["resources"][0]["name"] for r in written["results"]] == ["pool-a"]
+    assert admin.get(REPORTS, FULLNAME, theirs)["metadata"]["resourceVersion"] == \
+        squatter["metadata"]["resourceVersion"]
+    assert not any(outcome == "error" for _, outcome in writer.writes), writer.writes
+    with pytest.raises(Forbidden):  # another's report: neither rewritten nor deleted
+        webhook.replace(REPORTS, {**kyverno, "results": []})
+    with pytest.raises(Forbidden):
+        webhook.delete(REPORTS, "someone-elses", mine)
+    with pytest.raises(Forbidden):  # and not read either: only its own name is listed
+        webhook.list(REPORTS, mine)
+
+    caches["PersistentVolume"].replace([], "2")  # the volumes go: so does the report
+    writer.write_once()
+    with pytest.raises(NotFound):
+        admin.get(REPORTS, FULLNAME, mine)
+    assert writer.writes[("delete", "ok")] == 1 and writer.problem == ""
+
+
+def _terminating(name: str, namespace: str) -> Doc:
+    pool = with_meta(blockpool(name, namespace))
+    pool["metadata"]["deletionTimestamp"] = "2026-11-26T10:00:00Z"
+    return pool
+
+
+def world(objects: dict[str, list[Doc]]) -> Any:
+    guard, caches = loaded_world(objects)
+    guard.mode = Mode.WARN
+    return guard, caches

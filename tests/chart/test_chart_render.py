@@ -93,6 +93,15 @@ def test_the_webhook_container_args_are_valid_kustodian_settings(name: str, rend
     assert settings.deletion_guard.enabled == values.get("deletionGuard", {}).get("enabled", True)
     assert settings.reclaim.enabled == values.get("reclaimSpace", {}).get("enabled", True)
     assert settings.capacity.enabled == values.get("capacity", {}).get("enabled", False)
+    assert settings.policy_reports.enabled and settings.policy_reports.name == FULLNAME
+    assert settings.policy_reports.max_results == 1000 and settings.policy_reports.interval.total_seconds() == 30
+
+
+def test_policy_reports_off_drop_their_flag_and_their_rights(tmp_path: Path) -> None:
+    docs = render({"policyReports": {"enabled": False}}, tmp_path)
+    assert "--no-policy-reports" in _webhook_args(docs)
+    groups = {g for rule in _rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook") for g in rule["apiGroups"]}
+    assert not groups & {"openreports.io", "wgpolicyk8s.io"}
 
 
 def test_the_deployment_is_highly_available_and_locked_down(rendered: dict[str, list[Doc]]) -> None:
@@ -146,9 +155,17 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
     webhook = _grants(_rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook"))
     webhook |= _grants(_rules_of(docs, "Role", f"{FULLNAME}-webhook"))
     writes = {(g, r, v) for g, r, v in webhook if v not in ("get", "list", "watch")}
+    reports = {(g, r, v) for g, kinds in (("openreports.io", ("reports", "clusterreports")),
+                                          ("wgpolicyk8s.io", ("policyreports", "clusterpolicyreports")))
+               for r in kinds for v in ("create", "update", "delete")}
     assert writes == {("", "events", "create"), ("", "secrets", "update"), ("", "secrets", "create"),
                       ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch"),
-                      ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch")}
+                      ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch")} | reports
+    # policy reports: every verb but create on the release's own name only
+    for rule in _rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook"):
+        if rule["apiGroups"] in (["openreports.io"], ["wgpolicyk8s.io"]):
+            assert rule["verbs"] == ["create"] or (rule.get("resourceNames") == [FULLNAME]
+                                                   and rule["verbs"] == ["get", "list", "update", "delete"]), rule
     # caBundle: get/patch on exactly the chart's two configurations
     (hooks_rule,) = [r for r in _rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook")
                      if r["apiGroups"] == ["admissionregistration.k8s.io"]]
@@ -163,10 +180,11 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
         for rule in d["rules"]:
             if set(rule["verbs"]) - {"list", "watch", "create"} or "configmaps" in rule["resources"]:
                 assert rule.get("resourceNames"), rule
-    # without in-process rotation the webhook writes events only
+    # without in-process rotation the webhook writes events and its policy reports only
     helm_tls = _grants(_rules_of(rendered["helm-tls"], "ClusterRole", f"{FULLNAME}-webhook"))
     helm_tls |= _grants(_rules_of(rendered["helm-tls"], "Role", f"{FULLNAME}-webhook"))
-    assert {(g, r, v) for g, r, v in helm_tls if v not in ("list", "watch")} == {("", "events", "create")}
+    assert {(g, r, v) for g, r, v in helm_tls if v not in ("get", "list", "watch")} == {("", "events", "create")} | \
+        reports
 
     agent = set().union(*(_grants(d["rules"]) for d in find(docs, "Role")
                           if d["metadata"]["name"].startswith(f"{FULLNAME}-node-agent")))

@@ -88,6 +88,8 @@ def _webhook_values(v: dict[str, Any]) -> Values:
                     "csi_addons_config": reclaim.get("csiAddonsConfig", CSI_ADDONS_CONFIG),
                     "csi_addons_users": reclaim.get("csiAddonsUsers", [CSI_ADDONS_USER])},
         "capacity": {"enabled": v.get("capacity", {}).get("enabled", False)},
+        "policy_reports": {"enabled": v.get("policyReports", {}).get("enabled", True), "name": FULLNAME,
+                           "interval": "30s", "max_results": v.get("policyReports", {}).get("maxResults", 1000)},
     }
     if guard_on and guard.get("rules"):
         values["deletion_guard"]["rules_file"] = "/etc/kustodian/rules/deletion-rules.yaml"

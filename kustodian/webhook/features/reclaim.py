@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -37,7 +37,7 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import CONFIG_MAPS
 from kustodian.kube.view import CacheView
 from kustodian.policy.modes import Mode
-from kustodian.policy.objects import field, map_field
+from kustodian.policy.objects import RawObject, field, map_field
 from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
 from kustodian.policy.reclaim.config import ReclaimConfig
 from kustodian.policy.reclaim.keyrotation import reconcile_keyrotation
@@ -83,6 +83,9 @@ class ReclaimPolicyWebhook:
     # enforcement mode of the schedule/config validator (issue 20); set by the webhook's wiring
     mode: Mode = Mode.ENFORCE
     outcomes: Outcomes | None = None
+    # told when warn or audit mode stores a policy that does not validate (the policy report
+    # writer's ``poke``, a flag set; never an API call on the request path)
+    on_stored_invalid: Callable[[], None] | None = None
 
     def __init__(self, namespace: str, config_name: str, recorder: EventRecorder | None = None, *,
                  csi_addons_config: tuple[str, str] = CSI_ADDONS_CONFIG,
@@ -117,6 +120,13 @@ class ReclaimPolicyWebhook:
                                             field_selector=f"metadata.name={name}")
         return {"ConfigMap#reclaim-config": self.config_cache(client),
                 "ConfigMap#csi-addons-config": self._csi_addons_cache}
+
+    def stored_config(self) -> tuple[bool, RawObject | None]:
+        """Whether the central ConfigMap's cache is current, and the ConfigMap as cached (None: none)."""
+        cache = self._config_cache
+        if cache is None:
+            return True, None
+        return cache.fresh, cache.get(*self.config_ref)
 
     def csi_addons_config(self) -> CsiAddonsConfig:
         cache = self._csi_addons_cache
@@ -201,8 +211,11 @@ class ReclaimPolicyWebhook:
         errors = validate_object(req.kind_key, obj, config_map=self.config_ref)
         if errors:
             where = f"{req.namespace}/{req.name}" if req.namespace else req.name
-            return judged("reclaim-validation", req.kind_key, self.mode, "; ".join(errors), self.outcomes,
-                          subject=f"{req.kind_key.partition('.')[0]} {where}", code=422, reason="Invalid")
+            answer = judged("reclaim-validation", req.kind_key, self.mode, "; ".join(errors), self.outcomes,
+                            subject=f"{req.kind_key.partition('.')[0]} {where}", code=422, reason="Invalid")
+            if answer.allowed and not req.dry_run and self.on_stored_invalid is not None:
+                self.on_stored_invalid()
+            return answer
         value = field(obj, "metadata", "annotations", SCHEDULE) if req.kind_key != KIND_CONFIGMAP else None
         warning = schedule_warning(value) if isinstance(value, str) else None
         if warning:
