@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from kustodian.testing.tools import ensure_tools
+from kustodian.testing.webhooks import armed
 from tests.conftest import KubeApi, unavailable
 from tests.e2e.conftest import rook_crds_installed
 
@@ -40,7 +41,9 @@ ALL_ON: dict[str, Any] = {
     },
     # precedence is csi-addons' own setting, read from its csi-addons-config (not Kustodian's config)
     "reclaimSpace": {"enabled": True, "config": {"auto-reclaim-storageclass": {"rbd": "@weekly"}, "timeout": "5m"},
-                     "csiAddonsConfig": "storage-system/csi-addons-config"},
+                     "csiAddonsConfig": "storage-system/csi-addons-config",
+                     # asked for: rendered though helm template cannot see the namespace
+                     "csiAddonsConfigRole": True},
     "nodeCleanup": {"enabled": True, "storageClasses": ["local-nvme"], "delay": "15m",
                     "detectRecreatedNodes": True},
     "capacity": {"enabled": True, "sequentialLvg": True},
@@ -126,12 +129,13 @@ def one(docs: list[Doc], kind: str, name: str | None = None) -> Doc:
     return found[0]
 
 
-def webhooks(docs: list[Doc]) -> dict[str, Doc]:
-    """Every webhook of both configurations, by name."""
+def webhooks(docs: list[Doc], *, arm: bool = False) -> dict[str, Doc]:
+    """Every webhook of both configurations, by name: as installed (every one Ignore), or ``arm``ed
+    as a serving replica leaves them (each with its intended failure policy)."""
     result: dict[str, Doc] = {}
     for d in docs:
         if d["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
-            for w in d["webhooks"]:
+            for w in (armed(d) if arm else d)["webhooks"]:
                 result[w["name"]] = w
     return result
 
