@@ -49,7 +49,7 @@ def owned(obj: Mapping[str, Any], manager: str) -> dict[str, Any]:
                 and isinstance(entry.get("fieldsV1"), Mapping)):
             fields = entry["fieldsV1"]
             break
-    part = _extract(obj, fields)
+    part = _extract(obj, fields) if fields else {}  # an empty set owns nothing (a leaf is `f:x: {}`)
     out: dict[str, Any] = part if isinstance(part, dict) else {}
     meta = dict(out.get("metadata") or {})
     meta["name"] = (obj.get("metadata") or {}).get("name")

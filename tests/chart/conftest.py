@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from kustodian.testing.testserver import free_port
 from kustodian.testing.tools import ensure_tools
 from kustodian.testing.webhooks import armed
 from tests.conftest import KubeApi, unavailable
@@ -166,3 +167,21 @@ def run_hook_script(kube_api: KubeApi, container: Doc, tmp: Path, env: dict[str,
                           timeout=timeout, check=False,
                           env={**env, "API_SERVER": cluster["server"], "TOKEN_FILE": str(token),
                                "CA_FILE": str(ca)})
+
+
+def webhook_command(api: KubeApi, workdir: Path, *, namespace: str, name: str, kubeconfig: Path,
+                    keep_port: bool = True) -> list[str]:
+    """``kustodian webhook`` as the applied Deployment ``namespace/name`` runs it, on this machine: its
+    container's arguments, with what only a Pod has moved here (its /tls volume, its metrics port on
+    its own IP) and ``kubeconfig`` for the in-cluster credentials. ``keep_port``: listen on the
+    Deployment's own port, the Service's targetPort, which kube-testserver calls at 127.0.0.1."""
+    deployment = json.loads(api.kubectl("-n", namespace, "get", "deployment", name, "-o", "json").stdout)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert not container.get("command"), "the image's entrypoint is `kustodian`"
+    assert not container.get("env"), "an env the Pod has would be needed here too"
+    local = {"--tls-dir": f"--tls-dir={workdir / 'tls'}",
+             "--metrics-listen-address": f"--metrics-listen-address=127.0.0.1:{free_port()}"}
+    if not keep_port:
+        local["--webhook-port"] = f"--webhook-port={free_port()}"
+    args = [local.get(arg.partition("=")[0], arg) for arg in container["args"]]
+    return [sys.executable, "-m", "kustodian", *args, "--webhook-host=127.0.0.1", f"--kubeconfig={kubeconfig}"]
