@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
+from kustodian.testing.webhooks import armed
 from tests.conftest import KubeApi
 from tests.e2e.stories import SCHEDULE, apply, pvc
-from kustodian.testing.webhooks import armed
 from tests.support import free_port
 
 from .conftest import Doc, render
