@@ -155,6 +155,13 @@ def installed_as_promised(api: KubeApi) -> None:
     args = api.kubectl("-n", "kustodian", "get", "deployment", "kustodian", "-o",
                        "jsonpath={.spec.template.spec.containers[0].args}").stdout
     assert "--deletion-guard-mode=enforce" in args and "--reclaim-mode=enforce" in args
+    # the configuration now intends Fail, and the Deployment's new pods would carry that; the
+    # replica still running in warn does not, so it never arms it: nothing refuses yet
+    guard = "deletion-guard.kustodian.io"
+    config = api.client.get(VALIDATING_WEBHOOKS, "kustodian")
+    assert f"{guard}=Fail" in config["metadata"]["annotations"]["kustodian.io/failure-policies"]
+    assert f"--webhook-failure-policies={guard}=Fail" in args
+    assert {h["failurePolicy"] for h in config["webhooks"]} == {"Ignore"}
     image = api.kubectl("-n", "kustodian", "get", "deployment", "kustodian", "-o",
                         "jsonpath={.spec.template.spec.containers[0].image}").stdout
     assert image == "registry.example.com/kustodian:0.1.0"
