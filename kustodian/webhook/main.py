@@ -326,6 +326,7 @@ def install(manager: Manager, settings: WebhookSettings) -> Webhook:
     https = HttpsServer(hook, settings)
     manager.add_runnable(https)
     manager.readiness.add("webhook", lambda: ", ".join(hook.readiness.failing()) or None)
+    manager.readiness.note("webhook", lambda: "; ".join(hook.readiness.details()))
     web = settings.webhook
     if web.configuration_name:  # the chart's configurations: arm them once this replica serves
         from kustodian.webhook.arming import FailurePolicyArming
@@ -334,7 +335,7 @@ def install(manager: Manager, settings: WebhookSettings) -> Webhook:
                                      checksum=web.configuration_checksum, policies=web.failure_policies,
                                      serving=lambda: https.serving() and not manager.readiness.failing())
         manager.add_runnable(arming)
-        manager.readiness.note("failure-policies", arming.status)
+        hook.readiness.note("failure-policies", arming.status)
     return hook
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -26,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
@@ -127,13 +129,16 @@ def policy(api: KubeApi, name: str = GUARD) -> str:
 
 
 @contextmanager
-def replica(api: KubeApi, workdir: Path) -> Iterator[subprocess.Popen[str]]:
-    """One webhook replica, as the applied Deployment runs it, under the webhook's ServiceAccount."""
+def replica(api: KubeApi, workdir: Path, *extra: str) -> Iterator[subprocess.Popen[str]]:
+    """One webhook replica, as the applied Deployment runs it (plus ``extra``), under the webhook's
+    ServiceAccount."""
     server = api.require_server()
     workdir.mkdir(parents=True, exist_ok=True)
     log = workdir / "webhook.log"
-    cmd = webhook_command(api, workdir, namespace=NAMESPACE, name="kustodian",
-                          kubeconfig=server.kubeconfig_for(WEBHOOK_SA))
+    cmd = [*webhook_command(api, workdir, namespace=NAMESPACE, name="kustodian",
+                            kubeconfig=server.kubeconfig_for(WEBHOOK_SA)), *extra]
+    (workdir / "readyz").write_text(next(a.partition("=")[2] for a in cmd
+                                         if a.startswith("--metrics-listen-address=")))
     with log.open("w") as out:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, text=True,
                                 env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
@@ -231,9 +236,17 @@ def test_an_enforce_install_refuses_nothing_until_a_replica_serves_then_fails_cl
     assert delete_pool(api).returncode == 0  # even a pool with a dependent: nobody could judge it
     api.kubectl("apply", "-f", "-", input=json.dumps(pool()))  # back, its PV still there
 
-    with replica(api, tmp_path / "a") as proc:
+    # csi-addons' ConfigMap named though nothing grants reading it (no csi-addons here): the
+    # convenience path never keeps a replica from serving, and it says what is in force
+    with replica(api, tmp_path / "a", "--reclaim-csi-addons-config=csi-addons-system/csi-addons-config") as proc:
         took = armed_within(api, proc, tmp_path / "a")
         assert policy(api, SCHEDULES) == "Fail" and policy(api, "reclaim-space.kustodian.io") == "Ignore"
+        readyz = httpx.get(f"http://{(tmp_path / 'a' / 'readyz').read_text()}/readyz", timeout=5)
+        assert readyz.status_code == 200, readyz.text
+        assert "failure-policies: MutatingWebhookConfiguration/kustodian: armed" in readyz.text, readyz.text
+        assert "ValidatingWebhookConfiguration/kustodian: armed: deletion-guard.kustodian.io=Fail" in readyz.text
+        assert re.search(r"csi-addons-config: csi-addons-system/csi-addons-config not read yet \(.*forbidden.*\): "
+                         r"csi-addons' defaults, schedule-precedence pvc", readyz.text), readyz.text
         refused = delete_pool(api)
         assert refused.returncode != 0 and f'admission webhook "{GUARD}" denied the request' in refused.stderr
         assert "it has dependents" in refused.stderr, refused.stderr
