@@ -78,16 +78,12 @@ def readme_command(starts: str) -> list[str]:
 @pytest.fixture(scope="module")
 def cluster(kube_tools: Path | None, upstream: Path) -> Iterator[KubeApi]:
     """A Rook-only cluster: Rook's real CRDs, nothing of csi-addons, RBAC enforced."""
-    servers = serve_api(kube_tools, "RBAC")
-    api = next(servers)
-    try:
+    for api in serve_api(kube_tools, "RBAC"):  # one server, destroyed when this generator ends
         crds = upstream / "rook" / "crds.yaml"
         api.kubectl("apply", "--server-side", "-f", str(crds), timeout=180)
         names = [f"crd/{d['metadata']['name']}" for d in yaml.safe_load_all(crds.read_text()) if d]
         api.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
         yield api
-    finally:
-        servers.close()
 
 
 def run(api: KubeApi, words: list[str], *, helm: Path | None = None, check: bool = True,
