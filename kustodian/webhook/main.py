@@ -200,6 +200,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
     readiness = Checks()
     readiness.add("caches-synced", view.synced)
     if reclaim is not None:
+        readiness.add("csi-addons-config", reclaim.csi_addons_settled)
         readiness.note("csi-addons-config", reclaim.csi_addons_status)
     add_freshness(readiness, kinds)
     if liveness is not None:

@@ -138,6 +138,15 @@ class ReclaimPolicyWebhook:
                 log.error("csi-addons ConfigMap %s/%s would stop csi-addons from starting: %s", *ref, error)
             return self._csi_addons.in_force
 
+    def csi_addons_settled(self) -> str | None:
+        """A readiness check: None once the ConfigMap was read, or could not be (an error: csi-addons'
+        defaults, said in the note); only its first list still in flight holds a replica back, so a
+        PVC is not given a schedule by a precedence that is about to change."""
+        cache = self._csi_addons_cache
+        if cache is None or cache.synced.is_set() or cache.last_error:
+            return None
+        return "listing csi-addons' ConfigMap"
+
     def csi_addons_status(self) -> str:
         """Where the csi-addons configuration in force comes from, one line (a /readyz note)."""
         cache, ref = self._csi_addons_cache, self.csi_addons_ref
