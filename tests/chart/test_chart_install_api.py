@@ -38,6 +38,7 @@ from tests.e2e.stories import SCHEDULE, rbd_pv
 from tests.support import eventually, wait_while_running
 
 from .conftest import Doc, helm_binary, webhook_command
+from .test_chart_package_api import minimal_crd
 
 pytestmark = pytest.mark.api
 
@@ -406,6 +407,18 @@ def test_each_cluster_shape_gets_what_it_can_hold_and_what_cannot_work_names_its
     proc = _dry_run(api, "--set", "metrics.serviceMonitor.enabled=true")
     assert proc.returncode != 0 and "metrics.serviceMonitor.enabled is true but the cluster does not serve " \
         "monitoring.coreos.com/v1 ServiceMonitor" in proc.stderr, proc.stderr
+    # with the Prometheus Operator's CRD: a monitor in a namespace that is not there names its value
+    api.kubectl("apply", "-f", "-", input=json.dumps(minimal_crd("servicemonitors", "ServiceMonitor")))
+    api.kubectl("wait", "--for=condition=Established", "--timeout=60s",
+                "crd/servicemonitors.monitoring.coreos.com")
+    try:
+        monitor = ("--set", "metrics.serviceMonitor.enabled=true")
+        assert _dry_run(api, *monitor).returncode == 0
+        proc = _dry_run(api, *monitor, "--set", "metrics.serviceMonitor.namespace=monitoring")
+        assert proc.returncode != 0 and 'metrics.serviceMonitor.namespace: namespace "monitoring" does not ' \
+            "exist" in proc.stderr, proc.stderr
+    finally:
+        api.kubectl("delete", "crd", "servicemonitors.monitoring.coreos.com", "--ignore-not-found")
     # Rook plus csi-addons, Longhorn: where the namespaces are, the Roles go there
     for ns in ("csi-addons-system", "longhorn-system"):
         api.kubectl("create", "namespace", ns)

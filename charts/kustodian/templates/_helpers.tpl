@@ -540,6 +540,11 @@ through the install (or, for a Role, an object in a namespace that does not exis
 {{- fail (printf "%s is true but the cluster does not serve monitoring.coreos.com/v1 %s (the Prometheus Operator's CRDs): install the Prometheus Operator, or set %s=false" $value $kind $value) -}}
 {{- end -}}
 {{- end -}}
+{{- range $value, $ns := dict "metrics.serviceMonitor.namespace" (ternary $v.metrics.serviceMonitor.namespace "" (and $v.metrics.serviceMonitor.enabled true)) "metrics.podMonitor.namespace" (ternary $v.metrics.podMonitor.namespace "" (and $v.metrics.podMonitor.enabled $v.nodeAgent.enabled)) -}}
+{{- if and $ns (ne $ns $.Release.Namespace) (not (lookup "v1" "Namespace" "" $ns)) -}}
+{{- fail (printf "%s: namespace %q does not exist, so the monitor cannot be created there: create it, or leave %s empty (the release namespace)" $value $ns $value) -}}
+{{- end -}}
+{{- end -}}
 {{- if and (include "kustodian.webhookEnabled" .) (eq $v.tls.mode "cert-manager") (not (.Capabilities.APIVersions.Has "cert-manager.io/v1/Certificate")) -}}
 {{- fail "tls.mode is cert-manager but the cluster does not serve cert-manager.io/v1 Certificate: install cert-manager, or set tls.mode=builtin (the default: the webhook issues and renews its own certificate)" -}}
 {{- end -}}
