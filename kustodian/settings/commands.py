@@ -131,6 +131,14 @@ class WebhookSettings(Settings):
         return self
 
     @model_validator(mode="after")
+    def _arming_is_complete(self) -> WebhookSettings:
+        web = self.webhook
+        if web.configuration_name and not (web.configuration_checksum and web.failure_policies):
+            raise ValueError("--webhook-configuration-name needs --webhook-configuration-checksum and "
+                             "--webhook-failure-policies: without them no configuration is ever armed")
+        return self
+
+    @model_validator(mode="after")
     def _tls_is_consistent(self) -> WebhookSettings:
         tls, insecure = self.tls, self.webhook.insecure_http
         if tls.mode == "builtin":

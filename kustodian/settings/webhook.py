@@ -7,6 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from kustodian.policy.failure_policy import FailurePolicyError, parse_policies
 from kustodian.settings.common import Group
 from kustodian.settings.types import NonNegativeDuration, PositiveDuration
 
@@ -43,6 +44,28 @@ class WebhookGroup(Group):
     api_silence_limit: PositiveDuration = Field(
         timedelta(seconds=6), description="After this long without an answered round trip every cache "
                                           "is stale (deletes 503, /readyz failing), its watch restarted")
+
+    # docs/design.md, "Failure policies": the chart installs every webhook Ignore; a serving replica
+    # of this very configuration arms the intended policies
+    configuration_name: str = Field(
+        "", description="Validating and Mutating WebhookConfiguration whose intended failure policies "
+                        "(annotation kustodian.io/failure-policies) this replica arms once it serves, and "
+                        "disarms when armed for another configuration; empty: none")
+    configuration_checksum: str = Field(
+        "", description="The configuration this replica runs (the chart's kustodian.io/configuration-"
+                        "checksum): it arms only a configuration that carries the same")
+    failure_policies: str = Field(
+        "", description="name=Fail|Ignore,... : the intended failure policies this replica runs with; it "
+                        "arms only a configuration whose kustodian.io/failure-policies is the same text")
+
+    @field_validator("failure_policies")
+    @classmethod
+    def _policies_parse(cls, value: str) -> str:
+        try:
+            parse_policies(value)
+        except FailurePolicyError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     @field_validator("cert_reload_interval", "graceful_timeout", "header_timeout", "body_timeout",
                      "handshake_timeout")

@@ -159,6 +159,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
             load_deletion_rules(settings.deletion_guard.rules_file, served_kinds(client, groups))
         _merge(needs, needed_kinds(rules))
     reclaim = None
+    csi_addons: WatchCache | None = None
     if settings.reclaim.enabled:
         from kustodian.webhook.features.reclaim import ReclaimPolicyWebhook
 
@@ -181,6 +182,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
         # just our ConfigMap (field selector), under its own key: a kind-wide ConfigMap cache
         # that admin deletion rules may need stays separate
         caches.update(reclaim.config_caches(client))
+        csi_addons = reclaim.csi_addons_cache(client)
     view = CacheView(caches, kinds)
     liveness = None
     if rules is not None:  # the guard never allows on a connection it has not proven alive (issue 32)
@@ -208,6 +210,9 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
 
     readiness = Checks()
     readiness.add("caches-synced", view.synced)
+    if reclaim is not None:
+        readiness.add("csi-addons-config", reclaim.csi_addons_settled)
+        readiness.note("csi-addons-config", reclaim.csi_addons_status)
     add_freshness(readiness, kinds)
     if liveness is not None:
         readiness.add("api-server-answers", liveness.problem)
@@ -231,6 +236,9 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
     hook = Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard,
                    provider_metrics=provider_metrics, policy_reports=policy_reports, liveness=liveness)
     hook.components = _components(hook)
+    if csi_addons is not None:  # followed, never waited for (the convenience path)
+        hook.components.append(Service("csi-addons-config", csi_addons.start,
+                                       lambda: csi_addons.stop(timeout=1), needs_leader=False))
     return hook
 
 
@@ -312,6 +320,10 @@ class HttpsServer(Loop):
                  "TLS" if tls else "plain HTTP")
         super().start()
 
+    def serving(self) -> bool:
+        """True once uvicorn listens (TLS up: the pair is loaded before it binds)."""
+        return self.server is not None and bool(self.server.started)
+
     def _serve(self, stop: threading.Event) -> None:
         assert self.server is not None
         self.server.run()
@@ -347,8 +359,19 @@ def install(manager: Manager, settings: WebhookSettings) -> Webhook:
         manager.add_runnable(component)
     manager.add_runnable(sync_report("cache-sync-report", hook.caches.values,
                                      settings.webhook.sync_timeout.total_seconds()))
-    manager.add_runnable(HttpsServer(hook, settings))
+    https = HttpsServer(hook, settings)
+    manager.add_runnable(https)
     manager.readiness.add("webhook", lambda: ", ".join(hook.readiness.failing()) or None)
+    manager.readiness.note("webhook", lambda: "; ".join(hook.readiness.details()))
+    web = settings.webhook
+    if web.configuration_name:  # the chart's configurations: arm them once this replica serves
+        from kustodian.webhook.arming import FailurePolicyArming
+
+        arming = FailurePolicyArming(client, configuration=web.configuration_name,
+                                     checksum=web.configuration_checksum, policies=web.failure_policies,
+                                     serving=lambda: https.serving() and not manager.readiness.failing())
+        manager.add_runnable(arming)
+        hook.readiness.note("failure-policies", arming.status)
     return hook
 
 

@@ -402,40 +402,60 @@ def test_the_node_agent_runs_under_its_own_account(kube_api_rbac: KubeApi, chart
     assert "Traceback" not in text and "forbidden" not in text.lower(), text
 
 
-def test_the_webhooks_account_changes_only_the_ca_bundle_of_its_configurations(
+def test_the_webhooks_account_changes_only_the_ca_bundle_and_the_failure_policies_of_its_configurations(
         kube_api_rbac: KubeApi, chart_access: list[Doc], as_user: Any) -> None:
-    """The chart's ``<fullname>-ca-bundle-only`` policy: the caBundle patch passes, every other
-    change by the webhook's account (a rule, failurePolicy, another field) is refused."""
+    """The chart's ``<fullname>-ca-bundle-only`` policy: the caBundle patch passes, and arming: a
+    webhook's failurePolicy to Ignore or to its intended policy (the annotation, which the account
+    may not change), ``kustodian.io/armed-for`` to the configuration's checksum; every other change
+    by the webhook's account (a rule, a policy nobody intended, another field) is refused."""
     assert any(d["kind"] == "ValidatingAdmissionPolicy" and d["metadata"]["name"] == f"{FULLNAME}-ca-bundle-only"
                for d in chart_access)
     admin = kube_api_rbac.client
     webhook = as_user(WEBHOOK)
+    intent = {"kustodian.io/failure-policies": "noop.kustodian.io=Fail", "kustodian.io/configuration-checksum": "c1"}
     for res, kind in ((VALIDATING_WEBHOOKS, "ValidatingWebhookConfiguration"),
                       (MUTATING_WEBHOOKS, "MutatingWebhookConfiguration")):
-        with contextlib.suppress(AlreadyExists):
-            admin.create(res, _hook_config(kind, FULLNAME))
+        config = _hook_config(kind, FULLNAME)
+        config["metadata"]["annotations"] = dict(intent)
+        config["webhooks"][0]["failurePolicy"] = "Ignore"  # as the chart installs it
+        with contextlib.suppress(NotFound):  # another test's, without the chart's annotations
+            admin.delete(res, FULLNAME)
+        admin.create(res, config)
 
         def patched(ops: list[dict[str, Any]], res: Any = res) -> Any:
             return webhook.patch(res, FULLNAME, ops, patch_type="json")
 
         # the policy is enforced once the API server has compiled it: wait on a refused change
         ca = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
-        def failure_policy_refused(res: Any = res) -> bool:
+        def timeout_refused(res: Any = res) -> bool:
             try:
-                patched([{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}])
+                patched([{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 1}])
             except (Forbidden, Invalid) as exc:
-                assert "caBundle" in str(exc), exc
+                assert "the webhook's account" in str(exc), exc
                 return True
-            admin.patch(res, FULLNAME, [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}],
+            admin.patch(res, FULLNAME, [{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 10}],
                         patch_type="json")
             return False
 
-        wait_for(failure_policy_refused, f"{kind}: the webhook account's failurePolicy change refused", 30, 0.2)
+        wait_for(timeout_refused, f"{kind}: the webhook account's timeout change refused", 30, 0.2)
         patched([{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": ca}])
         assert admin.get(res, FULLNAME)["webhooks"][0]["clientConfig"]["caBundle"] == ca
+        # arming and disarming: the intended policy and Ignore, the configuration's own checksum
+        armed_for = "/metadata/annotations/kustodian.io~1armed-for"
+        for ops in ([{"op": "add", "path": armed_for, "value": "c1"}],
+                    [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}],
+                    [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}],
+                    [{"op": "remove", "path": armed_for}]):
+            patched(ops)
+        admin.patch(res, FULLNAME, {"metadata": {"annotations": {
+            "kustodian.io/failure-policies": "noop.kustodian.io=Ignore"}}})  # now nobody intends Fail
         before = admin.get(res, FULLNAME)
         refused_changes: list[list[dict[str, Any]]] = [
-            [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}],
+            [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}],  # not intended
+            [{"op": "replace", "path": "/metadata/annotations/kustodian.io~1failure-policies",
+              "value": "noop.kustodian.io=Fail"}],
+            [{"op": "add", "path": armed_for, "value": "another-configuration"}],
+            [{"op": "add", "path": "/metadata/annotations/other", "value": "x"}],
             [{"op": "replace", "path": "/webhooks/0/rules/0/operations", "value": ["UPDATE"]}],
             [{"op": "replace", "path": "/webhooks/0/rules", "value": []}],
             [{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 1}],
@@ -446,17 +466,18 @@ def test_the_webhooks_account_changes_only_the_ca_bundle_of_its_configurations(
             [{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}],
             # a caBundle change smuggling another one in
             [{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": ca[:-4] + "Cg=="},
-             {"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}],
+             {"op": "replace", "path": "/webhooks/0/rules", "value": []}],
         ]
         for ops in refused_changes:
             with pytest.raises((Forbidden, Invalid)) as refused:
                 patched(ops)
-            assert "caBundle" in str(refused.value) or "only patches" in str(refused.value), (ops, refused.value)
-        with pytest.raises((Forbidden, Invalid)):  # delete: RBAC (get/patch only)
+            message = str(refused.value)
+            assert "the webhook's account" in message or "armed-for" in message, (ops, message)
+        with pytest.raises((Forbidden, Invalid)):  # delete: RBAC (get/list/watch/patch only)
             webhook.delete(res, FULLNAME)
         after = admin.get(res, FULLNAME)
         assert after["webhooks"] == before["webhooks"] and after["metadata"].get("labels") == before["metadata"].get(
-            "labels"), kind
+            "labels") and after["metadata"].get("annotations") == before["metadata"].get("annotations"), kind
     # the admin (no policy binding matches it) may still change anything
     admin.patch(VALIDATING_WEBHOOKS, FULLNAME, [{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 5}],
                 patch_type="json")

@@ -169,7 +169,7 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
     # caBundle: get/patch on exactly the chart's two configurations
     (hooks_rule,) = [r for r in _rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook")
                      if r["apiGroups"] == ["admissionregistration.k8s.io"]]
-    assert hooks_rule["resourceNames"] == [FULLNAME] and hooks_rule["verbs"] == ["get", "patch"]
+    assert hooks_rule["resourceNames"] == [FULLNAME] and hooks_rule["verbs"] == ["get", "list", "watch", "patch"]
     for g, r in [("", "persistentvolumes"), ("", "persistentvolumeclaims"), ("storage.k8s.io", "storageclasses"),
                  ("", "namespaces"), ("ceph.rook.io", "cephblockpools"), ("ceph.rook.io", "cephnfses"),
                  ("objectbucket.io", "objectbucketclaims"), ("objectstorage.k8s.io", "buckets"),
@@ -180,11 +180,13 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
         for rule in d["rules"]:
             if set(rule["verbs"]) - {"list", "watch", "create"} or "configmaps" in rule["resources"]:
                 assert rule.get("resourceNames"), rule
-    # without in-process rotation the webhook writes events and its policy reports only
+    # without in-process rotation the webhook writes events and its policy reports, and arms its configurations' failure
+    # policies (by name; the ValidatingAdmissionPolicy narrows what it may change)
     helm_tls = _grants(_rules_of(rendered["helm-tls"], "ClusterRole", f"{FULLNAME}-webhook"))
     helm_tls |= _grants(_rules_of(rendered["helm-tls"], "Role", f"{FULLNAME}-webhook"))
-    assert {(g, r, v) for g, r, v in helm_tls if v not in ("get", "list", "watch")} == {("", "events", "create")} | \
-        reports
+    assert {(g, r, v) for g, r, v in helm_tls if v not in ("list", "watch", "get")} == {
+        ("", "events", "create"), ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch"),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch")} | reports
 
     agent = set().union(*(_grants(d["rules"]) for d in find(docs, "Role")
                           if d["metadata"]["name"].startswith(f"{FULLNAME}-node-agent")))
@@ -293,17 +295,20 @@ def test_webhooks_are_scoped_to_exactly_what_the_features_handle(name: str, rend
         else:
             assert expr["operator"] == "NotIn"
             assert {"kube-system", "kube-node-lease", NAMESPACE} <= set(expr["values"])
+    # installed Ignore, every one: a serving replica arms the intended policies
+    assert {h["failurePolicy"] for h in hooks.values()} <= {"Ignore"}
+    intended = webhooks(rendered[name], arm=True)
     if "deletion-guard.kustodian.io" in hooks:
-        guard = hooks["deletion-guard.kustodian.io"]
+        guard = intended["deletion-guard.kustodian.io"]
         assert (guard["failurePolicy"], guard["timeoutSeconds"]) == ("Fail", 3)
     if "reclaim-space.kustodian.io" in hooks:
-        mut = hooks["reclaim-space.kustodian.io"]
+        mut = intended["reclaim-space.kustodian.io"]
         assert (mut["failurePolicy"], mut["timeoutSeconds"], mut["reinvocationPolicy"]) == ("Ignore", 2, "Never")
         assert mut["clientConfig"]["service"]["path"] == "/mutate"
         cfg = hooks["reclaim-config-validation.kustodian.io"]
         assert cfg["matchConditions"][0]["expression"] == "request.name == 'kustodian-reclaim-config'"
     if "capacity-validation.kustodian.io" in hooks:
-        cap = hooks["capacity-validation.kustodian.io"]
+        cap = intended["capacity-validation.kustodian.io"]
         # csi-baremetal's own objects (Kustodian has no AC/ACR CRD), and its extender must not
         # be stopped by Kustodian being down
         assert (cap["rules"][0]["apiGroups"], cap["rules"][0]["apiVersions"]) == (["csi-baremetal.dell.com"], ["v1"])
@@ -315,7 +320,7 @@ def test_the_rules_match_the_configurations_the_tests_use(rendered: dict[str, li
     """kustodian.testing.webhooks is the chart's rendering with only the client config swapped: the
     schedule validator's matchConditions, the config validator's split and every policy are the
     production ones (given the same values and namespace)."""
-    ours = webhooks(rendered["default"])
+    ours = webhooks(rendered["default"], arm=True)
     theirs = {w["name"]: w for c in webhook_configurations("https://x", "Y", values={}, namespace=NAMESPACE)
               for w in c["webhooks"]}
     assert set(theirs) == set(ours)
@@ -550,11 +555,21 @@ def test_the_node_agent_follows_longhorns_auto_deletion_unless_the_chart_overrid
                     "reclaimMutation": {"failurePolicy": "Fail", "timeoutSeconds": 5}}},
      {"deletion-guard.kustodian.io": ("Ignore", 10), "reclaim-space-validation.kustodian.io": ("Ignore", 1),
       "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Fail", 5)}),
-], ids=["defaults", "overridden"])
+    # warn and audit never refuse, so they never fail closed (derived from the mode) ...
+    ({"admission": {"deletionGuard": {"mode": "warn"}, "reclaimValidation": {"mode": "audit"}}},
+     {"deletion-guard.kustodian.io": ("Ignore", 3), "reclaim-space-validation.kustodian.io": ("Ignore", 3),
+      "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Ignore", 2)}),
+    # ... unless the admin says so
+    ({"admission": {"deletionGuard": {"mode": "warn", "failurePolicy": "Fail"}}},
+     {"deletion-guard.kustodian.io": ("Fail", 3), "reclaim-space-validation.kustodian.io": ("Fail", 3),
+      "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Ignore", 2)}),
+], ids=["defaults", "overridden", "warn-and-audit", "warn-set-fail"])
 def test_failure_policy_and_timeout_are_values_per_webhook(
         values: dict[str, Any], want: dict[str, tuple[str, int]], tmp_path: Path) -> None:
-    hooks = webhooks(render(values, tmp_path, include_crds=False))
+    docs = render(values, tmp_path, include_crds=False)
+    hooks = webhooks(docs, arm=True)
     assert {n: (h["failurePolicy"], h["timeoutSeconds"]) for n, h in hooks.items()} == want
+    assert {h["failurePolicy"] for h in webhooks(docs).values()} == {"Ignore"}  # until a replica arms them
 
 
 @pytest.mark.parametrize(("guard", "condition"), [
