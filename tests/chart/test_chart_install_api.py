@@ -225,7 +225,7 @@ def test_a_rook_only_cluster_installs_with_the_readmes_command_and_warn_never_bl
 def test_an_enforce_install_refuses_nothing_until_a_replica_serves_then_fails_closed(
         clean: KubeApi, apps: str, tmp_path: Path) -> None:
     api = clean
-    install(api, free_port(), *ENFORCE)
+    installed = install(api, free_port(), *ENFORCE)
     rook_pool_with_a_volume(api, "pv-data")
     # the image is not there (no kubelet here at all): no replica ever serves, nothing refuses
     assert {h["failurePolicy"] for h in webhooks(api).values()} == {"Ignore"}
@@ -235,8 +235,17 @@ def test_an_enforce_install_refuses_nothing_until_a_replica_serves_then_fails_cl
 
     # csi-addons' ConfigMap named though nothing grants reading it (no csi-addons here): the
     # convenience path never keeps a replica from serving, and it says what is in force
+    # the NOTES' look at the arming, run as printed: not armed yet
+    look = notes_command(installed.stdout, "kubectl get validatingwebhookconfiguration,")
+    assert armed_columns(shell(api, look).stdout) == [("<none>", "Ignore,Ignore,Ignore"), ("<none>", "Ignore")]
     with replica(api, tmp_path / "a", "--reclaim-csi-addons-config=csi-addons-system/csi-addons-config") as proc:
         took = armed_within(api, proc, tmp_path / "a")
+        checksum = _armed_for(api)
+        assert checksum
+        wait_while_running(proc, tmp_path / "a" / "webhook.log",  # both armed in one pass, one after the other
+                           lambda: armed_columns(shell(api, look).stdout) == [(checksum, "Fail,Fail,Ignore"),
+                                                                              (checksum, "Ignore")],
+                           "the NOTES' table to show both configurations armed", 10)
         assert policy(api, SCHEDULES) == "Fail" and policy(api, "reclaim-space.kustodian.io") == "Ignore"
         readyz = httpx.get(f"http://{(tmp_path / 'a' / 'readyz').read_text()}/readyz", timeout=5)
         assert readyz.status_code == 200, readyz.text
@@ -265,6 +274,29 @@ def test_an_enforce_install_refuses_nothing_until_a_replica_serves_then_fails_cl
     shell(api, patch)
     assert policy(api) == "Ignore"
     assert delete_pool(api).returncode == 0
+
+
+def notes_command(output: str, starts: str) -> str:
+    """The one command of helm's NOTES (in ``output``) that starts with ``starts``, its continuation
+    lines joined."""
+    lines = output.split("NOTES:", 1)[1].splitlines()
+    for i, line in enumerate(lines):
+        if line.strip().startswith(starts):
+            command = line.strip()
+            for more in lines[i + 1:]:
+                if not command.endswith("\\"):
+                    break
+                command = command[:-1] + more.strip()
+            return command
+    raise AssertionError(f"the NOTES have no command starting {starts!r}:\n{output}")
+
+
+def armed_columns(table: str) -> list[tuple[str, ...]]:
+    """The NOTES' arming table: (ARMED-FOR, FAILURE-POLICIES) of each row, the validating configuration
+    first (kubectl lists the kinds in the order named)."""
+    header, *rows = table.strip().splitlines()
+    assert header.split() == ["NAME", "ARMED-FOR", "FAILURE-POLICIES"], table
+    return [tuple(row.split()[1:]) for row in rows]
 
 
 def shell(api: KubeApi, block: str, *, path: Sequence[Path] = (),
