@@ -71,6 +71,9 @@ class Built:
     size_bytes: int
     seconds: float
     base: str
+    #: what this build made, whatever the tag names later (podman's store is per machine: another
+    #: checkout's build may retag ``image``)
+    image_id: str = ""
 
     @property
     def size_mb(self) -> float:
@@ -176,17 +179,24 @@ def build_requires() -> list[str]:
         return list(tomllib.load(f)["build-system"]["requires"])
 
 
+def dependencies() -> list[str]:
+    """``[project] dependencies`` of pyproject.toml."""
+    with (REPO / "pyproject.toml").open("rb") as f:
+        return list(tomllib.load(f)["project"]["dependencies"])
+
+
 def ensure_wheels() -> Path:
     """Wheels of the project's dependencies and of its build requirements, on the host.
 
-    The build requirements are no dependency of anything, so ``pip wheel`` of the project alone
-    leaves them out; the image's build (no index) installs them into pip's isolated build
-    environment from here.
+    The build requirements are no dependency of anything, so they are asked for by name; the
+    image's build (no index) installs them into pip's isolated build environment from here. The
+    dependencies are asked for as pyproject.toml lists them, not through the project, so that
+    resolving them does not compile the project (its wheel is built by make dist and in the image).
     """
     wheels = CACHE / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(wheels), str(REPO), *build_requires()],
-         "pip wheel (the project's dependencies)")
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(wheels), *dependencies(),
+          *build_requires()], "pip wheel (the project's dependencies)")
     for own in wheels.glob("kustodian-*.whl"):  # built from source inside the image, never reused
         own.unlink()
     return wheels
@@ -203,17 +213,21 @@ def build(image: str = IMAGE, base: str | None = None) -> Built:
     base = base or ensure_base()
     wheels = ensure_wheels()
     version = project_version()
+    iidfile = CACHE / f"iid-{os.getpid()}"
     podman("build", "--pull=never", "--layers", "-f", str(REPO / "Dockerfile"), "-t", image,
-           "-t", f"localhost/kustodian:{version}",
+           "-t", f"localhost/kustodian:{version}", "--iidfile", str(iidfile),
            "--build-arg", f"BASE={base}", "--build-arg", "PIP_NO_INDEX=1",
            "--build-arg", "PIP_FIND_LINKS=/wheels", "-v", f"{wheels}:/wheels:ro",
            "--build-arg", f"VERSION={version}", "--build-arg", f"REVISION={source_commit()}",
            str(REPO), what="podman build")
-    return Built(image, image_size(image), time.monotonic() - started, base)
+    image_id = iidfile.read_text().strip()
+    iidfile.unlink()
+    return Built(image, image_size(image_id), time.monotonic() - started, base, image_id)
 
 
 def save_oci_archive(image: str, target: Path) -> Path:
-    """``image`` as an OCI archive at ``target``, named as a release publishes it
+    """``image`` (a name or, better, the ID a build made) as an OCI archive at ``target``, named as a
+    release publishes it
     (``ghcr.io/kustodian/kustodian:<version>``): what ``podman load`` / ``skopeo copy oci-archive:``
     take, and what the release workflow's registry gets."""
     name = f"{PUBLISHED}:{project_version()}"
@@ -240,7 +254,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         built = build(args.image)
-        archive = save_oci_archive(args.image, args.oci_archive) if args.oci_archive else None
+        archive = save_oci_archive(built.image_id, args.oci_archive) if args.oci_archive else None
     except (ImageError, subprocess.TimeoutExpired) as exc:
         sys.stderr.write(f"image: {exc}\n")
         return 1
