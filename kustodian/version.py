@@ -9,11 +9,15 @@ package metadata, which the build wrote from that line. The chart's ``version`` 
 
 The commit: a build records it (``setup.py`` writes it into the package as ``COMMIT``, from git or
 from ``KUSTODIAN_BUILD_COMMIT``, the image build's way, since the image's build context holds no
-``.git``); a package imported from a git checkout (an editable install, ``make venv``) asks git.
-A wheel built from an sdist keeps the commit the sdist recorded. Neither: no commit is claimed.
+``.git``); a package imported from a git checkout (an editable install, ``make venv``) reads the
+checkout's HEAD. A wheel built from an sdist keeps the commit the sdist recorded. Neither: no
+commit is claimed.
 
-Shown by ``kustodian version`` / ``--version`` and sent in every request's ``User-Agent``
-(:func:`user_agent`), client-go's form, so an API server's audit log names the build that wrote.
+Shown by ``kustodian version`` / ``--version`` (:func:`build_info`; in a checkout it also asks git
+whether tracked files changed: "-dirty") and sent in every request's ``User-Agent``
+(:func:`user_agent`, client-go's form, so an API server's audit log names the build that wrote). The
+User-Agent is made for every client a process opens, the CLI's completion included: it reads HEAD
+from the checkout's files and never runs git.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from functools import cache
 from importlib import metadata, resources
 from pathlib import Path
 
-__all__ = ["BuildInfo", "build_info", "user_agent"]
+__all__ = ["BuildInfo", "build_info", "git_commit", "head_commit", "user_agent"]
 
 PACKAGE = "kustodian"
 #: the file a build writes into the package (setup.py); absent in a source tree
@@ -104,25 +108,55 @@ def git_commit(tree: Path) -> str | None:
     return sha + ("-dirty" if status else "")
 
 
-def _commit() -> str | None:
+def head_commit(tree: Path) -> str | None:
+    """The commit checked out at ``tree``, read from its git files (no git process): ``.git`` (a
+    directory, or a worktree's ``gitdir:`` file), ``HEAD``, the ref it names (loose, or in
+    ``packed-refs`` of the common directory). None when anything is missing or unexpected."""
+    try:
+        dot_git = tree / ".git"
+        gitdir = dot_git
+        if dot_git.is_file():
+            gitdir = (tree / dot_git.read_text().strip().removeprefix("gitdir: ")).resolve()
+        common = (gitdir / (gitdir / "commondir").read_text().strip()).resolve() if (
+            gitdir / "commondir").is_file() else gitdir
+        head = (gitdir / "HEAD").read_text().strip()
+        if not head.startswith("ref: "):
+            return head if _COMMIT.match(head) else None
+        ref = head.removeprefix("ref: ")
+        for place in (gitdir / ref, common / ref):
+            if place.is_file():
+                sha = place.read_text().strip()
+                return sha if _COMMIT.match(sha) else None
+        packed = common / "packed-refs"
+        for line in packed.read_text().splitlines() if packed.is_file() else []:
+            sha, _, name = line.partition(" ")
+            if name == ref and _COMMIT.match(sha):
+                return sha
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
+
+
+@cache
+def _recorded() -> str | None:
     try:
         recorded = resources.files(PACKAGE).joinpath(COMMIT_FILE).read_text().strip()
     except (OSError, FileNotFoundError):
-        recorded = ""
-    if _COMMIT.match(recorded):
-        return recorded
-    return git_commit(_package_dir().parent)
+        return None
+    return recorded if _COMMIT.match(recorded) else None
 
 
 @cache
 def build_info() -> BuildInfo:
     """Read once per process: the version and commit cannot change under a running process."""
-    return BuildInfo(version=_version(), commit=_commit(), python=platform.python_version(),
-                     platform=f"{sys.platform}/{platform.machine()}")
+    return BuildInfo(version=_version(), commit=_recorded() or git_commit(_package_dir().parent),
+                     python=platform.python_version(), platform=f"{sys.platform}/{platform.machine()}")
 
 
+@cache
 def user_agent(component: str) -> str:
     """client-go's ``<command>/<version> (<os>/<arch>) kubernetes/<commit>`` for Kustodian:
-    ``kustodian-webhook/0.2.0 (linux/x86_64) kustodian/1a2b3c4d5e6f``."""
-    info = build_info()
-    return f"{component}/{info.version} ({info.platform}) kustodian/{info.short_commit or 'unknown'}"
+    ``kustodian-webhook/0.2.0 (linux/x86_64) kustodian/1a2b3c4d5e6f`` (no git process: see above)."""
+    commit = _recorded() or head_commit(_package_dir().parent)
+    short = BuildInfo(_version(), commit, "", "").short_commit or "unknown"
+    return f"{component}/{_version()} ({sys.platform}/{platform.machine()}) kustodian/{short}"

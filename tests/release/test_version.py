@@ -24,7 +24,7 @@ import yaml
 
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import ClusterConfig
-from kustodian.version import build_info, git_commit, user_agent
+from kustodian.version import build_info, git_commit, head_commit, user_agent
 from release.changelog import cut
 from release.version import REPO, check_tag, places, problems, project_version, set_version
 from tests.cli.support import run
@@ -114,8 +114,38 @@ def test_the_user_agent_names_the_version_and_the_commit(recorder: tuple[str, li
     finally:
         client.close()
     info = build_info()
-    assert seen == [f"{component}/{VERSION} ({info.platform}) kustodian/{_short(git_commit(REPO))}"]
+    head = _git(REPO, "rev-parse", "HEAD")  # the User-Agent reads HEAD without running git: no -dirty
+    assert seen == [f"{component}/{VERSION} ({info.platform}) kustodian/{head[:12]}"]
     assert seen == [user_agent(component)]
+
+
+def _git(tree: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(tree), *args], capture_output=True, text=True, check=True,
+                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t",
+                               "GIT_COMMITTER_EMAIL": "t@example.com", "HOME": str(tree), "PATH": "/usr/bin:/bin"},
+                          ).stdout.strip()
+
+
+def test_head_is_read_from_the_checkouts_files_as_git_reads_it(tmp_path: Path) -> None:
+    """head_commit (no git process, for every User-Agent) against git itself: this worktree, a loose
+    ref, packed refs, a detached HEAD; nothing claimed outside a checkout."""
+    assert head_commit(REPO) == _git(REPO, "rev-parse", "HEAD")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q", "-b", "main")
+    (repo / "f").write_text("1")
+    _git(repo, "add", "f")
+    _git(repo, "commit", "-q", "-m", "one")
+    assert head_commit(repo) == _git(repo, "rev-parse", "HEAD")
+    _git(repo, "pack-refs", "--all")
+    assert not (repo / ".git" / "refs" / "heads" / "main").exists()
+    assert head_commit(repo) == _git(repo, "rev-parse", "HEAD")
+    first = _git(repo, "rev-parse", "HEAD")
+    (repo / "f").write_text("2")
+    _git(repo, "commit", "-q", "-am", "two")
+    _git(repo, "checkout", "-q", "--detach", first)
+    assert head_commit(repo) == first
+    assert head_commit(tmp_path) is None
 
 
 # ---------------------------------------------------------------------------------- hand-broken trees
