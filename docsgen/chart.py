@@ -42,7 +42,8 @@ _GROUP = re.compile(rf"^(?P<names>{_NAME}(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+){
 #: values that hold a raw Kubernetes object or a free-form map (labels): one value, documented as a
 #: whole, whatever its default
 RAW = frozenset({"affinity", "topologySpreadConstraints", "tolerations", "nodeSelector", "resources",
-                 "podSecurityContext", "securityContext", "tlsConfig", "labels", "annotations"})
+                 "podSecurityContext", "securityContext", "tlsConfig", "labels", "annotations",
+                 "updateStrategy"})
 
 
 @dataclass(frozen=True)
