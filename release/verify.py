@@ -12,6 +12,9 @@ release would publish, each by the tool its users run, one line per check:
 - ``helm lint --strict`` of the packaged chart (its ``helm install`` on a real API server is
   ``tests/chart/test_chart_package_api.py``, which takes this ``.tgz`` when ``KUSTODIAN_TEST_DIST`` names
   the folder);
+- with ``--clean-checkout`` (CI): the artifacts come from a clean checkout, the commit they
+  recorded without ``-dirty`` and no file in the tree that git does not track or ignore (an
+  untracked module would be packaged into the sdist and the wheel, a modified one is "-dirty");
 - the wheel alone in a fresh virtualenv (no editable install, the repository not on ``sys.path``,
   run from an empty directory, dependencies offline from the wheel cache): ``kustodian --version``
   is the chart's appVersion and this commit, and the real kubectl runs ``kubectl kustodian --help``
@@ -248,7 +251,24 @@ def check_fresh_venv(dist: Path) -> str:
     return f"fresh venv from {wheel.name} alone: {line.stdout.strip()}; kubectl kustodian --help answers"
 
 
-def checks(with_image: bool = True) -> list[tuple[str, Check]]:
+def check_clean_checkout(dist: Path) -> str:
+    meta, _ = _wheel_metadata(_one(dist, "kustodian-*.whl"))
+    assert meta["COMMIT"] and not meta["COMMIT"].endswith("-dirty"), (
+        f"the wheel recorded commit {meta['COMMIT']!r}: built from a tree with uncommitted changes"
+    )
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+        cwd=REPO,
+    ).stdout.splitlines()
+    assert not status, f"the checkout is not clean: {', '.join(line[3:] for line in status[:10])}"
+    return f"built from a clean checkout of {meta['COMMIT'][:12]}"
+
+
+def checks(with_image: bool = True, clean_checkout: bool = False) -> list[tuple[str, Check]]:
     found: list[tuple[str, Check]] = [
         ("checksums", check_sums),
         ("twine", check_twine),
@@ -259,6 +279,8 @@ def checks(with_image: bool = True) -> list[tuple[str, Check]]:
     ]
     if with_image:
         found.insert(4, ("image", check_image))
+    if clean_checkout:
+        found.insert(0, ("clean checkout", check_clean_checkout))
     return found
 
 
@@ -266,9 +288,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m release.verify", description=__doc__.split("\n")[0])
     parser.add_argument("dist", nargs="?", type=Path, default=REPO / "dist")
     parser.add_argument("--no-image", action="store_true", help="a dist built without the image")
+    parser.add_argument(
+        "--clean-checkout",
+        action="store_true",
+        help="also prove the artifacts come from a clean checkout (CI; a release)",
+    )
     args = parser.parse_args(argv)
     failed = 0
-    for name, check in checks(with_image=not args.no_image):
+    for name, check in checks(with_image=not args.no_image, clean_checkout=args.clean_checkout):
         started = time.monotonic()
         try:
             said = check(args.dist.resolve())
