@@ -6,7 +6,8 @@
 - each storage system's pinned commit on the page is the one in ../shared/upstream's table, and
   every project of that table has a row;
 - the Helm 3 and Helm 4 versions are those of the binaries the chart tests run, the API server's
-  Kubernetes version is kube-testserver's, kubectl's is the one the tests run.
+  Kubernetes version is kube-testserver's, kubectl's is the one the tests run, and the pair of
+  versions whose schemas every rendered object is checked against is the one the chart test uses.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 
 from kustodian.testing.tools import ensure_helm3, ensure_tools
 from kustodian.testing.upstream import upstream_dir
+from tests.chart.test_chart_values import supported_versions
 from tests.conftest import unavailable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -135,6 +137,8 @@ def test_the_helm_and_kubernetes_versions_are_those_the_tests_run() -> None:
                                                                "README.md").read_text())
     assert apiserver, "kube-testserver's README no longer names its k8s.io/apiserver version"
     assert f"1.{apiserver[1]} (API server)" in rows, sorted(rows)
+    oldest, newest = (v.rsplit(".", 1)[0] for v in supported_versions())  # the schema-checked pair
+    assert f"{oldest} (the chart's `kubeVersion` floor) and {newest}" in rows, sorted(rows)
 
 
 @pytest.mark.parametrize("page", ["README.md", "docs/index.md"])
