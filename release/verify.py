@@ -251,7 +251,7 @@ def check_fresh_venv(dist: Path) -> str:
     return f"fresh venv from {wheel.name} alone: {line.stdout.strip()}; kubectl kustodian --help answers"
 
 
-def check_clean_checkout(dist: Path) -> str:
+def check_clean_checkout(dist: Path, repo: Path = REPO) -> str:
     meta, _ = _wheel_metadata(_one(dist, "kustodian-*.whl"))
     assert meta["COMMIT"] and not meta["COMMIT"].endswith("-dirty"), (
         f"the wheel recorded commit {meta['COMMIT']!r}: built from a tree with uncommitted changes"
@@ -262,7 +262,7 @@ def check_clean_checkout(dist: Path) -> str:
         text=True,
         timeout=60,
         check=True,
-        cwd=REPO,
+        cwd=repo,
     ).stdout.splitlines()
     assert not status, f"the checkout is not clean: {', '.join(line[3:] for line in status[:10])}"
     return f"built from a clean checkout of {meta['COMMIT'][:12]}"
