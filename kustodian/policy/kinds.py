@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 
 __all__ = ["BUILTIN_GROUPS", "BUILTIN_KINDS", "KNOWN_CRD_KINDS", "KnownKind", "chart_table", "close_kinds",
-           "kind_problem", "known_kind", "match_kind", "suggestions"]
+           "english_plural", "kind_problem", "known_kind", "match_kind", "resource_name", "suggestions"]
 
 
 @dataclass(frozen=True)
@@ -159,6 +159,27 @@ _BY_KEY = {k.key: k for k in _ALL}
 
 def known_kind(key: str) -> KnownKind | None:
     return _BY_KEY.get(key)
+
+
+def english_plural(kind: str) -> str:
+    """English plural of a Kind: ``CephNFS`` -> ``CephNFSes``, ``StorageClass`` -> ``StorageClasses``,
+    ``Policy`` -> ``Policies`` (the rule a CRD's author usually follows for its resource name)."""
+    if kind == "Endpoints":
+        return kind
+    lower = kind.lower()
+    if lower.endswith(("s", "x", "z", "ch", "sh")):
+        return kind + "es"
+    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u", ""):
+        return kind[:-1] + "ies"
+    return kind + "s"
+
+
+def resource_name(key: str) -> str:
+    """The resource (plural) the API serves kind ``key`` under, as the chart's webhook rules name it
+    (``kustodian.kindResource``): the table's for a known kind, else the lower-cased English plural.
+    Discovery knows better for a served CRD; this is what is known offline."""
+    known = _BY_KEY.get(key)
+    return known.plural if known is not None else english_plural(key.partition(".")[0]).lower()
 
 
 def _aliases() -> dict[str, str]:

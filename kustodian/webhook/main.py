@@ -171,6 +171,9 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
         # that admin deletion rules may need stays separate
         caches.update(reclaim.config_caches(client))
     view = CacheView(caches, kinds)
+    # a kind's reviews are routed by the resource discovery serves it under (a CRD may not
+    # follow the English plural the chart's rules assume); ``caches`` follows CRDs as they come
+    registry.discovered = lambda kind: caches[kind].resource.plural if kind in caches else None
     liveness = None
     if rules is not None:  # the guard never allows on a connection it has not proven alive (issue 32)
         web = settings.webhook
