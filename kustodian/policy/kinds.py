@@ -112,6 +112,7 @@ BUILTIN_GROUPS: frozenset[str] = frozenset(k.group for k in BUILTIN_KINDS) | fro
 """Groups whose kinds are fixed by the Kubernetes release: a kind there not in the table does not exist."""
 
 _ROOK = "ceph.rook.io"
+_CEPH_CSI = "csi.ceph.io"
 KNOWN_CRD_KINDS: tuple[KnownKind, ...] = (
     _k("snapshot.storage.k8s.io", "VolumeSnapshot", "volumesnapshots", True, "vs"),
     _k("snapshot.storage.k8s.io", "VolumeSnapshotContent", "volumesnapshotcontents", False, "vsc"),
@@ -143,6 +144,14 @@ KNOWN_CRD_KINDS: tuple[KnownKind, ...] = (
     _k(_ROOK, "CephObjectStoreAccount", "cephobjectstoreaccounts", True),
     _k(_ROOK, "CephNVMeOFGateway", "cephnvmeofgateways", True, "nvmeof"),
     _k(_ROOK, "CephCOSIDriver", "cephcosidrivers", True, "cephcosi"),
+    # ceph-csi-operator (Rook's CSI drivers since v1.18; the admin's objects since v1.20): its CRDs
+    # declare no short names
+    _k(_CEPH_CSI, "ClientProfile", "clientprofiles", True),
+    _k(_CEPH_CSI, "ClientProfileMapping", "clientprofilemappings", True),
+    _k(_CEPH_CSI, "ClientProfileReplication", "clientprofilereplications", True),
+    _k(_CEPH_CSI, "CephConnection", "cephconnections", True),
+    _k(_CEPH_CSI, "Driver", "drivers", True),
+    _k(_CEPH_CSI, "OperatorConfig", "operatorconfigs", True),
     _k("longhorn.io", "Volume", "volumes", True, "lhv"),
     _k("longhorn.io", "Replica", "replicas", True, "lhr"),
     _k("longhorn.io", "Engine", "engines", True, "lhe"),
@@ -151,7 +160,8 @@ KNOWN_CRD_KINDS: tuple[KnownKind, ...] = (
     _k("longhorn.io", "RecurringJob", "recurringjobs", True, "lhrj"),
 )
 """CRDs Kustodian's users install (external-snapshotter, COSI, lib-bucket-provisioner, Rook,
-Longhorn): not served by every cluster, but spelt here so a wrong letter case is caught offline."""
+ceph-csi-operator, Longhorn): not served by every cluster, but spelt here so a wrong letter case is
+caught offline."""
 
 _ALL = BUILTIN_KINDS + KNOWN_CRD_KINDS
 _BY_KEY = {k.key: k for k in _ALL}
