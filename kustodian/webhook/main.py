@@ -184,6 +184,9 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
         caches.update(reclaim.config_caches(client))
         csi_addons = reclaim.csi_addons_cache(client)
     view = CacheView(caches, kinds)
+    # a kind's reviews are routed by the resource discovery serves it under (a CRD may not
+    # follow the English plural the chart's rules assume); ``caches`` follows CRDs as they come
+    registry.discovered = lambda kind: caches[kind].resource.plural if kind in caches else None
     liveness = None
     if rules is not None:  # the guard never allows on a connection it has not proven alive (issue 32)
         web = settings.webhook
