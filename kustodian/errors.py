@@ -20,6 +20,8 @@ that raised them) are left out, and the test says so::
      │    ├── RobfigError               policy.reclaim.robfig   robfig/cron refused the spec
      │    ├── DurationError             policy.reclaim.duration not a Go duration
      │    ├── RuleError                 policy.deletion.rules   deletion rules that cannot be used
+     │    ├── FailurePolicyError        policy.failure_policy   a webhook-name=Fail|Ignore list that
+     │    │                                                     does not parse
      │    ├── CertificateError          certs.errors            a certificate cannot be issued or
      │    │    │                                                loaded
      │    │    ├── InvalidCertificateRequest certs.errors       inputs we will not issue for

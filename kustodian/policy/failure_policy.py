@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kustodian.errors import ConfigError
 from kustodian.policy.objects import RawObject, map_field, str_field
 
 __all__ = [
@@ -44,7 +45,7 @@ DISARMED = "Ignore"
 Policy = Literal["Fail", "Ignore"]
 
 
-class FailurePolicyError(ValueError):
+class FailurePolicyError(ConfigError):
     """A ``name=Policy,...`` text that does not parse (a flag's value or an annotation)."""
 
 

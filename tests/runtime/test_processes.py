@@ -65,7 +65,7 @@ def test_the_webhook_is_one_manager_and_nothing_in_it_needs_the_leader(kube_api:
     assert manager.leader_election is None
     assert manager.describe() == [("cert-manager", False), ("followed-kinds", False), ("api-liveness", False),
                                   ("deletion-guard-warmer", False), ("provider-metrics", False),
-                                  ("csi-addons-config", False), ("cache-sync-report", False),
+                                  ("policy-reports", False), ("csi-addons-config", False), ("cache-sync-report", False),
                                   ("https-server", False)]
     assert manager.reconcilers == []
 
@@ -78,7 +78,8 @@ def test_the_webhook_with_certificate_files_and_no_guard_runs_no_cert_manager_no
                                deletion_guard={"enabled": False})
     manager, _ = build_webhook(settings, kube_api.client)
     # csi-addons' ConfigMap is followed apart from the caches that gate readiness (the convenience path)
-    assert manager.describe() == [("followed-kinds", False), ("csi-addons-config", False),
+    # the reclaim findings (StorageClass, Namespace, ConfigMap) still go to the policy reports
+    assert manager.describe() == [("followed-kinds", False), ("policy-reports", False), ("csi-addons-config", False),
                                   ("cache-sync-report", False), ("https-server", False)]
 
 
