@@ -24,8 +24,7 @@ from typing import Any
 
 import yaml
 
-from kustodian.policy.deletion import RuleSet
-from kustodian.policy.deletion.message import plural
+from kustodian.policy.deletion import RuleSet, plural
 from kustodian.testing.tools import ensure_tools
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kustodian"
