@@ -31,7 +31,7 @@ from kustodian.kube.resources import BUILTIN, CRDS, Resource
 log = logging.getLogger(__name__)
 
 CRD_KIND = CRDS.key
-CacheFactory = Callable[[Resource, Mapping[str, Indexer]], WatchCache]
+KindCache = Callable[[Resource, Mapping[str, Indexer]], WatchCache]  # a served kind -> its cache
 
 
 class CacheRegistry(Protocol):
@@ -102,7 +102,7 @@ class FollowedKinds:
     """
 
     def __init__(self, client: KubeClient | None, wanted: Mapping[str, Mapping[str, Indexer]],
-                 resolved: Mapping[str, Resource], *, factory: CacheFactory | None = None,
+                 resolved: Mapping[str, Resource], *, factory: KindCache | None = None,
                  crd_cache: WatchCache | None = None, settle_timeout: float = 10.0,
                  transforms: Mapping[str, Callable[[Obj], Obj]] | None = None,
                  registry: CacheRegistry | None = None) -> None:
