@@ -23,7 +23,7 @@ from typing import Any
 from kustodian.cli.cluster import connect
 from kustodian.cli.explain import load_view
 from kustodian.cli.guard import guard_installed
-from kustodian.cli.output import dump, print_rows, resource_name
+from kustodian.cli.output import dump, print_names, print_rows
 from kustodian.cli.rules import load_rules
 from kustodian.cli.tree import print_forest, wants_tree
 from kustodian.errors import ConfigError
@@ -143,9 +143,8 @@ def report(args: argparse.Namespace) -> int:
     refused, unreadable = _history(args, win) if win is not None else ([], "")
     guard, installed = guard_installed(args) if win is not None else ("", None)
     if args.output == "name":
-        for p in found:
-            print(resource_name(p.provider.kind, p.provider.name))
-        if not found:  # the reason on stderr, as kubectl's "No resources found"
+        # nothing to name: the reason on stderr, as kubectl's "No resources found"
+        if not print_names((p.provider.kind, p.provider.namespace, p.provider.name) for p in found):
             print(_nothing_protected(args, rules, view), file=sys.stderr)
         return 0
     if args.output not in ("table", "wide"):

@@ -73,6 +73,36 @@ warns while they are set.
 {{- $_ := include "kustodian.overlay" (dict "base" $v.nodeAgent "over" $legacy) -}}
 {{- end -}}
 {{- include "kustodian.checkComponents" . -}}
+{{- include "kustodian.checkValues" . -}}
+{{- end -}}
+
+{{/*
+Fails the render on values that cannot work, naming what to set instead. The webhook's two ports
+must differ, and with webhook.hostNetwork neither may be a port the node itself serves.
+serviceAccount.name, which a Helm user may expect from other charts: each component runs under
+its own ServiceAccount, bound to its own rights; one name for all three would hand every pod the
+union of them (the node agent's and the controllers' deletes in the webhook's pods), so the names
+are per component. The schema lets that key through so that this message, not a bare
+"additional properties" error, is what the user reads.
+*/}}
+{{- define "kustodian.checkValues" -}}
+{{- $w := .Values.webhook -}}
+{{- if not (include "kustodian.webhookEnabled" .) -}}
+{{- else if eq (int $w.port) (int .Values.metrics.port) -}}
+{{- fail (printf "webhook.port and metrics.port are both %v: the admission port and the plain-HTTP metrics port must differ; change one" $w.port) -}}
+{{- else if $w.hostNetwork -}}
+{{- /* the node's own listeners: kubelet (10250, read-only 10255, healthz 10248), kube-proxy
+       (metrics 10249, healthz 10256), controller-manager 10257, scheduler 10259, etcd, API server */ -}}
+{{- $taken := dict "10248" "the kubelet's healthz" "10249" "kube-proxy's metrics" "10250" "the kubelet's" "10255" "the kubelet's read-only" "10256" "kube-proxy's healthz" "10257" "kube-controller-manager's" "10259" "kube-scheduler's" "2379" "etcd's" "2380" "etcd's peer" "6443" "the API server's" -}}
+{{- range $key, $port := dict "webhook.port" $w.port "metrics.port" $.Values.metrics.port -}}
+{{- with get $taken (toString (int $port)) -}}
+{{- fail (printf "webhook.hostNetwork is true and %s is %v, %s port on the nodes: with host networking the webhook listens on the node itself; set %s to a free port (e.g. %s)" $key $port . $key (ternary "9443" "9080" (eq $key "webhook.port"))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if hasKey (.Values.serviceAccount | default dict) "name" -}}
+{{- fail "serviceAccount.name is not a value of this chart: each component runs under its own ServiceAccount, with its own rights; name the ones you want: webhook.serviceAccount.name, controllers.serviceAccount.name, nodeAgent.serviceAccount.name (with serviceAccount.create=false to use existing ones; serviceAccount.annotations applies to all three)" -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -235,6 +265,29 @@ topologySpreadConstraints:
 {{- end }}
 {{- end -}}
 
+{{/*
+A workload's update strategy from <component>.updateStrategy (its `strategy` for a Deployment,
+`updateStrategy` for the DaemonSet): rollingUpdate only with type RollingUpdate (or none given),
+as the API server refuses it with Recreate or OnDelete, and Helm's merge of a user's
+`type: Recreate` with the default keeps the default's rollingUpdate. Nothing for {}.
+*/}}
+{{- define "kustodian.updateStrategy" -}}
+{{- $s := . | default dict -}}
+{{- with $s.type }}
+type: {{ . }}
+{{- end }}
+{{- $ru := $s.rollingUpdate | default dict -}}
+{{- if and $ru (or (not $s.type) (eq $s.type "RollingUpdate")) }}
+rollingUpdate:
+  {{- if hasKey $ru "maxUnavailable" }}
+  maxUnavailable: {{ $ru.maxUnavailable }}
+  {{- end }}
+  {{- if hasKey $ru "maxSurge" }}
+  maxSurge: {{ $ru.maxSurge }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* A container's resources: the component's, else the top-level ones, else the given default. */}}
 {{- define "kustodian.resources" -}}
 {{- $r := (.c | default dict).resources | default .root.Values.resources | default .default -}}
@@ -284,14 +337,33 @@ topologySpreadConstraints:
 {{ include "kustodian.fullname" . }}-deletion-rules
 {{- end -}}
 
-{{/* Namespaces no webhook sees: system ones and Kustodian's own. */}}
+{{/*
+Namespaces no webhook sees: system ones and Kustodian's own, ANDed with webhook.namespaceSelector
+(its matchLabels and matchExpressions added to the exclusion, never replacing it).
+*/}}
 {{- define "kustodian.namespaceSelector" -}}
+{{- $sel := .Values.webhook.namespaceSelector | default dict -}}
 namespaceSelector:
+  {{- with $sel.matchLabels }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   matchExpressions:
     - key: kubernetes.io/metadata.name
       operator: NotIn
       values:
         {{- toYaml (concat (list "kube-system" "kube-node-lease" .Release.Namespace) .Values.webhook.excludeNamespaces | uniq) | nindent 8 }}
+    {{- with $sel.matchExpressions }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end -}}
+
+{{/* webhook.objectSelector, for the webhooks that take the namespaceSelector above; nothing when empty. */}}
+{{- define "kustodian.objectSelector" -}}
+{{- with .Values.webhook.objectSelector -}}
+objectSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end -}}
 {{- end -}}
 
 
