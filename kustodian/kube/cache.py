@@ -543,11 +543,14 @@ def _safe_keys(fn: Indexer, obj: Obj) -> tuple[str, ...]:
 class CacheFactory(Protocol):
     """Where a component gets its caches: ``manager.cache`` in a process (one cache per kind, shared
     by every component, see ``runtime.manager``), :class:`StandaloneCaches` for a component used on
-    its own.  ``transform`` defaults to the kind's one slim shape (``kube.slim.TRANSFORMS``)."""
+    its own.  ``transform`` defaults to the kind's one slim shape (``kube.slim.TRANSFORMS``).
+    ``waited=False``: a convenience the process follows but never waits for (not in its readiness,
+    not among the caches its controllers wait on before acting)."""
 
     def __call__(self, resource: Resource, *, namespace: str | None = None,
                  indexers: Mapping[str, Indexer] | None = None, transform: Callable[[Obj], Obj] | None = None,
-                 field_selector: str | None = None, label_selector: str | None = None) -> WatchCache: ...
+                 field_selector: str | None = None, label_selector: str | None = None,
+                 waited: bool = True) -> WatchCache: ...
 
 
 class StandaloneCaches:
@@ -559,7 +562,8 @@ class StandaloneCaches:
 
     def __call__(self, resource: Resource, *, namespace: str | None = None,
                  indexers: Mapping[str, Indexer] | None = None, transform: Callable[[Obj], Obj] | None = None,
-                 field_selector: str | None = None, label_selector: str | None = None) -> WatchCache:
+                 field_selector: str | None = None, label_selector: str | None = None,
+                 waited: bool = True) -> WatchCache:
         return WatchCache(self.client, resource, namespace=namespace, indexers=indexers, transform=transform,
                           field_selector=field_selector, label_selector=label_selector)
 

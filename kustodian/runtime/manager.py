@@ -196,6 +196,7 @@ class Manager:
         self.elector: LeaderElector | None = None
         self.health: HealthServer | None = None
         self._caches: dict[CacheKey, WatchCache] = {}
+        self._waited: set[CacheKey] = set()  # the caches readiness and acting wait for (not conveniences)
         self._caches_running = False  # set while the caches run: a cache asked for now starts at once
         self._cache_lock = threading.RLock()
         self._cache_names: Callable[[], Mapping[str, WatchCache]] = self._caches_by_name
@@ -230,13 +231,16 @@ class Manager:
     def cache(self, resource: Resource, *, namespace: str | None = None,
               indexers: Mapping[str, Indexer] | None = None, transform: Callable[[Obj], Obj] | None = None,
               field_selector: str | None = None, label_selector: str | None = None,
-              backoff_max: float | None = None) -> WatchCache:
+              backoff_max: float | None = None, waited: bool = True) -> WatchCache:
         """The process's one cache of ``resource`` (per namespace and selectors), indexes merged.
 
         ``transform`` is what a cached object is cut down to: the kind's one slim shape
         (``kube.slim.TRANSFORMS``) when not given.  A second asker naming another shape is a bug of
         assembly (one copy cannot be two shapes): refused.  ``backoff_max``: how soon a lost watch
-        is retried at most (the shortest any asker names).
+        is retried at most (the shortest any asker names).  ``waited=False``: a convenience the
+        process follows but never waits for (csi-addons' ConfigMap: read when it can be, its
+        defaults in force until then): left out of ``/readyz``'s ``caches-synced`` and of the
+        caches the leader waits on before acting, unless another asker waits for it.
         """
         key: CacheKey = (resource.key, resource.api_version, namespace, field_selector, label_selector)
         with self._cache_lock:
@@ -256,6 +260,8 @@ class Manager:
                 if indexers:
                     cache.add_indexers(indexers)
                 start = False
+            if waited:
+                self._waited.add(key)
             if backoff_max is not None:
                 cache.shorten_backoff(backoff_max)
             if not self._cache_metrics:
@@ -271,6 +277,7 @@ class Manager:
             for key, held in list(self._caches.items()):
                 if held is cache:
                     del self._caches[key]
+                    self._waited.discard(key)
         cache.stop(timeout=0)
 
     def _named_caches(self) -> Mapping[str, WatchCache]:
@@ -303,6 +310,11 @@ class Manager:
     @property
     def caches(self) -> list[WatchCache]:
         return list(self._caches.values())
+
+    def waited_caches(self) -> list[WatchCache]:
+        """The caches readiness and acting wait for: every one but the conveniences (``waited=False``)."""
+        with self._cache_lock:
+            return [c for k, c in self._caches.items() if k in self._waited]
 
     @property
     def reconcilers(self) -> list[Reconciler]:
@@ -371,7 +383,7 @@ class Manager:
         if self.caches_need_leader and self.leader_election is not None and not self._acting.is_set():
             return None  # a standby replica is ready: it serves probes and waits for the Lease
         pending = sorted(c.kind_key + (f" ({c.last_error})" if c.last_error else "")
-                         for c in list(self._caches.values()) if not c.synced.is_set())
+                         for c in self.waited_caches() if not c.synced.is_set())
         pending += sorted(r.name for r in self._started if isinstance(r, Syncs) and not r.wait_synced(0))
         return f"not synced: {', '.join(pending)}" if pending else None
 
@@ -422,7 +434,7 @@ class Manager:
         deadline = time.monotonic() + self.sync_timeout
         waited: list[tuple[str, Callable[[float], bool]]] = []
         if self.caches_need_leader:
-            waited += [(c.kind_key, c.wait_synced) for c in list(self._caches.values())]
+            waited += [(c.kind_key, c.wait_synced) for c in self.waited_caches()]
         waited += [(r.name, r.wait_synced) for r in syncing]
         for _, wait in waited:
             # in slices, so a SIGTERM while a kind is not served (yet) stops the process at once
@@ -432,7 +444,7 @@ class Manager:
                 if time.monotonic() < deadline:
                     continue
                 pending = sorted(c.kind_key + (f" ({c.last_error})" if c.last_error else "")
-                                 for c in list(self._caches.values())
+                                 for c in self.waited_caches()
                                  if self.caches_need_leader and not c.synced.is_set())
                 pending += sorted(r.name for r in syncing if not r.wait_synced(0))
                 log.error("%s: caches did not sync within %ss, refusing to act on a partial view: %s",

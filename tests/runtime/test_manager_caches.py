@@ -77,3 +77,20 @@ def test_the_node_shape_keeps_what_node_cleanup_and_capacity_read_and_drops_the_
     assert slim_node(node) == {"apiVersion": "v1", "kind": "Node", "metadata": {
         "name": "n1", "uid": "u1", "resourceVersion": "7", "labels": {"kubernetes.io/hostname": "n1"},
         "annotations": {"nodes.csi-baremetal.dell.com/uuid": "id-1"}}}
+
+
+def test_a_convenience_cache_is_followed_but_never_waited_for() -> None:
+    """csi-addons' ConfigMap (``waited=False``): the Manager's like every cache, started with them,
+    but neither ``/readyz`` nor the leader waits for it; one asker that waits makes it waited."""
+    manager = Manager(None, name="webhook")
+    ours = manager.cache(CONFIG_MAPS, namespace="kustodian", field_selector="metadata.name=config")
+    theirs = manager.cache(CONFIG_MAPS, namespace="csi-addons-system",
+                           field_selector="metadata.name=csi-addons-config", waited=False)
+    assert manager.caches == [ours, theirs] and manager.waited_caches() == [ours]
+    assert manager.readiness.failing() == ["caches-synced: not synced: ConfigMap"]
+    ours.replace([], "1")
+    assert manager.readiness.failing() == []  # csi-addons' never listed: not waited for
+    assert manager.cache(CONFIG_MAPS, namespace="csi-addons-system",
+                         field_selector="metadata.name=csi-addons-config") is theirs
+    assert manager.waited_caches() == [ours, theirs]
+    assert manager.readiness.failing() == ["caches-synced: not synced: ConfigMap"]

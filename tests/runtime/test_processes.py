@@ -80,6 +80,11 @@ def test_the_webhook_with_certificate_files_and_no_guard_runs_no_cert_manager_no
                                deletion_guard={"enabled": False})
     manager, _ = build_webhook(settings, kube_api.client)
     assert manager.describe() == [("cache-sync-report", False), ("https-server", False)]
+    # csi-addons' ConfigMap is the Manager's cache too, followed apart from the caches that gate
+    # readiness (the convenience path)
+    assert "ConfigMap (namespace=csi-addons-system,metadata.name=csi-addons-config)" in manager.describe_caches()
+    assert [c for c in manager.caches if c not in manager.waited_caches()] == [
+        c for c in manager.caches if c.kind_key == "ConfigMap" and c.namespace == "csi-addons-system"]
 
 
 @pytest.mark.api

@@ -10,6 +10,12 @@
    With the webhook down a warn/audit webhook's failurePolicy Ignore lets the request through
    unjudged, without any warning: that fails this test as it must.
 2. The mutation: a PVC of a StorageClass carrying a schedule is given it.
+3. Armed (docs/design.md, "Failure policies"): both webhook configurations (WEBHOOK_CONFIGURATION)
+   carry kustodian.io/armed-for equal to their kustodian.io/configuration-checksum and every webhook
+   the failurePolicy kustodian.io/failure-policies intends. The chart installs every webhook Ignore
+   and a replica serving this very configuration arms it; steps 1 and 2 pass as soon as any replica
+   answers, even one of another configuration (the pods an upgrade replaces), so only this step
+   proves that in enforce the guard fails closed when Kustodian is down.
 
 Stdlib only (runs in the Kustodian image with its interpreter). In-cluster credentials by default;
 API_SERVER / TOKEN_FILE / CA_FILE override them (the chart tests run this same script against a
@@ -36,6 +42,9 @@ with open(os.environ.get("TOKEN_FILE", SA + "/token")) as f:
 CTX = ssl.create_default_context(cafile=os.environ.get("CA_FILE", SA + "/ca.crt"))
 NS = os.environ["TEST_NAMESPACE"]
 MODE = os.environ.get("RECLAIM_MODE", "enforce")
+CONFIGURATION = os.environ["WEBHOOK_CONFIGURATION"]
+ARMED_FOR, CHECKSUM, POLICIES = ("kustodian.io/armed-for", "kustodian.io/configuration-checksum",
+                                 "kustodian.io/failure-policies")
 if not API.startswith("https://"):
     sys.exit(f"FAIL: the API server must be https, got {API}")
 if MODE not in ("enforce", "warn", "audit"):
@@ -129,10 +138,44 @@ def mutation(pvcs):
         call("DELETE", "/apis/storage.k8s.io/v1/storageclasses/" + sc)
 
 
+def unarmed():
+    """What keeps the two configurations from being armed for themselves ([] once they are)."""
+    problems = []
+    for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
+        code, body, _ = call("GET", f"/apis/admissionregistration.k8s.io/v1/{kind}/{CONFIGURATION}")
+        if code != 200:
+            problems.append(f"{kind}/{CONFIGURATION}: {code} {body.get('message', '')}")
+            continue
+        ann = body["metadata"].get("annotations") or {}
+        if ann.get(ARMED_FOR) != ann.get(CHECKSUM):
+            problems.append(f"{kind}/{CONFIGURATION}: {ARMED_FOR} is {ann.get(ARMED_FOR)!r}, not its "
+                            f"{CHECKSUM} {ann.get(CHECKSUM)!r}")
+        intent = dict(item.split("=", 1) for item in ann.get(POLICIES, "").split(",") if "=" in item)
+        for hook in body.get("webhooks") or []:
+            want = intent.get(hook["name"])
+            if want is not None and hook.get("failurePolicy") != want:
+                problems.append(f"{hook['name']}: failurePolicy {hook.get('failurePolicy')}, intended {want}")
+    return problems
+
+
+def armed():
+    problems = unarmed()
+    for _ in range(30):  # a replica that serves arms within a second
+        if not problems:
+            sys.stdout.write(f"ok armed: {CONFIGURATION} is armed by a replica serving it\n")
+            return
+        time.sleep(1)
+        problems = unarmed()
+    sys.exit("FAIL armed: no replica serving this release's configuration armed it (in enforce the guard "
+             "would fail open while Kustodian is down; each replica's /readyz says why): "
+             + "; ".join(problems))
+
+
 def main():
     pvcs = f"/api/v1/namespaces/{NS}/persistentvolumeclaims?dryRun=All"
     validation(pvcs)
     mutation(pvcs)
+    armed()
 
 
 main()

@@ -30,6 +30,13 @@ from kustodian.policy.deletion.dependents import (
     decide_namespace_teardown,
     decide_provider_delete,
 )
+from kustodian.policy.deletion.findings import (
+    NAMESPACE_RULE,
+    deleting_since,
+    namespace_finding,
+    provider_finding,
+)
+from kustodian.policy.deletion.findings import POLICY as GUARD_POLICY
 from kustodian.policy.deletion.live import LiveDependents
 from kustodian.policy.deletion.message import MESSAGE_LIMIT, plural, short_kind
 from kustodian.policy.deletion.modes import refusal_mode
@@ -50,7 +57,9 @@ from kustodian.policy.deletion.verdict import NamedGroup, Override, read_overrid
 __all__ = [
     "ALLOW_ANNOTATION",
     "EFFECTS",
+    "GUARD_POLICY",
     "MESSAGE_LIMIT",
+    "NAMESPACE_RULE",
     "REASONS",
     "ROOK_RULES",
     "BucketRead",
@@ -72,13 +81,16 @@ __all__ = [
     "decide_namespace_delete",
     "decide_namespace_teardown",
     "decide_provider_delete",
+    "deleting_since",
     "dependents_table",
     "fields_read",
     "gather_namespace",
     "load_rules",
+    "namespace_finding",
     "plural",
     "protections",
     "provider_dict",
+    "provider_finding",
     "read_override",
     "refusal_mode",
     "refused_deletes",
