@@ -93,7 +93,10 @@ def webhook(client: KubeClient, namespace: str, tls_dir: Path) -> Manager:
 
     settings = WebhookSettings(kube={"namespace": namespace},
                                tls={"cert_file": str(tls_dir / "tls.crt"), "key_file": str(tls_dir / "tls.key")},
-                               webhook={"host": "127.0.0.1", "port": free_port()}, metrics={"listen_address": ""},
+                               webhook={"host": "127.0.0.1", "port": free_port(), "configuration_name": "kustodian",
+                                        "configuration_checksum": "c1",
+                                        "failure_policies": "validate.kustodian.io=Fail"},
+                               metrics={"listen_address": ""},
                                deletion_guard={"enabled": True}, capacity={"enabled": True},
                                reclaim={"enabled": True, "csi_addons_config": f"{namespace}/csi-addons-config"})
     return build_manager(settings, client)[0]
@@ -132,14 +135,19 @@ COMMANDS: dict[str, tuple[list[tuple[str, bool]], list[str], list[str]]] = {
     # runnables in start order; the caches; the watches (by resource and selectors)
     "webhook": (
         [("api-liveness", False), ("deletion-guard-warmer", False), ("provider-metrics", False),
-         ("cache-sync-report", False), ("https-server", False)],
+         ("policy-reports", False), ("cache-sync-report", False), ("https-server", False),
+         ("failure-policy-arming", False)],
         ["ConfigMap (namespace={ns},metadata.name=csi-addons-config)",
          "ConfigMap (namespace={ns},metadata.name=kustodian-reclaim-config)",
-         "CustomResourceDefinition.apiextensions.k8s.io", "Namespace", "PersistentVolume",
-         "StorageClass.storage.k8s.io"],
+         "CustomResourceDefinition.apiextensions.k8s.io",
+         "MutatingWebhookConfiguration.admissionregistration.k8s.io (metadata.name=kustodian)", "Namespace",
+         "PersistentVolume", "StorageClass.storage.k8s.io",
+         "ValidatingWebhookConfiguration.admissionregistration.k8s.io (metadata.name=kustodian)"],
         ["/api/v1/" + CONFIG.format(ns="{ns}", name="csi-addons-config"),
          "/api/v1/" + CONFIG.format(ns="{ns}", name="kustodian-reclaim-config"),
          "/api/v1/namespaces", "/api/v1/persistentvolumes",
+         "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations?fieldSelector=metadata.name%3Dkustodian",
+         "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations?fieldSelector=metadata.name%3Dkustodian",
          "/apis/apiextensions.k8s.io/v1/customresourcedefinitions", "/apis/storage.k8s.io/v1/storageclasses"]),
     "controllers": (
         [("reclaim-space", True), ("node-cleanup", True), ("node-cleanup-pvs", True), ("node-cleanup-pods", True),

@@ -67,7 +67,8 @@ def test_the_webhook_is_one_manager_and_nothing_in_it_needs_the_leader(kube_api:
     assert manager.leader_election is None
     assert manager.describe() == [("cert-manager", False), ("api-liveness", False),
                                   ("deletion-guard-warmer", False), ("provider-metrics", False),
-                                  ("cache-sync-report", False), ("https-server", False)]
+                                  ("policy-reports", False), ("cache-sync-report", False),
+                                  ("https-server", False)]
     assert not manager.caches_need_leader  # the caches start first, on every replica
     assert manager.reconcilers == []
 
@@ -79,7 +80,7 @@ def test_the_webhook_with_certificate_files_and_no_guard_runs_no_cert_manager_no
                                tls={"cert_file": "tls.crt", "key_file": "tls.key"},
                                deletion_guard={"enabled": False})
     manager, _ = build_webhook(settings, kube_api.client)
-    assert manager.describe() == [("cache-sync-report", False), ("https-server", False)]
+    assert manager.describe() == [("policy-reports", False), ("cache-sync-report", False), ("https-server", False)]
     # csi-addons' ConfigMap is the Manager's cache too, followed apart from the caches that gate
     # readiness (the convenience path)
     assert "ConfigMap (namespace=csi-addons-system,metadata.name=csi-addons-config)" in manager.describe_caches()
