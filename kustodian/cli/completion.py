@@ -113,7 +113,7 @@ def _value_kind(action: argparse.Action) -> str:
 def guarded_kinds() -> list[str]:
     """The kinds ``explain-delete`` completes: each guarded kind of the built-in rules by its Kind
     (``CephBlockPool``) and by its plural (``cephblockpools``), as kubectl takes them."""
-    from kustodian.policy.deletion.builtin_rook import ROOK_RULES
+    from kustodian.policy.deletion import ROOK_RULES
     from kustodian.policy.kinds import known_kind
 
     words: set[str] = set()

@@ -175,7 +175,7 @@ def _cmd_certs_issue(args: argparse.Namespace) -> int:
 
 
 def _cmd_certs_inject(args: argparse.Namespace) -> int:
-    from kustodian.certs.inject import inject_ca_bundle
+    from kustodian.certs import inject_ca_bundle
     from kustodian.cli.cluster import connect
 
     settings = settings_from_args(ToolSettings, args)

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kustodian.kube.errors import KubeError
 
@@ -60,7 +61,8 @@ def load_config(kubeconfig: str | None = None, api_endpoint: str | None = None,
         cfg = k8s_client.Configuration()
 
     def authorization() -> str | None:
-        hook = getattr(cfg, "refresh_api_key_hook", None)
+        # the official client's token refresh (exec plugins, OIDC), None without one
+        hook: Callable[[Any], object] | None = cfg.refresh_api_key_hook
         if hook is not None:
             hook(cfg)
         value = cfg.api_key.get("authorization") or cfg.api_key.get("BearerToken")

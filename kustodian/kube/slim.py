@@ -1,9 +1,19 @@
 """Per-kind transforms that keep a cached object to what policy reads (client-go's SetTransform).
 
-The generic ``kube.cache.slim`` already drops ``managedFields`` and the last-applied
-annotation.  Pods are the bulk of a cluster (150k in the benchmark) and policy
-only needs their identity, node and claimed volumes, so their cached form keeps
-just that.  Repeated strings (namespaces, node names, phases) are interned: a
+One slim shape per kind: a process caches each kind once (``runtime.manager``), whichever
+components read it, so the shape here is what *every* reader needs, and a component that
+needs another shape of a kind it shares is refused at assembly.  The generic
+``kube.cache.slim`` already drops ``managedFields`` and the last-applied annotation.
+
+* Pods are the bulk of a cluster (150k in the benchmark): node cleanup reads their claims,
+  node and StatefulSet owner, capacity reservations their node and phase, so their cached
+  form keeps identity, node, claimed volumes, the controlling StatefulSet and the phase.
+* Nodes carry their images, conditions and addresses in ``status`` (kilobytes each) that
+  nothing reads: node cleanup reads names, UIDs and the hostname label, capacity
+  reservations csi-baremetal's node ID (an annotation, else a label, under a configurable
+  key), so the cached form keeps identity, labels and annotations.
+
+Repeated strings (namespaces, node names, phases) are interned: a
 cluster has few distinct values and many copies.  What names one object (its name,
 uid, resourceVersion, deletionTimestamp) is not: nothing shares it, and the table of
 interned strings would grow by an entry per value (~10 MiB at 100k PersistentVolumes)
@@ -83,7 +93,17 @@ def intern_common(obj: Obj) -> Obj:
     return obj
 
 
-TRANSFORMS = {"Pod": slim_pod}
+def slim_node(node: Obj) -> Obj:
+    meta = node.get("metadata") or {}
+    kept: Obj = {k: meta[k] for k in ("name", "uid", "resourceVersion", "deletionTimestamp") if meta.get(k)}
+    for key in ("labels", "annotations"):
+        values = meta.get(key)
+        if isinstance(values, dict) and values:
+            kept[key] = {_i(k): _i(v) for k, v in values.items()}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": kept}
+
+
+TRANSFORMS = {"Pod": slim_pod, "Node": slim_node}
 
 
 def projection(paths: Iterable[tuple[str, ...]]) -> Callable[[Obj], Obj]:
