@@ -125,7 +125,7 @@ SHARED_MAX = 4096
 """Shared parts a projection remembers; when full it starts over (parts already handed out stay
 shared), so sub-objects that are all different cost no more than a table of this size."""
 
-_SCALARS = (str, int, float, bool, type(None))
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def projection(paths: Iterable[tuple[str, ...]]) -> Callable[[Obj], Obj]:
@@ -164,7 +164,7 @@ def _project(obj: Obj, tree: dict[str, Any], shared: dict[tuple[Any, ...], Share
     # what names the sub-object's content, if it can be shared: its items, a shared child by
     # identity (equal children are the same object; the table keeps them alive while it holds
     # a key naming them)
-    parts: list[tuple[Any, ...]] | None = None if top else []
+    parts: list[Any] | None = None if top else []
     for key, sub in tree.items():
         if key not in obj:
             continue
@@ -176,10 +176,11 @@ def _project(obj: Obj, tree: dict[str, Any], shared: dict[tuple[Any, ...], Share
         value = _i(value) if sub is None or not isinstance(value, dict) else _project(value, sub, shared)
         out[key] = value
         if parts is not None:
-            if isinstance(value, Shared):
-                parts.append((key, Shared, id(value)))
-            elif isinstance(value, _SCALARS):
-                parts.append((key, type(value), value))  # True is not 1 here, nor 1 1.0
+            kind = type(value)
+            if kind is Shared:
+                parts += (key, kind, id(value))
+            elif kind in _SCALARS:
+                parts += (key, kind, value)  # True is not 1 here, nor 1 1.0
             else:  # a list or a dict kept whole: this object's own
                 parts = None
     if parts is None:
