@@ -300,6 +300,7 @@ def main(argv: list[str] | None = None) -> int:
         for case, metrics in now.items():
             for m, got in metrics.items():
                 print(f"  {case} [{m}]: HEAD/REF {got['ratio']:.3f} ± {got['band']:.3f}")
+        subprocess.run(["git", "add", "--", str(BASELINE)], cwd=REPO, check=True)
         subprocess.run(["git", "commit", "-q", "-m", f"bench/gate-baseline.json: {args.reason}", "--",
                         str(BASELINE)], cwd=REPO, check=True)
         print(f"gate: baseline written and committed ({BASELINE.relative_to(REPO)})")
