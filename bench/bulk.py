@@ -270,7 +270,7 @@ def install_rook_crds(client: Any) -> None:
     docs = [d for d in yaml.safe_load_all((upstream_dir() / "rook" / "crds.yaml").read_text()) if d]
     for doc in docs:
         client.create(CRDS, doc)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 600  # seconds on a quiet machine; minutes at a load of 50
     for doc in docs:
         while True:
             got = client.get(CRDS, doc["metadata"]["name"])
@@ -278,7 +278,7 @@ def install_rook_crds(client: Any) -> None:
             if any(c.get("type") == "Established" and c.get("status") == "True" for c in conds):
                 break
             if time.monotonic() > deadline:
-                raise RuntimeError(f"CRD {doc['metadata']['name']} not Established within 60 s")
+                raise RuntimeError(f"CRD {doc['metadata']['name']} not Established within 600 s")
             time.sleep(0.1)
 
 

@@ -264,6 +264,10 @@ def verdicts(now: dict[str, dict[str, dict[str, float]]], base: dict[str, Any]) 
     return rows
 
 
+def _baseline() -> dict[str, Any]:
+    return json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.gate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -275,8 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reason", help="why the baseline changes (the commit message; with --update-baseline)")
     parser.add_argument("--ref", help="the reference commit (default: the baseline's)")
     args = parser.parse_args(argv)
-    base = json.loads(BASELINE.read_text()) if BASELINE.exists() else {}
-    ref = args.ref or base.get("ref")
+    ref = args.ref or _baseline().get("ref")
     if not ref:
         print("gate: no reference commit: pass --ref with --update-baseline", file=sys.stderr)
         return 2
@@ -312,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gate: baseline written and committed ({BASELINE.relative_to(REPO)})")
         return 0
     failed = 0
-    for case, metric, ok, text in verdicts(now, base):
+    for case, metric, ok, text in verdicts(now, _baseline()):  # read now: it may have been updated meanwhile
         failed += not ok
         print(f"  {'ok  ' if ok else 'FAIL'} {case} [{metric}]: {text}")
     print(f"gate: {'FAILED: ' + str(failed) + ' figure(s) beyond the noise' if failed else 'passed'}")
