@@ -47,7 +47,7 @@ from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 BASELINE = REPO / "bench" / "gate-baseline.json"
-DELAY_ENV = "KUSTODIAN_GATE_SELFTEST_DELAY_MS"
+DELAY_ENV = "BENCH_GATE_DELAY_MS"
 PVS = 5_000
 METRICS = ("latency", "cpu")
 

@@ -1,7 +1,7 @@
 """``kustodian`` with a delay in front of each DELETE review: the performance gate's self-test only.
 
 ``python bench/gate_delay.py webhook ...`` runs the real command after wrapping the app the
-webhook builds in an ASGI layer that sleeps ``$KUSTODIAN_GATE_SELFTEST_DELAY_MS`` before passing a
+webhook builds in an ASGI layer that sleeps ``$BENCH_GATE_DELAY_MS`` before passing a
 ``/validate`` request whose review is a DELETE on (blocking the event loop, as slower decision
 code would).  It is installed from outside, in this script, so the shipped code carries no hook;
 ``python -m bench.gate --self-test`` starts HEAD's server through it and must then fail.
@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 Message = MutableMapping[str, Any]
-DELAY = float(os.environ["KUSTODIAN_GATE_SELFTEST_DELAY_MS"]) / 1000
+DELAY = float(os.environ.pop("BENCH_GATE_DELAY_MS")) / 1000  # not left for the settings to see
 
 
 class DelayDeletes:
