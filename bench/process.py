@@ -73,6 +73,18 @@ def cpu_ns(pid: int) -> int:
     return total
 
 
+def thread_cpu_ns(pid: int) -> dict[str, int]:
+    """CPU time of each thread of ``pid`` in nanoseconds, by thread id."""
+    out = {}
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+                out[task] = int(fh.read().split()[0])
+        except (FileNotFoundError, ProcessLookupError):  # a thread that just ended
+            continue
+    return out
+
+
 def proc_status(pid: int) -> dict[str, float]:
     """VmRSS and VmHWM (MiB) and CPU seconds (user + system) of ``pid``."""
     out: dict[str, float] = {}
