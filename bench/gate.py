@@ -195,11 +195,12 @@ def measure(*, rounds: int, seconds: float, delay_ms: float, ref: str) -> tuple[
     from bench.admission import make_tls
 
     work = Path(tempfile.mkdtemp(prefix="bench-gate-"))
-    server = bulk.big_server()
+    server: Any = None
     sides: list[Side] = []
     mine = os.sched_getaffinity(0)
     try:
         t0 = time.monotonic()
+        server = bulk.big_server()
         objects = cluster(server)
         (work / "ref").mkdir()
         tree = extract(ref, work / "ref")
@@ -234,7 +235,8 @@ def measure(*, rounds: int, seconds: float, delay_ms: float, ref: str) -> tuple[
                 side.proc.wait(15)
             except subprocess.TimeoutExpired:
                 side.proc.kill()
-        server.destroy()
+        if server is not None:
+            server.destroy()
         shutil.rmtree(work, ignore_errors=True)
 
 
