@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 import socket
 import ssl
 import subprocess
@@ -261,6 +262,7 @@ class Webhook:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
+        shutil.rmtree(self.workdir, ignore_errors=True)
 
 
 def review_bytes(review: dict[str, Any]) -> bytes:
