@@ -50,6 +50,7 @@ BASELINE = REPO / "bench" / "gate-baseline.json"
 DELAY_ENV = "BENCH_GATE_DELAY_MS"
 PVS = 5_000
 METRICS = ("latency", "cpu")
+METHOD = 2  # what the figures mean (the fastest request, the serving thread's CPU); a baseline of another is not compared
 
 
 @dataclass
@@ -253,6 +254,10 @@ def summarise(todo: list[Case]) -> dict[str, dict[str, dict[str, float]]]:
 
 
 def verdicts(now: dict[str, dict[str, dict[str, float]]], base: dict[str, Any]) -> list[tuple[str, str, bool, str]]:
+    if base.get("method") != METHOD:
+        print(f"gate: the baseline was recorded by another method ({base.get('method', 1)}, this is {METHOD}): "
+              "not compared; record one: python -m bench.gate --update-baseline --reason ...")
+        base = {}
     rows = []
     for case, metrics in now.items():
         for m, got in metrics.items():
@@ -307,7 +312,8 @@ def main(argv: list[str] | None = None) -> int:
                                                                    "at HEAD" if delay else ""))
     if args.update_baseline:
         BASELINE.write_text(json.dumps({
-            "ref": ref, "measured": datetime.now(UTC).strftime("%Y-%m-%d"), "at": int(time.time()), "head": head,
+            "ref": ref, "method": METHOD, "measured": datetime.now(UTC).strftime("%Y-%m-%d"), "at": int(time.time()),
+            "head": head,
             "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
             "load_average": info["load_average"], "rounds": args.rounds, "seconds": args.seconds,
             "reason": args.reason, "cases": now}, indent=2) + "\n")
