@@ -220,9 +220,9 @@ def measure(*, rounds: int, seconds: float, delay_ms: float, ref: str) -> tuple[
             for case in todo:
                 order = (ref_side, head_side) if r % 2 == 0 else (head_side, ref_side)
                 got = {side.name: slice_(side, case.payload, seconds) for side in order}
-                for side, (lat, cpu, _) in got.items():
-                    case.values[side]["latency"].append(lat)
-                    case.values[side]["cpu"].append(cpu)
+                for name, (lat, cpu, _) in got.items():
+                    case.values[name]["latency"].append(lat)
+                    case.values[name]["cpu"].append(cpu)
                 case.ratios["latency"].append(got["head"][0] / got["ref"][0])
                 case.ratios["cpu"].append(got["head"][1] / got["ref"][1])
             print(f"gate: round {r + 1}/{rounds} done", file=sys.stderr)

@@ -48,14 +48,14 @@ def main() -> int:
     import kustodian.webhook.main as webhook
     from kustodian.cli import main as cli
 
-    build = webhook.create_app
+    build = getattr(webhook, "create_app")  # noqa: B009 - the name main imported, replaced there
 
     def create_app(*args: Any, **kwargs: Any) -> Any:
         app = build(*args, **kwargs)
         app.add_middleware(DelayDeletes)
         return app
 
-    webhook.create_app = create_app  # type: ignore[assignment]
+    setattr(webhook, "create_app", create_app)  # noqa: B010
     return int(cli(sys.argv[1:]) or 0)
 
 

@@ -51,6 +51,7 @@ def parse_sizes(text: str) -> tuple[int, ...]:
 def _churn(client: Any, stop: threading.Event, counter: list[int]) -> None:
     """20 PVs a second of bigpool created then deleted through the API server (10 alive at most)."""
     from bench import bulk
+    from bench.synthetic import api_pv
     from kustodian.kube.resources import PERSISTENT_VOLUMES
 
     made: list[str] = []
@@ -59,7 +60,7 @@ def _churn(client: Any, stop: threading.Event, counter: list[int]) -> None:
         try:
             if len(made) < 10:
                 i += 1
-                obj = bulk.stored(bulk.api_pv(i, pool="bigpool"))
+                obj = bulk.stored(api_pv(i, pool="bigpool"))
                 obj["metadata"] = {"name": obj["metadata"]["name"]}
                 client.create(PERSISTENT_VOLUMES, obj)
                 made.append(obj["metadata"]["name"])
