@@ -253,17 +253,28 @@ def summarise(todo: list[Case]) -> dict[str, dict[str, dict[str, float]]]:
     return out
 
 
-def verdicts(now: dict[str, dict[str, dict[str, float]]], base: dict[str, Any]) -> list[tuple[str, str, bool, str]]:
+RECORD = "run: python -m bench.gate --update-baseline --reason \"...\""
+
+
+def not_comparable(base: dict[str, Any], ref: str | None) -> str | None:
+    """Why ``base`` cannot judge this run, or None.  A gate without a baseline it can compare
+    judges nothing, so it fails instead of passing."""
+    if not base:
+        return f"no baseline ({BASELINE.relative_to(REPO)})"
     if base.get("method") != METHOD:
-        print(f"gate: the baseline was recorded by another method ({base.get('method', 1)}, this is {METHOD}): "
-              "not compared; record one: python -m bench.gate --update-baseline --reason ...")
-        base = {}
+        return f"the baseline was recorded by another method ({base.get('method', 1)}; this gate is {METHOD})"
+    if ref is not None and base.get("ref") != ref:
+        return f"the baseline measured REF {str(base.get('ref'))[:12]}, not {ref[:12]}"
+    return None
+
+
+def verdicts(now: dict[str, dict[str, dict[str, float]]], base: dict[str, Any]) -> list[tuple[str, str, bool, str]]:
     rows = []
     for case, metrics in now.items():
         for m, got in metrics.items():
             want = base.get("cases", {}).get(case, {}).get(m)
-            if want is None:
-                rows.append((case, m, True, f"{got['ratio']:.3f} (no baseline yet: not judged)"))
+            if want is None:  # a figure without a baseline is not judged, so it does not pass
+                rows.append((case, m, False, f"{got['ratio']:.3f}, no baseline for this figure; {RECORD}"))
                 continue
             allowed = want["ratio"] + want["band"] + got["band"]
             ok = got["ratio"] <= allowed
@@ -301,8 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     except subprocess.CalledProcessError:
         print(f"gate: reference commit {ref} not in this clone (git fetch it, or --ref another)", file=sys.stderr)
         return 2
+    if not args.update_baseline and (why := not_comparable(_baseline(), ref)):
+        print(f"gate: FAILED: {why}: nothing to compare with; {RECORD}", file=sys.stderr)
+        return 1
     delay = 0.5 if args.self_test else 0.0
-    t0, started = time.monotonic(), time.time()
+    t0 = time.monotonic()
     todo, info = measure(rounds=args.rounds, seconds=args.seconds, delay_ms=delay, ref=ref)
     now = summarise(todo)
     head = _git("rev-parse", "--short", "HEAD")
@@ -325,12 +339,8 @@ def main(argv: list[str] | None = None) -> int:
                         str(BASELINE)], cwd=REPO, check=True)
         print(f"gate: baseline written and committed ({BASELINE.relative_to(REPO)})")
         return 0
-    if os.environ.get("BENCH_GATE_AWAIT_BASELINE"):  # a demonstration run beside --update-baseline
-        deadline = time.monotonic() + 1800
-        while _baseline().get("at", 0) < started and time.monotonic() < deadline:
-            time.sleep(5)
     failed = 0
-    for case, metric, ok, text in verdicts(now, _baseline()):  # read now: it may have been updated meanwhile
+    for case, metric, ok, text in verdicts(now, _baseline()):
         failed += not ok
         print(f"  {'ok  ' if ok else 'FAIL'} {case} [{metric}]: {text}")
     print(f"gate: {'FAILED: ' + str(failed) + ' figure(s) beyond the noise' if failed else 'passed'}")
