@@ -27,7 +27,9 @@ least-squares line through the sizes' medians.
 
 from __future__ import annotations
 
+import math
 import statistics
+import sys
 import threading
 import time
 from typing import Any
@@ -116,6 +118,8 @@ def one_run(server: Any, client: Any, size: int, smoke: bool) -> dict[str, float
         st = hook.at_ready
         out |= {"cold": ready - hook.started, "cold_cpu": st["cpu"], "rss": st["VmRSS"], "peak": st["VmHWM"],
                 "stall": max(prober.window(hook.started, ready), default=0.0)}
+        print(f"scale: {size // 1000}k: ready in {out['cold']:.0f}s ({out['cold_cpu']:.0f}s CPU), RSS {out['rss']:.0f} MiB, "
+              f"peak {out['peak']:.0f} MiB, longest /healthz {out['stall']:.0f} ms", file=sys.stderr, flush=True)
         time.sleep(2)
         idle = prober.window(ready + 0.5, time.monotonic())
         out["idle_max"] = max(idle, default=0.0)
@@ -125,13 +129,20 @@ def one_run(server: Any, client: Any, size: int, smoke: bool) -> dict[str, float
         tls = str(hook.workdir / "tls")
         m = admission.measure(tls, hook.port, payload, 1, seconds)
         out |= {"p50": m.p50_ms, "p99": m.p99_ms}
+        print(f"scale: {size // 1000}k: DELETE at 300 req/s p50 {m.p50_ms:.2f} ms, p99 {m.p99_ms:.2f} ms",
+              file=sys.stderr, flush=True)
         stop, events = threading.Event(), [0]
         churn = threading.Thread(target=_churn, args=(client, stop, events), daemon=True)
         churn.start()
-        h = admission.measure(tls, hook.port, payload, 1, seconds, load=admission._load_beside)
+        try:
+            out["healthz_p99"] = admission.measure(tls, hook.port, payload, 1, seconds,
+                                                   load=admission._load_beside).p99_ms
+        except RuntimeError as exc:  # the webhook fell behind the load: said in the row, the rest still measured
+            out["healthz_p99"] = math.inf
+            print(f"scale: {size // 1000}k: /healthz beside the DELETEs under churn: {exc}", file=sys.stderr)
         stop.set()
         churn.join(10)
-        out |= {"healthz_p99": h.p99_ms, "churn_events": events[0]}
+        out["churn_events"] = events[0]
         out["catch"], out["catch_stall"] = _restart(server, hook, prober, compact=False)
         out["catch410"], out["catch410_stall"] = _restart(server, hook, prober, compact=True)
         out["rss_end"] = hook.status()["VmRSS"]
@@ -172,8 +183,8 @@ def _rows(size: int, med: dict[str, float], runs: int, filled: Any) -> list[dict
              f"{filled.etcd_mib:.0f} MiB); real `kustodian webhook`, chart defaults, CPU 0; median of {runs}")
     sc = f"scale: {k}"
 
-    def row(metric: str, value: float, target: tuple[str, float] | None, note: str) -> dict[str, Any]:
-        return {"scenario": sc, "metric": metric, "value": round(value, 2), "target": target, "note": note}
+    def row(metric: str, value: float | str, target: tuple[str, float] | None, note: str) -> dict[str, Any]:
+        return {"scenario": sc, "metric": metric, "value": round(value, 2) if isinstance(value, float) else value, "target": target, "note": note}
 
     return [
         row("cold start to ready (s)", med["cold"], TARGETS["cold"], where),
@@ -184,7 +195,9 @@ def _rows(size: int, med: dict[str, float], runs: int, filled: Any) -> list[dict
             f"probed every 10 ms, open loop; idle, after ready: {med['idle_max']:.1f} ms (the machine's own noise)"),
         row("DELETE, 50,000 dependents: p50 at 300 req/s (ms)", med["p50"], None, "open loop, 4 conns, TLS"),
         row("DELETE, 50,000 dependents: p99 at 300 req/s (ms)", med["p99"], TARGETS["p99"], "load pinned CPU 1"),
-        row("/healthz p99 beside the DELETEs, PVs changing (ms)", med["healthz_p99"], ("<=", 5.0),
+        row("/healthz p99 beside the DELETEs, PVs changing (ms)",
+            med["healthz_p99"] if math.isfinite(med["healthz_p99"]) else "did not finish (the load generator's "
+            "time ran out: the webhook fell behind 300 DELETEs/s)", ("<=", 5.0),
             f"{med['churn_events']:.0f} PV creates/deletes through the API server at 20/s"),
         row("API server restart -> ready again (s)", med["catch"], TARGETS["catch"],
             f"a re-list (a watch that ends early always re-lists); longest /healthz meanwhile "
