@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv demo test lint bench bench-smoke manifests docs dist dist-check changelog-section version clean
+.PHONY: venv demo test lint bench bench-smoke bench-gate manifests docs dist dist-check changelog-section version clean
 
 # pip's own lines ("Collecting ...", "Installing collected packages ...") are the progress:
 # about a minute on a fresh machine, so nothing here is silent. The editable install compiles
@@ -66,7 +66,11 @@ bench: venv
 	$(BIN)/python -m bench
 
 bench-smoke: venv
-	$(BIN)/python -m bench --smoke --out '' --plot ''
+	$(BIN)/python -m bench --smoke --out '' --plot '' --scale-plot ''
+
+## make bench-gate: HEAD against the previous release point, side by side (bench/gate.py); fails on a regression
+bench-gate: venv
+	$(BIN)/python -m bench.gate
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist
