@@ -34,6 +34,14 @@ def _kubeconfig_exists() -> bool:
     return any(Path(p).expanduser().is_file() for p in paths)
 
 
+def import_client() -> None:
+    """Import the official client's config loader now (``load_config`` imports it on first use):
+    1-4 s on a busy machine, which a caller timing only the API server (shell completion's
+    deadline) must not count."""
+    from kubernetes import client as k8s_client  # noqa: F401
+    from kubernetes import config as k8s_config  # noqa: F401
+
+
 def load_config(kubeconfig: str | None = None, api_endpoint: str | None = None,
                 context: str | None = None) -> ClusterConfig:
     """Load from ``kubeconfig``, else ``$KUBECONFIG`` / ``~/.kube/config`` when such a file exists,
