@@ -39,6 +39,8 @@ import sys
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from kustodian.policy.objects import Frozen
+
 Obj = dict[str, Any]
 
 
@@ -114,31 +116,13 @@ def slim_node(node: Obj) -> Obj:
 TRANSFORMS = {"Pod": slim_pod, "Node": slim_node}
 
 
-class Shared(dict[str, Any]):
+class Shared(Frozen):
     """A projected sub-object that every cached object holding the same values shares.
 
-    Read-only: a change through one holder would change them all, so every way to change it
-    in place raises ``TypeError``.  A copy (``copy.copy``, ``copy.deepcopy``, ``dict(...)``)
-    is a plain dict, free to change.  Equal to a dict with the same items, as a dict is."""
+    Read-only (``policy.objects.Frozen``): a change through one holder would change them all, so
+    every way to change it in place raises ``TypeError``; a copy is a plain dict."""
 
     __slots__ = ()
-
-    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError("a cached object's shared part is read-only: copy it (dict(...)) to change it")
-
-    __setitem__ = __delitem__ = __ior__ = _read_only
-    clear = pop = popitem = setdefault = update = _read_only
-
-    def __copy__(self) -> dict[str, Any]:
-        return dict(self)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
-        import copy
-
-        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (dict, (dict(self),))
 
 
 SHARED_MAX = 4096

@@ -13,6 +13,36 @@ from typing import Any, TypeAlias
 RawObject: TypeAlias = Mapping[str, Any]
 
 
+class Frozen(dict[str, Any]):
+    """A read-only sub-object that many objects may hold at once (the watch cache keeps the
+    parts every object of a pool has in common once: ``kube.slim.Shared``).
+
+    Every way to change it in place raises ``TypeError``, and it holds only scalars and other
+    ``Frozen`` parts (``kube.slim`` builds it so), so it never changes: what is derived from it
+    alone may be kept per part (``policy.deletion.indexing.spec_keyed``).  A copy
+    (``copy.copy``, ``copy.deepcopy``, ``dict(...)``) is a plain dict, free to change.  Equal to
+    a dict with the same items, as a dict is."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a cached object's shared part is read-only: copy it (dict(...)) to change it")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        import copy
+
+        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+
 def field(obj: RawObject | None, *path: str) -> Any:
     """Return the value at ``path`` (e.g. ``field(pv, "spec", "csi", "driver")``) or ``None``."""
     cur: Any = obj

@@ -17,14 +17,14 @@ cluster-wide ones.  This module holds the kind-agnostic matchers
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
 from kustodian.policy.deletion.pools import PoolSet, provider_pools, values_at
 from kustodian.policy.deletion.schema import Condition, FieldRef, Rule, SameNamespace, SkipIf, ViaRef
-from kustodian.policy.objects import RawObject, field, name, namespace, str_field
+from kustodian.policy.objects import Frozen, RawObject, field, name, namespace, str_field
 from kustodian.policy.store import ClusterView, Indexer
 
 NAMESPACE_INDEX = "kustodian.io/namespace"
@@ -69,6 +69,40 @@ Leaf = tuple[IndexSpec, list[str]]
 
 def lookup_leaves(view: ClusterView, leaves: Iterable[Leaf]) -> list[RawObject]:
     return [obj for spec, keys in leaves for obj in spec.lookup(view, keys)]
+
+
+SPEC_KEYED_MAX = 4096
+"""Distinct shared ``spec`` parts an index remembers the keys of; when full it starts over."""
+
+
+def spec_keyed(fn: Callable[[RawObject], Iterable[str]]) -> Callable[[RawObject], tuple[str, ...]]:
+    """``fn``, whose keys depend on the object's ``spec`` alone, computed once per shared ``spec``.
+
+    The watch cache keeps a pool's PVs' ``spec`` (driver, clusterID, pool, class: the fields
+    read) as one read-only ``Frozen`` part, and runs every index on every PV it (re)lists: the
+    keys are kept per part (its identity, held so it stays that part) and the 50,000 PVs of a
+    pool cost one computation.  An object whose ``spec`` is a plain dict, which may change in
+    place, is computed every time.  Only for indexes that read nothing outside ``spec``."""
+    kept: dict[int, tuple[Frozen, tuple[str, ...]]] = {}
+
+    def keys(obj: RawObject) -> tuple[str, ...]:
+        spec = obj.get("spec")
+        if not isinstance(spec, Frozen):
+            return tuple(fn(obj))
+        hit = kept.get(id(spec))
+        if hit is not None and hit[0] is spec:
+            return hit[1]
+        found = tuple(fn(obj))
+        if len(kept) >= SPEC_KEYED_MAX:
+            kept.clear()
+        kept[id(spec)] = (spec, found)
+        return found
+
+    return keys
+
+
+def reads_spec_only(paths: Iterable[Sequence[str]]) -> bool:
+    return all(p and p[0] == "spec" for p in paths)
 
 
 def path(dotted: str) -> tuple[str, ...]:
@@ -149,7 +183,9 @@ def field_index(kind: str, m: FieldRef) -> IndexSpec:
         ns = (str_field(obj, *ns_path) if ns_path else "") or namespace(obj)
         return [f"{ns}/{v}" for v in values]
 
-    return IndexSpec(kind, f"kustodian.io/field:{m.field}{scope}{_where_suffix(where)}", fn)
+    spec_only = m.scope == "cluster" and reads_spec_only([value_path, *(path(c.field) for c in where)])
+    return IndexSpec(kind, f"kustodian.io/field:{m.field}{scope}{_where_suffix(where)}",
+                     spec_keyed(fn) if spec_only else fn)
 
 
 def cluster_field_index(kind: str, dotted: str) -> IndexSpec:

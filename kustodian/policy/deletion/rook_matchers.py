@@ -23,6 +23,8 @@ from kustodian.policy.deletion.indexing import (
     field_index,
     namespace_index,
     path,
+    reads_spec_only,
+    spec_keyed,
     strings,
 )
 from kustodian.policy.deletion.pools import pool_index_keys, values_at
@@ -141,8 +143,10 @@ def _cephfs_group_keys(obj: RawObject) -> list[str]:
     return [f"fs:{fs}", ANY]
 
 
-RBD_GROUP_VOLUMES = IndexSpec(PERSISTENT_VOLUME, "kustodian.io/rbd-rados-namespace", _rbd_group_keys)
-CEPHFS_GROUP_VOLUMES = IndexSpec(PERSISTENT_VOLUME, "kustodian.io/cephfs-subvolume-group", _cephfs_group_keys)
+RBD_GROUP_VOLUMES = IndexSpec(PERSISTENT_VOLUME, "kustodian.io/rbd-rados-namespace",
+                              spec_keyed(_rbd_group_keys))
+CEPHFS_GROUP_VOLUMES = IndexSpec(PERSISTENT_VOLUME, "kustodian.io/cephfs-subvolume-group",
+                                 spec_keyed(_cephfs_group_keys))
 #: the fields these indexes (and ``group_cluster_ids``) read: all a PV cache must keep for them
 GROUP_VOLUME_READS: dict[str, frozenset[tuple[str, ...]]] = {
     spec.name: frozenset({("spec", "csi", "driver"),
@@ -283,7 +287,8 @@ def _attribute_keys(
     keys += [f"{scope}/name:{v}" for a in name_keys for v in strings(values.get(a))]
     if match_all:
         keys.append(f"{scope}/{ALL}")
-    return keys
+    # each key once: ceph-csi names a volume's pool as ``pool`` and again as ``journalPool``
+    return list(dict.fromkeys(keys)) if len(keys) > 1 else keys
 
 
 def _provider_attribute_keys(
@@ -316,7 +321,8 @@ def _csi_volume_index(kind: str, m: CsiVolume) -> IndexSpec:
     pools, names = ",".join(m.pool_attributes), ",".join(m.name_attributes)
     every = ";all" if m.match_all else ""
     return IndexSpec(
-        kind, f"kustodian.io/csi-volume:{m.driver_suffix};{m.cluster_id_attribute};{pools};{names}{every}", fn
+        kind, f"kustodian.io/csi-volume:{m.driver_suffix};{m.cluster_id_attribute};{pools};{names}{every}",
+        spec_keyed(fn),
     )
 
 
@@ -354,7 +360,8 @@ def _class_users_index(kind: str, m: StorageClassRef) -> IndexSpec:
             return []
         return list(strings(field(obj, *value_path)))
 
-    return IndexSpec(kind, f"kustodian.io/field:{m.field}[unset:{','.join(m.unless_set)}]", fn)
+    name_ = f"kustodian.io/field:{m.field}[unset:{','.join(m.unless_set)}]"
+    return IndexSpec(kind, name_, spec_keyed(fn) if reads_spec_only([value_path, *placed]) else fn)
 
 
 def storage_class_ref_indexes(rule: Rule, m: StorageClassRef) -> list[IndexSpec]:
