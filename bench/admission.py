@@ -446,7 +446,7 @@ def _load(tls_dir: str, port: int, payload: bytes, *, runs: int, seconds: float,
     pinned = _pin(1)
     ctx = ssl.create_default_context(cafile=f"{tls_dir}/ca.crt")
     warm = Conn(port, ctx)
-    for _ in range(200):
+    for _ in range(WARM_UP):
         warm.roundtrip(payload)
     warm.close()
     results = []
@@ -457,6 +457,7 @@ def _load(tls_dir: str, port: int, payload: bytes, *, runs: int, seconds: float,
 
 
 RATE = 300.0
+WARM_UP = 200  # requests on one connection before anything is measured
 CLOSED_CONNS = 8
 PROVEN = "Kustodian deletion guard, no dependents, allow proven"
 

@@ -74,6 +74,21 @@ def cpu_ns(pid: int) -> int:
     return total
 
 
+def sched_ns(pid: int) -> tuple[int, int]:
+    """(CPU time, time spent runnable but waiting for a CPU) of every thread of ``pid`` in
+    nanoseconds (``/proc/<pid>/task/*/schedstat``'s first two fields): a webhook that falls
+    behind while it waited for the CPU is starved by its neighbours, not slow."""
+    cpu = wait = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{task}/schedstat") as fh:
+                fields = fh.read().split()
+        except (FileNotFoundError, ProcessLookupError):  # a thread that just ended
+            continue
+        cpu, wait = cpu + int(fields[0]), wait + int(fields[1])
+    return cpu, wait
+
+
 def thread_cpu_ns(pid: int) -> dict[str, int]:
     """CPU time of each thread of ``pid`` in nanoseconds, by thread id."""
     out = {}
