@@ -57,6 +57,7 @@ class ReclaimMutationParams:
                 cache.add_handler(on_change)
 
     def resync(self, enqueue: Enqueue) -> None:
+        self.written = None  # read the stored object again: an edit by hand is overwritten
         enqueue(_KEY)
 
     def after_sync(self) -> None:
