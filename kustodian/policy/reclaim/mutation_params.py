@@ -92,7 +92,9 @@ def _storage_class(sc: RawObject | None, configured: str | None, capable: bool) 
 
 
 def _size(key: str, entry: Mapping[str, Any]) -> int:
-    return len(key.encode()) + len(json.dumps(entry, ensure_ascii=False).encode()) + 4
+    """Bytes of ``"key":{...},`` in the compact JSON the API server stores."""
+    compact = (",", ":")
+    return len(json.dumps(key).encode()) + len(json.dumps(entry, separators=compact).encode()) + 2
 
 
 def mutation_params(
