@@ -649,7 +649,9 @@ controllers run (they write its params), "both" when reclaimSpace.config sets a 
 {{- define "kustodian.reclaimMutation" -}}
 {{- $want := .Values.reclaimSpace.mutation -}}
 {{- $served := .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" -}}
-{{- $params := .Capabilities.APIVersions.Has "kustodian.io/v1alpha1/ReclaimSpaceParams" -}}
+{{- /* Helm installs crds/ before it renders, but Helm 4 renders with the served versions it read
+before that: the CRD is also looked up live, so a first install and the upgrade after it choose the same path */ -}}
+{{- $params := or (.Capabilities.APIVersions.Has "kustodian.io/v1alpha1/ReclaimSpaceParams") (lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" "reclaimspaceparams.kustodian.io") -}}
 {{- if or (eq $want "policy") (eq $want "both") -}}
 {{- if not $served -}}
 {{- fail (printf "reclaimSpace.mutation=%s but the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (Kubernetes >= 1.36): set reclaimSpace.mutation=auto or webhook (helm template: add --api-versions admissionregistration.k8s.io/v1/MutatingAdmissionPolicy if your cluster serves it)" $want) -}}
