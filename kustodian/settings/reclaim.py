@@ -26,6 +26,10 @@ class ReclaimGroup(Group):
         description="Users whose schedule writes are never refused (csi-addons' controller; webhook)")
     keyrotation: bool = Field(
         False, description="Also keyrotation.csiaddons.openshift.io schedules, by the same rules")
+    mutation_params: str = Field(
+        "", pattern=r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$",
+        description="Name of the ReclaimSpaceParams object (in --namespace) the controllers keep current for "
+                    "the reclaim-space MutatingAdmissionPolicy; empty: not written (no policy)")
     mode: Literal["enforce", "warn", "audit"] = Field(
         "enforce", description="Schedule/config validation: enforce refuses a bad one; warn allows it with a "
                                "warning kubectl prints; audit allows it silently (both counted)")

@@ -101,7 +101,8 @@ def run_test_pod(kube_api: KubeApi, chart: list[Doc], mode: str, namespace: str,
     pod = one(chart, "Pod")
     (container,) = pod["spec"]["containers"]
     env = {e["name"]: e["value"] for e in container["env"]}
-    assert env == {"TEST_NAMESPACE": "default", "RECLAIM_MODE": mode, "WEBHOOK_CONFIGURATION": "kchart-kustodian"}
+    assert env == {"TEST_NAMESPACE": "default", "RECLAIM_MODE": mode, "WEBHOOK_CONFIGURATION": "kchart-kustodian",
+                   "RECLAIM_MUTATION": "webhook"}
     return run_hook_script(kube_api, container, tmp, {**env, "TEST_NAMESPACE": namespace,
                                                       "WEBHOOK_CONFIGURATION": CONFIG_NAME}, timeout=120)
 

@@ -239,7 +239,9 @@ def test_a_rook_only_cluster_installs_with_the_readmes_command_and_warn_never_bl
 def test_an_enforce_install_refuses_nothing_until_a_replica_serves_then_fails_closed(
         clean: KubeApi, apps: str, tmp_path: Path) -> None:
     api = clean
-    installed = install(api, free_port(), *ENFORCE)
+    # the mutating webhook kept (kube-testserver serves MutatingAdmissionPolicy v1, where auto
+    # chooses the policy): this story is the arming of both webhook configurations
+    installed = install(api, free_port(), *ENFORCE, "--set", "reclaimSpace.mutation=webhook")
     rook_pool_with_a_volume(api, "pv-data")
     # the image is not there (no kubelet here at all): no replica ever serves, nothing refuses
     assert {h["failurePolicy"] for h in webhooks(api).values()} == {"Ignore"}

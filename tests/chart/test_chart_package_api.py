@@ -144,8 +144,12 @@ def test_every_object_of_the_packaged_chart_is_applied(kube_api_rbac: KubeApi, i
     docs = _manifest(kube_api_rbac)
     kinds = {d["kind"] for d in docs}
     assert {"Deployment", "DaemonSet", "Service", "ServiceAccount", "ClusterRole", "RoleBinding",
-            "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration", "ValidatingAdmissionPolicy",
+            # kube-testserver serves MutatingAdmissionPolicy v1: reclaimSpace.mutation auto renders the
+            # policy (and no MutatingWebhookConfiguration)
+            "ValidatingWebhookConfiguration", "MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding",
+            "ValidatingAdmissionPolicy",
             "ServiceMonitor", "PodMonitor", "PrometheusRule", "ConfigMap"} <= kinds
+    assert "MutatingWebhookConfiguration" not in kinds
     manifest = installed / "manifest.yaml"
     manifest.write_text(yaml.safe_dump_all(docs))
     stored = json.loads(kube_api_rbac.kubectl("get", "-f", str(manifest), "-o", "json").stdout)["items"]
@@ -260,7 +264,11 @@ def test_issue_41_values_are_stored_as_rendered(kube_api_rbac: KubeApi, installe
     assert ctrl["revisionHistoryLimit"] == 3
     agent = _stored(api, "daemonset", AGENT)["spec"]
     assert agent["updateStrategy"] == {"type": "OnDelete"} and agent["revisionHistoryLimit"] == 0
-    for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
+    # the reclaim-space policy keeps the webhook's opt-outs
+    constraints = _stored(api, "mutatingadmissionpolicy", f"{FULLNAME}-reclaim-space")["spec"]["matchConstraints"]
+    assert constraints["namespaceSelector"]["matchExpressions"][1:] == OPT_OUT["matchExpressions"]
+    assert constraints["objectSelector"] == OPT_OUT
+    for kind in ("validatingwebhookconfiguration",):
         config = json.loads(api.kubectl("get", kind, FULLNAME, "-o", "json").stdout)
         for w in config["webhooks"]:
             if w["name"] == "reclaim-config-validation.kustodian.io":

@@ -473,11 +473,13 @@ def test_invalid_kustodian_objects_are_refused_by_the_crd_schema(
 
 def test_crds_are_in_the_crds_directory_with_printer_columns(tmp_path: Path) -> None:
     files = sorted(p.name for p in (CHART / "crds").iterdir())
-    assert files == ["orphanedreplicadirs.kustodian.io.yaml"]  # AC/ACR are csi-baremetal's own CRDs
+    # AC/ACR are csi-baremetal's own CRDs
+    assert files == ["orphanedreplicadirs.kustodian.io.yaml", "reclaimspaceparams.kustodian.io.yaml"]
     docs = render(None, tmp_path)
     short = {d["metadata"]["name"]: (d["spec"]["scope"], d["spec"]["names"]["shortNames"])
              for d in find(docs, "CustomResourceDefinition")}
-    assert short == {"orphanedreplicadirs.kustodian.io": ("Namespaced", ["ordir"])}
+    assert short == {"orphanedreplicadirs.kustodian.io": ("Namespaced", ["ordir"]),
+                     "reclaimspaceparams.kustodian.io": ("Namespaced", ["rsparams"])}
     for d in find(docs, "CustomResourceDefinition"):
         assert d["spec"]["versions"][0]["additionalPrinterColumns"]
     assert not find(render(None, tmp_path, include_crds=False), "CustomResourceDefinition")

@@ -9,7 +9,8 @@
    fires), and then that the malformed one gets no warning.
    With the webhook down a warn/audit webhook's failurePolicy Ignore lets the request through
    unjudged, without any warning: that fails this test as it must.
-2. The mutation: a PVC of a StorageClass carrying a schedule is given it.
+2. The mutation: a PVC of a StorageClass carrying a schedule is given it (by the webhook or the
+   MutatingAdmissionPolicy, RECLAIM_MUTATION: reclaimSpace.mutation as the chart resolved it).
 3. Armed (docs/design.md, "Failure policies"): both webhook configurations (WEBHOOK_CONFIGURATION)
    carry kustodian.io/armed-for equal to their kustodian.io/configuration-checksum and every webhook
    the failurePolicy kustodian.io/failure-policies intends. The chart installs every webhook Ignore
@@ -43,6 +44,8 @@ CTX = ssl.create_default_context(cafile=os.environ.get("CA_FILE", SA + "/ca.crt"
 NS = os.environ["TEST_NAMESPACE"]
 MODE = os.environ.get("RECLAIM_MODE", "enforce")
 CONFIGURATION = os.environ["WEBHOOK_CONFIGURATION"]
+# "policy": the mutation is the MutatingAdmissionPolicy's and no MutatingWebhookConfiguration exists
+MUTATION = os.environ.get("RECLAIM_MUTATION", "webhook")
 ARMED_FOR, CHECKSUM, POLICIES = ("kustodian.io/armed-for", "kustodian.io/configuration-checksum",
                                  "kustodian.io/failure-policies")
 if not API.startswith("https://"):
@@ -141,7 +144,9 @@ def mutation(pvcs):
 def unarmed():
     """What keeps the two configurations from being armed for themselves ([] once they are)."""
     problems = []
-    for kind in ("validatingwebhookconfigurations", "mutatingwebhookconfigurations"):
+    kinds = ("validatingwebhookconfigurations",) if MUTATION == "policy" else (
+        "validatingwebhookconfigurations", "mutatingwebhookconfigurations")
+    for kind in kinds:
         code, body, _ = call("GET", f"/apis/admissionregistration.k8s.io/v1/{kind}/{CONFIGURATION}")
         if code != 200:
             problems.append(f"{kind}/{CONFIGURATION}: {code} {body.get('message', '')}")

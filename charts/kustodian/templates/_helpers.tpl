@@ -541,7 +541,7 @@ annotation kustodian.io/failure-policies of both configurations and the webhook'
 {{- if .Values.capacity.enabled -}}
 {{- $out = append $out (printf "capacity-validation.kustodian.io=%s" (include "kustodian.failurePolicy" (list . "capacityValidation"))) -}}
 {{- end -}}
-{{- if .Values.reclaimSpace.enabled -}}
+{{- if and .Values.reclaimSpace.enabled (ne (include "kustodian.reclaimMutation" .) "policy") -}}
 {{- $out = append $out (printf "reclaim-space.kustodian.io=%s" (include "kustodian.failurePolicy" (list . "reclaimMutation"))) -}}
 {{- end -}}
 {{- join "," $out -}}
@@ -634,4 +634,43 @@ fsGroup from its namespace's range and refuses a fixed one outside it, so the ch
 */}}
 {{- define "kustodian.openshift" -}}
 {{- if .Capabilities.APIVersions.Has "security.openshift.io/v1" }}true{{ end -}}
+{{- end -}}
+
+{{/*
+How a new PVC gets its reclaim-space schedule (reclaimSpace.mutation): "policy" (the
+MutatingAdmissionPolicy of reclaim-mutation-policy.yaml alone: no webhook in the PVC CREATE path),
+"webhook" (the mutating webhook alone) or "both" (the policy, then the webhook: the API server runs
+MutatingAdmissionPolicies before mutating webhooks, the webhook finds the policy's work done and adds
+what CEL cannot compute, a staggered schedule). auto: where the API server serves
+MutatingAdmissionPolicy v1 (Kubernetes >= 1.36) and the ReclaimSpaceParams CRD (crds/) and the
+controllers run (they write its params), "both" when reclaimSpace.config sets a stagger-window and
+"policy" otherwise; else "webhook". policy or both without what they need fails the render naming it.
+*/}}
+{{- define "kustodian.reclaimMutation" -}}
+{{- $want := .Values.reclaimSpace.mutation -}}
+{{- $served := .Capabilities.APIVersions.Has "admissionregistration.k8s.io/v1/MutatingAdmissionPolicy" -}}
+{{- /* Helm installs crds/ before it renders, but Helm 4 renders with the served versions it read
+before that: the CRD is also looked up live, so a first install and the upgrade after it choose the same path */ -}}
+{{- $params := or (.Capabilities.APIVersions.Has "kustodian.io/v1alpha1/ReclaimSpaceParams") (lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" "reclaimspaceparams.kustodian.io") -}}
+{{- if or (eq $want "policy") (eq $want "both") -}}
+{{- if not $served -}}
+{{- fail (printf "reclaimSpace.mutation=%s but the API server does not serve admissionregistration.k8s.io/v1 MutatingAdmissionPolicy (Kubernetes >= 1.36): set reclaimSpace.mutation=auto or webhook (helm template: add --api-versions admissionregistration.k8s.io/v1/MutatingAdmissionPolicy if your cluster serves it)" $want) -}}
+{{- end -}}
+{{- if not $params -}}
+{{- fail (printf "reclaimSpace.mutation=%s but the ReclaimSpaceParams CRD (kustodian.io/v1alpha1) is not installed (Helm installs crds/ only with a new release): apply it first with kubectl apply -f charts/kustodian/crds/ (helm template: add --api-versions kustodian.io/v1alpha1/ReclaimSpaceParams)" $want) -}}
+{{- end -}}
+{{- if not .Values.controllers.enabled -}}
+{{- fail (printf "reclaimSpace.mutation=%s but controllers.enabled is false: the controllers write the policy's params, without them it would change no PVC; set controllers.enabled=true, or reclaimSpace.mutation=webhook" $want) -}}
+{{- end -}}
+{{- $want -}}
+{{- else if and (eq $want "auto") $served $params .Values.controllers.enabled -}}
+{{- if hasKey (.Values.reclaimSpace.config | default dict) "stagger-window" }}both{{ else }}policy{{ end -}}
+{{- else -}}
+webhook
+{{- end -}}
+{{- end -}}
+
+{{/* The ReclaimSpaceParams object (release namespace) the controllers write the reclaim-space policy's params into. */}}
+{{- define "kustodian.reclaimParamsName" -}}
+{{- printf "%s-reclaim-space" (include "kustodian.fullname" .) | trunc 253 -}}
 {{- end -}}

@@ -36,7 +36,7 @@ from datetime import timedelta
 from kustodian.policy.objects import RawObject, name, namespace
 from kustodian.policy.reclaim.schedule import ScheduleError, parse_schedule
 
-__all__ = ["STAGGER_PERIODS", "stagger", "stagger_key"]
+__all__ = ["STAGGER_PERIODS", "stagger", "stagger_key", "staggerable"]
 
 STAGGER_PERIODS: Mapping[str, timedelta] = {
     "@hourly": timedelta(hours=1),
@@ -52,17 +52,30 @@ def stagger_key(pvc: RawObject) -> str:
     return f"{namespace(pvc)}/{nm}" if nm else ""
 
 
+def _period(schedule: str) -> tuple[str, timedelta] | None:
+    """The descriptor of ``schedule`` and the period it repeats in, when Kustodian spreads it."""
+    try:
+        parsed = parse_schedule(schedule)
+    except ScheduleError:
+        return None  # not ours to fix here: validation reports it
+    descriptor = parsed.descriptor or ""
+    period = STAGGER_PERIODS.get(descriptor)
+    return (descriptor, period) if period is not None else None
+
+
+def staggerable(schedule: str) -> bool:
+    """Would :func:`stagger` move ``schedule`` (given a window and a key)?"""
+    return _period(schedule) is not None
+
+
 def stagger(schedule: str, key: str, window: timedelta | None) -> str:
     """``schedule`` moved to ``key``'s slot within ``window``; unchanged when it cannot be spread."""
     if window is None or not key:
         return schedule
-    try:
-        parsed = parse_schedule(schedule)
-    except ScheduleError:
-        return schedule  # not ours to fix here: validation reports it
-    period = STAGGER_PERIODS.get(parsed.descriptor or "")
-    if period is None:
+    spread = _period(schedule)
+    if spread is None:
         return schedule
+    descriptor, period = spread
     slots = int(min(window, period) / timedelta(minutes=1))
     if slots < 1:
         return schedule
@@ -70,9 +83,9 @@ def stagger(schedule: str, key: str, window: timedelta | None) -> str:
     offset = int.from_bytes(digest[:8], "big") % slots
     day, in_day = divmod(offset, 24 * 60)
     hour, minute = divmod(in_day, 60)
-    if parsed.descriptor == "@hourly":
+    if descriptor == "@hourly":
         cron = f"{minute} * * * *"
-    elif parsed.descriptor == "@weekly":
+    elif descriptor == "@weekly":
         cron = f"{minute} {hour} * * {day}"
     else:
         cron = f"{minute} {hour} * * *"
