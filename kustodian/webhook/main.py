@@ -40,6 +40,7 @@ from kustodian.runtime.manager import Manager
 from kustodian.runtime.runnables import Loop, Runnable, Service, sync_report
 from kustodian.settings import WebhookSettings
 from kustodian.webhook.app import add_freshness, create_app
+from kustodian.webhook.features.backstop import RecordWriter, build_backstop
 from kustodian.webhook.features.deletion_guard import DeletionGuard, cache_projections, needed_kinds
 from kustodian.webhook.features.provider_metrics import ProviderDependents
 from kustodian.webhook.metrics import WebhookMetrics
@@ -93,6 +94,7 @@ class Webhook:
     guard: DeletionGuard | None = None  # its warmer runs while the caches do
     provider_metrics: ProviderDependents | None = None  # its loop runs while the caches do
     liveness: ApiLiveness | None = None  # round trips to the API server (issue 32), with the caches
+    backstop: RecordWriter | None = None  # the deletion backstop's record (issue 44), with the caches
     components: list[Runnable] = field(default_factory=list)  # what runs while the app serves
 
     def start_caches(self) -> None:
@@ -108,7 +110,8 @@ class Webhook:
 
 
 def _components(hook: Webhook) -> list[Runnable]:
-    """The caches (followed kinds first), the guard's warmer, the provider-metrics loop."""
+    """The caches (followed kinds first), the guard's warmer, the provider-metrics loop, the
+    deletion backstop's record reader and writer."""
 
     def start_caches() -> None:
         if hook.kinds is not None:
@@ -130,6 +133,8 @@ def _components(hook: Webhook) -> list[Runnable]:
         out.append(Service("deletion-guard-warmer", hook.guard.start, hook.guard.stop, needs_leader=False))
     if hook.provider_metrics is not None:
         out.append(hook.provider_metrics.loop)
+    if hook.backstop is not None:
+        out.extend(hook.backstop.runnables)
     return out
 
 
@@ -204,6 +209,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
                              registry=metrics_registry)
     metrics.registry.register(outcomes)
     provider_metrics = None
+    backstop = None
     if guard is not None:
         metrics.registry.register(guard)  # kustodian_deletion_guard_memo_total
         # per-provider dependents, capped series, computed off the admission path
@@ -211,10 +217,14 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
             guard, max_series=settings.deletion_guard.metrics_max_series,
             interval=settings.deletion_guard.metrics_interval.total_seconds())
         metrics.registry.register(provider_metrics)
+        # the record the chart's ValidatingAdmissionPolicy refuses DELETEs from (issue 44)
+        backstop = build_backstop(guard, client, settings.kube.namespace, settings.deletion_guard)
+        if backstop is not None:
+            metrics.registry.register(backstop)
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
     hook = Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard,
-                   provider_metrics=provider_metrics, liveness=liveness)
+                   provider_metrics=provider_metrics, liveness=liveness, backstop=backstop)
     hook.components = _components(hook)
     return hook
 

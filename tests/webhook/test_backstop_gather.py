@@ -1,0 +1,136 @@
+"""What the deletion backstop's record should hold, gathered from the deletion guard over its watch
+caches (loaded through ``WatchCache.replace``, no API server): exactly the guard's decisions, a
+namespace exactly when the webhook would refuse its teardown, and nothing said about a kind that
+is not fresh.  Writing it to a real API server: ``tests/webhook/test_backstop_writer.py``."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from kustodian.policy.deletion import decide_delete, decide_namespace_delete, rook_rules
+from kustodian.policy.deletion.backstop import NAMESPACES_SCOPE, namespace_key, record_key
+from kustodian.webhook.features.backstop import RecordGatherer
+from kustodian.policy.store import kind_key
+from tests.policy.deletion.builders import blockpool, cluster, nfs, rbd_pv, view
+from tests.webhook.test_deletion_guard_freshness import NFS, POOL, with_meta, world
+
+NOW = datetime.now(UTC)
+LATER = (NOW + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+EARLIER = (NOW - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+ALLOW = "kustodian.io/allow-delete-with-dependents"
+UNTIL = "kustodian.io/allow-delete-until"
+
+
+def annotated(o: dict[str, Any], notes: dict[str, str]) -> dict[str, Any]:
+    o["metadata"]["annotations"] = notes
+    return o
+
+
+def pool_key(name: str, ns: str = "rook-ceph") -> str:
+    return record_key("ceph.rook.io", "cephblockpools", ns, name) or ""
+
+
+WORLDS: dict[str, list[dict[str, Any]]] = {
+    "pool-with-a-volume-and-an-export": [blockpool("a"), rbd_pv("pv-a", pool="a"), nfs("nfs-a", "a")],
+    "pool-without-dependents": [blockpool("a")],
+    "only-inside-dependents": [blockpool("a"), nfs("nfs-a", "a")],
+    "overridden": [annotated(blockpool("a"), {ALLOW: "true"}), rbd_pv("pv-a", pool="a")],
+    "override-until-later": [annotated(blockpool("a"), {ALLOW: "true", UNTIL: LATER}), rbd_pv("pv-a", pool="a")],
+    "override-expired": [annotated(blockpool("a"), {ALLOW: "true", UNTIL: EARLIER}), rbd_pv("pv-a", pool="a")],
+    "rook-force-on-a-pool": [annotated(blockpool("a"), {"rook.io/force-deletion": "TRUE"}),
+                             rbd_pv("pv-a", pool="a")],
+    "two-namespaces": [blockpool("a"), rbd_pv("pv-a", pool="a"), blockpool("b", "other"),
+                       rbd_pv("pv-b", pool="b", cluster_id="other"), blockpool("c", "other")],
+    "cluster-allows-uninstall": [cluster(allow_uninstall_with_volumes=True), blockpool("a"), rbd_pv("pv-a", pool="a")],
+}
+
+
+def gathered(objects: list[dict[str, Any]]) -> tuple[dict[str, str], list[dict[str, Any]], dict[str, str]]:
+    """The entries gathered over ``objects``, the objects, and each kind's resource (plural)."""
+    objects = [with_meta(o) for o in objects]
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for o in objects:
+        by_kind.setdefault(kind_key(o["apiVersion"], o["kind"]), []).append(o)
+    guard, caches = world(by_kind)
+    knowledge = RecordGatherer(guard).gather(NOW)
+    assert knowledge.complete
+    return knowledge.entries, objects, {k: c.resource.plural for k, c in caches.items()}
+
+
+@pytest.mark.parametrize("name", sorted(WORLDS))
+def test_the_record_holds_exactly_what_the_webhook_refuses(name: str) -> None:
+    """Per provider: an entry with its dependents' count whenever the guard finds dependents
+    (overrides are the policy's to read from the object); per namespace: an entry exactly when
+    the webhook refuses its teardown now, with the outside dependents of the blocking providers."""
+    entries, objects, plurals = gathered(WORLDS[name])
+    rules = rook_rules()
+    listed = view(*objects)
+    want: dict[str, str] = {}
+    for o in objects:
+        kind = kind_key(o["apiVersion"], o["kind"])
+        if kind not in rules.provider_kinds():
+            continue
+        decision = decide_delete(kind, o, listed, rules, now=NOW)
+        count = sum(len(refs) for refs in decision.dependents.values())
+        if count:
+            key = record_key(kind.partition(".")[2], plurals[kind], o["metadata"].get("namespace", ""),
+                             o["metadata"]["name"])
+            want[key or ""] = str(count)
+    for ns in {o["metadata"].get("namespace") for o in objects} - {None}:
+        teardown = decide_namespace_delete(ns, listed, rules, NOW)
+        if not teardown.allowed:
+            want[namespace_key(ns) or ""] = str(sum(len(refs) for refs in teardown.dependents.values()))
+    assert entries == want
+
+
+def test_worlds_cover_each_case_the_record_tells_apart() -> None:
+    entries = {name: gathered(objects)[0] for name, objects in WORLDS.items()}
+    assert entries["pool-with-a-volume-and-an-export"] == {pool_key("a"): "2", "_namespaces__rook-ceph": "1"}
+    assert entries["pool-without-dependents"] == {}
+    assert entries["only-inside-dependents"] == {pool_key("a"): "1"}
+    assert entries["overridden"] == {pool_key("a"): "1"}  # the namespace is waived, the pool still recorded
+    assert entries["override-until-later"] == {pool_key("a"): "1"}
+    assert entries["override-expired"] == {pool_key("a"): "1", "_namespaces__rook-ceph": "1"}
+    assert entries["rook-force-on-a-pool"] == {pool_key("a"): "1"}
+    # Rook's own skip (cleanupPolicy.allowUninstallWithVolumes): volumes hold nothing, the pool
+    # still holds its cluster
+    assert entries["cluster-allows-uninstall"] == {
+        record_key("ceph.rook.io", "cephclusters", "rook-ceph", "rook-ceph"): "1"}
+
+
+def test_a_stale_kind_says_nothing_and_marks_its_scope_stale() -> None:
+    pools = [with_meta(blockpool("a")), with_meta(blockpool("b"))]
+    guard, _ = world({POOL: pools, "PersistentVolume": [with_meta(rbd_pv("pv-a", pool="a"))],
+                      NFS: [with_meta(nfs("nfs-b", "b"))]}, stale=("PersistentVolume",))
+    knowledge = RecordGatherer(guard).gather(NOW)
+    assert not knowledge.complete
+    pools_scope = ("ceph.rook.io", "cephblockpools")
+    assert not knowledge.fresh(pools_scope)  # a pool decision reads PersistentVolumes
+    assert not knowledge.fresh(NAMESPACES_SCOPE)
+    assert pool_key("a") not in knowledge.entries and pool_key("b") not in knowledge.entries
+    # a resource no cache serves, in a group with a stale kind, may be served again: kept
+    assert not knowledge.fresh(("ceph.rook.io", "cephwidgets"))
+    # nor does the gather guess about a group it read whole
+    assert knowledge.fresh(("example.com", "widgets"))
+
+
+def test_a_fresh_world_lets_go_of_kinds_no_longer_served() -> None:
+    guard, _ = world({POOL: [with_meta(blockpool("a"))]})
+    knowledge = RecordGatherer(guard).gather(NOW)
+    assert knowledge.complete and knowledge.fresh(NAMESPACES_SCOPE)
+    assert knowledge.fresh(("ceph.rook.io", "cephblockpools"))
+    assert knowledge.fresh(("ceph.rook.io", "cephwidgets"))  # guarded by no rule, served by no CRD
+
+
+def test_a_pool_with_many_volumes_is_counted_once_per_decision() -> None:
+    pvs = [with_meta(rbd_pv(f"pv-{i}", pool="a")) for i in range(2000)]
+    guard, _ = world({POOL: [with_meta(blockpool("a"))], "PersistentVolume": pvs})
+    gatherer = RecordGatherer(guard)
+    first = gatherer.gather(NOW).entries
+    assert first == {pool_key("a"): "2000", "_namespaces__rook-ceph": "2000"}
+    kept = dict(gatherer._outside)
+    assert gatherer.gather(NOW).entries == first
+    assert {k: v[0] for k, v in gatherer._outside.items()} == {k: v[0] for k, v in kept.items()}
