@@ -12,8 +12,8 @@ import pytest
 
 from kustodian.policy.deletion import decide_delete, decide_namespace_delete, rook_rules
 from kustodian.policy.deletion.backstop import NAMESPACES_SCOPE, namespace_key, record_key
-from kustodian.webhook.features.backstop import RecordGatherer
 from kustodian.policy.store import kind_key
+from kustodian.webhook.features.backstop import RecordGatherer
 from tests.policy.deletion.builders import blockpool, cluster, nfs, rbd_pv, view
 from tests.webhook.test_deletion_guard_freshness import NFS, POOL, with_meta, world
 
@@ -134,3 +134,30 @@ def test_a_pool_with_many_volumes_is_counted_once_per_decision() -> None:
     kept = dict(gatherer._outside)
     assert gatherer.gather(NOW).entries == first
     assert {k: v[0] for k, v in gatherer._outside.items()} == {k: v[0] for k, v in kept.items()}
+
+
+class GoesStaleWhileRead:
+    """The guard, but a kind's caches go stale after the gather looked at them (a watch cut mid-pass)."""
+
+    def __init__(self, guard: Any, kind: str) -> None:
+        self.guard, self.kind, self.looks = guard, kind, 0
+        self.rules, self.view, self.liveness = guard.rules, guard.view, guard.liveness
+
+    def stale_kinds(self, kinds: Any) -> list[tuple[str, float]]:
+        kinds = list(kinds)
+        if self.kind in kinds:
+            self.looks += 1
+            if self.looks > 1:
+                return [(self.kind, 0.1)]
+        return list(self.guard.stale_kinds(kinds))
+
+    def decision_now(self, kind_key: str, provider: Any) -> Any:
+        return self.guard.decision_now(kind_key, provider)
+
+
+def test_a_kind_that_goes_stale_while_it_is_read_drops_nothing() -> None:
+    guard, _ = world({POOL: [with_meta(blockpool("a"))], "PersistentVolume": [with_meta(rbd_pv("pv-a", pool="a"))]})
+    knowledge = RecordGatherer(GoesStaleWhileRead(guard, POOL)).gather(NOW)
+    assert not knowledge.complete
+    assert not knowledge.fresh(("ceph.rook.io", "cephblockpools"))  # its old entries are kept
+    assert knowledge.entries[pool_key("a")] == "1"  # what was read of it still adds

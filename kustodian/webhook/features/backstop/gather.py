@@ -84,25 +84,39 @@ class RecordGatherer:
         stale_groups: set[str] = set()
         complete = True
         outside: dict[int, tuple[DeleteDecision, int]] = {}
+        read_fresh: list[tuple[str, Scope | None]] = []
         for kind in sorted(rules.provider_kinds()):
             cache = view.caches.get(kind)
             scope = (cache.resource.group, cache.resource.plural) if cache is not None else None
-            if guard.stale_kinds((*sorted(rules.kinds_read(kind)), kind)):
+            if self._stale(kind):
                 complete = False
                 stale_groups.add(kind.partition(".")[2])
                 if scope is not None:
                     stale.add(scope)
                 continue
+            read_fresh.append((kind, scope))
             if scope is None or not view.has_kind(kind):
                 continue  # not served: fresh knowledge that there is none
             fresh.add(scope)
             for provider in view.list(kind):
                 facts.append(self._facts(kind, scope, provider, now, outside))
+        # a kind that went stale while it was read: what was read of it is kept (it only adds),
+        # but it drops nothing
+        for kind, scope in read_fresh:
+            if self._stale(kind):
+                complete = False
+                stale_groups.add(kind.partition(".")[2])
+                if scope is not None:
+                    fresh.discard(scope)
+                    stale.add(scope)
         self._outside = outside
         if complete:
             fresh.add(NAMESPACES_SCOPE)
         return RecordKnowledge(protected_entries(facts), frozenset(fresh), frozenset(stale),
                                frozenset(stale_groups), complete, len(facts))
+
+    def _stale(self, kind: str) -> bool:
+        return bool(self.guard.stale_kinds((*sorted(self.guard.rules.kinds_read(kind)), kind)))
 
     def _facts(self, kind: str, scope: Scope, provider: RawObject, now: datetime,
                outside: dict[int, tuple[DeleteDecision, int]]) -> ProviderFacts:

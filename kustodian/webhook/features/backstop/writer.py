@@ -26,7 +26,7 @@ re-confirms shards confirmed longer ago than that, so the record's age stays bel
 (``RecordKnowledge.fresh``); an entry is removed only by a pass that began after a round trip to
 the API server succeeded (``ApiLiveness.prove``, as the guard's own allows), else the pass only
 adds; a shard that does not exist is created only from a complete pass (every kind fresh), since
-a missing shard refuses every guarded DELETE while an empty one would let its keys through; and
+a shard once written is the policy's knowledge (and can never be deleted), never a guess; and
 the record is confirmed only by a complete, proven pass.  A shard that would outgrow a ConfigMap
 is not written (the stored one is kept, ``kustodian_deletion_backstop_writes_total{result=
 "oversize"}``).
@@ -112,6 +112,7 @@ class RecordWriter(Collector):
         self._hooked: weakref.WeakSet[WatchCache] = weakref.WeakSet()
         self._elector: LeaderElector | None = None
         self._lead_lock = threading.Lock()
+        self._state_lock = threading.Lock()  # the reader never replaces what a leader read or wrote
         self._signature: Hashable = None
         self._warned = ""
 
@@ -166,11 +167,14 @@ class RecordWriter(Collector):
 
     def _lead(self, lost: threading.Event, stop: threading.Event) -> None:
         with self._lead_lock:  # a lost leadership's loop ends before the next one begins
-            self.leading.set()
+            with self._state_lock:
+                self.leading.set()
             try:
                 self._lead_loop(lambda: lost.is_set() or stop.is_set(), stop)
-            except Exception:
-                log.exception("the deletion backstop's writer failed; it stops writing until it leads again")
+            except Exception:  # never a leader that holds the Lease and writes nothing
+                log.exception("the deletion backstop's writer failed; giving its Lease up")
+                if self._elector is not None:
+                    self._elector.stop()
             finally:
                 self.leading.clear()
 
@@ -183,6 +187,8 @@ class RecordWriter(Collector):
                 self._warn(f"cannot read the deletion backstop's record {self.store.record}: {exc}; "
                            "nothing is written until it can be read")
                 stop.wait(1.0)
+        if over():
+            return
         log.info("writing the deletion backstop's record %s/%s-0..%d", self.store.namespace,
                  self.store.record, self.store.shards - 1)
         due = 0.0  # the next pass without a change (confirmation)
@@ -196,7 +202,12 @@ class RecordWriter(Collector):
                 self._dirty.clear()
             if over():
                 return
-            result = self.pass_once()
+            try:
+                result = self.pass_once()
+            except Exception:  # a cache swapped under the pass, an API error reading back: again soon
+                log.exception("a pass of the deletion backstop's writer failed; retrying")
+                result = PassResult(failed=True)
+                self._dirty.set()
             due = time.monotonic() + (self.confirm_interval / 2 if result.complete and result.proven
                                       else min(1.0, self.confirm_interval / 2))
             if result.failed:
@@ -230,7 +241,7 @@ class RecordWriter(Collector):
                            "in it are not recorded)")
                 continue
             if not shard.exists and not confirm:
-                continue  # a missing shard refuses everything; an incomplete one would let keys through
+                continue  # a shard is first published from complete knowledge only
             reconfirm = confirm and (shard.confirmed_at is None or now - shard.confirmed_at >= due)
             if shard.exists and data == shard.data and not reconfirm:
                 continue
@@ -275,7 +286,10 @@ class RecordWriter(Collector):
         while True:
             if not self.leading.is_set():
                 try:
-                    self.state = self.store.read()
+                    state = self.store.read()
+                    with self._state_lock:
+                        if not self.leading.is_set():
+                            self.state = state
                 except KubeError as exc:
                     self._warn(f"cannot read the deletion backstop's record {self.store.record}: {exc}")
             if stop.wait(self.confirm_interval / 2):
