@@ -14,7 +14,7 @@ from kustodian.policy.deletion import decide_delete, decide_namespace_delete, ro
 from kustodian.policy.deletion.backstop import NAMESPACES_SCOPE, namespace_key, record_key
 from kustodian.policy.store import kind_key
 from kustodian.webhook.features.backstop import RecordGatherer
-from tests.policy.deletion.builders import blockpool, cluster, nfs, rbd_pv, view
+from tests.policy.deletion.builders import blockpool, ceph, cluster, nfs, rbd_pv, view
 from tests.webhook.test_deletion_guard_freshness import NFS, POOL, with_meta, world
 
 NOW = datetime.now(UTC)
@@ -125,15 +125,45 @@ def test_a_fresh_world_lets_go_of_kinds_no_longer_served() -> None:
     assert knowledge.fresh(("ceph.rook.io", "cephwidgets"))  # guarded by no rule, served by no CRD
 
 
-def test_a_pool_with_many_volumes_is_counted_once_per_decision() -> None:
+class Counting:
+    """The guard, counting the decisions it is asked for."""
+
+    def __init__(self, guard: Any) -> None:
+        self.guard, self.asked = guard, 0
+        self.rules, self.view, self.liveness = guard.rules, guard.view, guard.liveness
+
+    def stale_kinds(self, kinds: Any) -> list[tuple[str, float]]:
+        return list(self.guard.stale_kinds(kinds))
+
+    def decision_now(self, kind_key: str, provider: Any) -> Any:
+        self.asked += 1
+        return self.guard.decision_now(kind_key, provider)
+
+
+def test_a_kind_none_of_whose_caches_changed_is_not_asked_again() -> None:
     pvs = [with_meta(rbd_pv(f"pv-{i}", pool="a")) for i in range(2000)]
-    guard, _ = world({POOL: [with_meta(blockpool("a"))], "PersistentVolume": pvs})
-    gatherer = RecordGatherer(guard)
+    guard, caches = world({POOL: [with_meta(blockpool("a")), with_meta(blockpool("b"))], "PersistentVolume": pvs,
+                           "CephObjectRealm.ceph.rook.io": [with_meta(ceph("CephObjectRealm", "realm"))]})
+    counting = Counting(guard)
+    gatherer = RecordGatherer(counting)
     first = gatherer.gather(NOW).entries
     assert first == {pool_key("a"): "2000", "_namespaces__rook-ceph": "2000"}
-    kept = dict(gatherer._outside)
-    assert gatherer.gather(NOW).entries == first
-    assert {k: v[0] for k, v in gatherer._outside.items()} == {k: v[0] for k, v in kept.items()}
+    asked = counting.asked
+    assert asked == 3  # two pools, one realm
+    assert gatherer.gather(NOW).entries == first and counting.asked == asked  # nothing changed: nothing asked
+    caches["PersistentVolume"].replace([*pvs, with_meta(rbd_pv("pv-b", pool="b"))], "2")
+    assert gatherer.gather(NOW).entries == {**first, pool_key("b"): "1", "_namespaces__rook-ceph": "2001"}
+    assert counting.asked == asked + 2  # the pools read PersistentVolumes; a realm reads its zone groups
+
+
+def test_an_override_that_expires_between_passes_blocks_its_namespace_with_no_event() -> None:
+    """Only time changes whether a bounded override applies: a kind not asked again still is."""
+    later = (NOW + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    guard, _ = world({POOL: [with_meta(annotated(blockpool("a"), {ALLOW: "true", UNTIL: later}))],
+                      "PersistentVolume": [with_meta(rbd_pv("pv-a", pool="a"))]})
+    gatherer = RecordGatherer(guard)
+    assert gatherer.gather(NOW).entries == {pool_key("a"): "1"}
+    assert gatherer.gather(NOW + timedelta(minutes=10)).entries == {pool_key("a"): "1", "_namespaces__rook-ceph": "1"}
 
 
 class GoesStaleWhileRead:
@@ -161,3 +191,22 @@ def test_a_kind_that_goes_stale_while_it_is_read_drops_nothing() -> None:
     assert not knowledge.complete
     assert not knowledge.fresh(("ceph.rook.io", "cephblockpools"))  # its old entries are kept
     assert knowledge.entries[pool_key("a")] == "1"  # what was read of it still adds
+
+
+def test_the_guards_memo_keeps_a_decision_for_every_cached_provider(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pass over every provider (the backstop's, the warmer's, the metric's) asks for each decision:
+    with a fixed bound below the providers' count each pass evicted what the next needed, and
+    computed every decision whole (10,000 pools: 4,096 entries)."""
+    from kustodian.webhook.features.deletion_guard import memo
+
+    monkeypatch.setattr(memo, "MEMO_SIZE", 8)
+    pools = [with_meta(blockpool(f"p{i}")) for i in range(20)]
+    guard, _ = world({POOL: pools})
+    for pool in pools:
+        guard.decision_now(POOL, pool)
+    computed = guard.memo.computed
+    assert computed == 20
+    for pool in pools:
+        guard.decision_now(POOL, pool)
+    assert guard.memo.computed == computed
+    assert guard.memo.limit() == 40

@@ -10,10 +10,10 @@ the writer keeps what the record already holds for it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from kustodian.kube.liveness import ApiLiveness
 from kustodian.kube.view import CacheView
@@ -66,14 +66,26 @@ class RecordKnowledge:
         return scope[0] not in self.stale_groups
 
 
+class Kept(NamedTuple):
+    versions: Hashable
+    found: list[tuple[RawObject, ProviderFacts]]
+    outside: dict[int, tuple[DeleteDecision, int]]
+
+
 class RecordGatherer:
-    """Gathers ``RecordKnowledge`` from the guard; keeps, between passes, how many of each decision's
-    dependents are outside its provider's namespace (a decision is reused until it changes,
-    so a pool with 50,000 PersistentVolumes is not walked again on every pass)."""
+    """Gathers ``RecordKnowledge`` from the guard.  Between passes it keeps, per provider kind, the
+    facts it found and the version of every cache they were read from (the kind, what its decisions
+    read, the Namespaces): a kind none of whose caches changed is not asked again (only whether an
+    override applies, which time alone can change), so a pass after a PersistentVolume event
+    asks only about the kinds that read PersistentVolumes.  And it keeps how many of each
+    decision's dependents are outside its provider's namespace (a decision is reused until it
+    changes, so a pool with 50,000 PersistentVolumes is not walked again on every pass)."""
 
     def __init__(self, guard: BackstopGuard) -> None:
         self.guard = guard
-        self._outside: dict[int, tuple[DeleteDecision, int]] = {}
+        # per kind: the versions its facts were read at, [(provider, facts)], and each decision's
+        # count of dependents outside its provider's namespace (by the decision's id, with it)
+        self._kinds: dict[str, Kept] = {}
 
     def gather(self, now: datetime) -> RecordKnowledge:
         guard = self.guard
@@ -83,7 +95,7 @@ class RecordGatherer:
         stale: set[Scope] = set()
         stale_groups: set[str] = set()
         complete = True
-        outside: dict[int, tuple[DeleteDecision, int]] = {}
+        kept: dict[str, Kept] = {}
         read_fresh: list[tuple[str, Scope | None]] = []
         for kind in sorted(rules.provider_kinds()):
             cache = view.caches.get(kind)
@@ -98,8 +110,18 @@ class RecordGatherer:
             if scope is None or not view.has_kind(kind):
                 continue  # not served: fresh knowledge that there is none
             fresh.add(scope)
-            for provider in view.list(kind):
-                facts.append(self._facts(kind, scope, provider, now, outside))
+            versions = self._versions(kind)
+            last = self._kinds.get(kind)
+            if last is not None and last.versions == versions:
+                found = [(p, replace(f, waived=read_override(kind, p).applies(now))) for p, f in last.found]
+                kept[kind] = Kept(versions, found, last.outside)
+            else:
+                outside: dict[int, tuple[DeleteDecision, int]] = {}
+                before = last.outside if last is not None else {}
+                found = [(p, self._facts(kind, scope, p, now, before=before, outside=outside))
+                         for p in view.list(kind)]
+                kept[kind] = Kept(versions, found, outside)
+            facts.extend(f for _, f in found)
         # a kind that went stale while it was read: what was read of it is kept (it only adds),
         # but it drops nothing
         for kind, scope in read_fresh:
@@ -109,23 +131,30 @@ class RecordGatherer:
                 if scope is not None:
                     fresh.discard(scope)
                     stale.add(scope)
-        self._outside = outside
+                kept.pop(kind, None)
+        self._kinds = kept
         if complete:
             fresh.add(NAMESPACES_SCOPE)
         return RecordKnowledge(protected_entries(facts), frozenset(fresh), frozenset(stale),
                                frozenset(stale_groups), complete, len(facts))
 
+    def _versions(self, kind: str) -> Hashable:
+        caches = self.guard.view.caches
+        read = sorted({*self.guard.rules.kinds_read(kind), kind, "Namespace"})
+        return tuple((k, id(c), c.version()) for k in read for c in (caches.get(k),) if c is not None)
+
     def _stale(self, kind: str) -> bool:
         return bool(self.guard.stale_kinds((*sorted(self.guard.rules.kinds_read(kind)), kind)))
 
-    def _facts(self, kind: str, scope: Scope, provider: RawObject, now: datetime,
+    def _facts(self, kind: str, scope: Scope, provider: RawObject, now: datetime, *,
+               before: dict[int, tuple[DeleteDecision, int]],
                outside: dict[int, tuple[DeleteDecision, int]]) -> ProviderFacts:
         decision = self.guard.decision_now(kind, provider)
         home = namespace(provider)
         total = sum(len(refs) for refs in decision.dependents.values())
         out = 0
         if home and total:
-            kept = self._outside.get(id(decision))
+            kept = before.get(id(decision))
             if kept is not None and kept[0] is decision:
                 out = kept[1]
             else:
