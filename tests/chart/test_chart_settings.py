@@ -91,6 +91,8 @@ def _webhook_values(v: dict[str, Any]) -> Values:
     }
     if guard_on and guard.get("rules"):
         values["deletion_guard"]["rules_file"] = "/etc/kustodian/rules/deletion-rules.yaml"
+    if guard_on and guard.get("backstop", {}).get("enabled", True):
+        values["deletion_guard"]["backstop_record"] = f"{FULLNAME}-backstop"
     return values
 
 

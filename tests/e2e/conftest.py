@@ -51,7 +51,7 @@ def kustodian(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
                           check=False, **kw)
 
 
-def start_webhook(kube_api: KubeApi, workdir: Path, *extra: str) -> WebhookProcess:
+def start_webhook(kube_api: KubeApi, workdir: Path, *extra: str, kubeconfig: Path | None = None) -> WebhookProcess:
     certs_dir = workdir / "certs"
     issued = kustodian("certs", "issue", "--service", "kustodian", "--namespace", "kustodian",
                        "--out", str(certs_dir), "--ip", "127.0.0.1", "--dns", "localhost")
@@ -61,7 +61,7 @@ def start_webhook(kube_api: KubeApi, workdir: Path, *extra: str) -> WebhookProce
     env = {**os.environ, "KUSTODIAN_LOG__FORMAT": "text"}
     with log_file.open("w") as log_out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kustodian", "webhook", "--kubeconfig", str(kube_api.kubeconfig),
+            [sys.executable, "-m", "kustodian", "webhook", "--kubeconfig", str(kubeconfig or kube_api.kubeconfig),
              "--webhook-host", "127.0.0.1", "--webhook-port", str(port), "--tls-cert-file", str(certs_dir / "tls.crt"),
              "--tls-key-file", str(certs_dir / "tls.key"), *extra],
             stdout=log_out, stderr=subprocess.STDOUT, text=True, env=env)

@@ -103,7 +103,8 @@ def test_the_first_complete_pass_creates_every_shard_confirmed(
 
 def test_no_shard_is_created_from_incomplete_knowledge(
         kube_api: KubeApi, namespace: str, guarded: tuple[DeletionGuard, dict[str, WatchCache]]) -> None:
-    """A missing shard refuses every guarded DELETE; an empty one would let its keys through."""
+    """A shard is first published from complete knowledge only (once written it is what the policy
+    knows, and it cannot be deleted)."""
     guard, caches = guarded
     caches[PV].stop()
     result = writer(kube_api, namespace, guard).pass_once()

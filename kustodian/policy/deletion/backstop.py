@@ -15,9 +15,10 @@ lookup:
 * **The value is the number of dependents** (outside the namespace, for a Namespace), which the
   policy's message names.
 * **Shards**: ``RECORD_SHARDS`` ConfigMaps ``<record>-<i>``, a key in shard ``crc32(key) % 8``
-  (about 60 bytes an entry: 10,000 providers are ~0.6 MiB, tens of thousands fit), each bound by
-  its own binding with ``parameterNotFoundAction: Deny``, so a missing shard refuses every
-  guarded DELETE rather than letting its keys through.
+  (about 60 bytes an entry: 10,000 providers are ~0.6 MiB, tens of thousands fit), each read by
+  its own binding.  A shard not written yet protects nothing (``parameterNotFoundAction:
+  Allow``: the backstop is armed by the webhook's first complete record), and once written none
+  can be deleted (the chart's policy refuses it), so what was recorded never goes missing.
 * **When it was last confirmed**: each shard's ``kustodian.io/backstop-confirmed-at`` is the time
   of the last pass that found every kind it reads fresh; the record's age is the oldest shard's.
 
@@ -156,7 +157,7 @@ class RecordState:
 
     @property
     def complete(self) -> bool:
-        """Every shard exists (a missing one refuses every guarded DELETE: its binding's Deny)."""
+        """Every shard exists (one not written yet protects nothing)."""
         return all(s.exists for s in self.shards)
 
     @property
