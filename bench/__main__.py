@@ -26,8 +26,8 @@ from typing import Any
 
 Row = dict[str, Any]
 
-SCENARIOS = ["admission", "kopf", "cache", "memory", "planner", "orphans", "node-loss", "catch-up"]
-NEEDS_API = {"kopf", "cache", "node-loss", "catch-up"}
+SCENARIOS = ["admission", "kopf", "cache", "memory", "planner", "orphans", "node-loss", "catch-up", "backstop"]
+NEEDS_API = {"kopf", "cache", "node-loss", "catch-up", "backstop"}
 
 
 def _met(row: Row) -> str:
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs = 1 if args.smoke else max(1, args.runs)
 
-    from bench import admission, cache, kopf_peer, node_loss, orphans, planner
+    from bench import admission, backstop, cache, kopf_peer, node_loss, orphans, planner
     from kustodian.testing.testserver import find_script
 
     scenarios: dict[str, Callable[[], list[Row]]] = {
@@ -105,6 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         "orphans": lambda: orphans.run(args.smoke, runs),
         "node-loss": lambda: node_loss.run(args.smoke, runs),
         "catch-up": lambda: cache.catch_up(args.smoke, runs),
+        "backstop": lambda: backstop.run(args.smoke, runs),
     }
     have_api = find_script() is not None
     rows: list[Row] = []
