@@ -95,15 +95,25 @@ def _wait_ready(url: str, ca: Path, proc: subprocess.Popen[bytes], timeout: floa
     raise SystemExit("the webhook did not become ready")
 
 
-def stories(d: Demo) -> None:
+def kustodian_cli(d: Demo, *args: str, lines: int = 12) -> None:
+    """Run Kustodian's CLI against the demo's cluster and show what it prints (its first ``lines``)."""
+    print(f"$ kustodian {' '.join(shlex.quote(a) for a in args)}", flush=True)
+    out = subprocess.run([sys.executable, "-m", "kustodian", *args, "--kubeconfig", str(d.kubeconfig)],
+                         capture_output=True, text=True, check=False)
+    shown = (out.stdout + out.stderr).rstrip().splitlines()
+    print("\n".join(shown[:lines]) + ("\n..." if len(shown) > lines else ""), flush=True)
+
+
+def stories(d: Demo, enforce: Callable[[], None]) -> None:
     ns = "rook-ceph"
-    d.say("Story 1 - deletion guard: a pool with dependents cannot be deleted")
+    d.say("Story 1 - deletion guard, installed in warn mode as the README says: nothing is refused yet, "
+          "kubectl prints what would be")
     d.kubectl("create", "namespace", ns)
     d.apply(
         {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool",
          "metadata": {"name": "replicapool", "namespace": ns}, "spec": {"replicated": {"size": 3}}},
         {"apiVersion": "ceph.rook.io/v1", "kind": "CephNFS", "metadata": {"name": "nfs-a", "namespace": ns},
-         "spec": {"rados": {"pool": "replicapool"}}},
+         "spec": {"rados": {"pool": "replicapool"}, "server": {"active": 1}}},
         *[{"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": f"pvc-{i:04d}"},
            "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
                     "csi": {"driver": "rook-ceph.rbd.csi.ceph.com", "volumeHandle": f"v-{i}",
@@ -112,14 +122,18 @@ def stories(d: Demo) -> None:
         show=False,
     )
     print("(created CephBlockPool rook-ceph/replicapool, CephNFS nfs-a on it, and 40 RBD PersistentVolumes)")
-    time.sleep(1)
+    dry_run = ("delete", "cephblockpool", "replicapool", "-n", ns, "--dry-run=server")
+    d.wait("the webhook to see the pool's dependents",
+           lambda: "cannot be deleted" in d.kubectl(*dry_run, show=False))
+    d.kubectl(*dry_run)
+    d.say("kustodian report: every provider a DELETE would be refused for, and what the guard let through")
+    kustodian_cli(d, "report", "--since", "1h")
+    d.say("Switch to enforce (helm upgrade --reuse-values --set admission.deletionGuard.mode=enforce): "
+          "the same delete is refused, and kubectl prints why")
+    enforce()
     d.kubectl("delete", "cephblockpool", "replicapool", "-n", ns)
     d.say("kustodian explain-delete shows the same dependents as a table")
-    print(f"$ kustodian explain-delete CephBlockPool replicapool -n {ns}")
-    out = subprocess.run([sys.executable, "-m", "kustodian", "explain-delete", "CephBlockPool", "replicapool",
-                          "-n", ns, "--kubeconfig", str(d.kubeconfig)], capture_output=True, text=True,
-                         check=False)
-    print("\n".join(out.stdout.splitlines()[:8]) + "\n...")
+    kustodian_cli(d, "explain-delete", "CephBlockPool", "replicapool", "-n", ns, lines=8)
     d.say("The denial is recorded as a Warning event on the pool")
     d.kubectl("get", "events", "-n", ns, "--field-selector", "reason=DeletionBlocked",
               "-o", "custom-columns=TYPE:.type,REASON:.reason,OBJECT:.involvedObject.name")
@@ -127,7 +141,7 @@ def stories(d: Demo) -> None:
     d.kubectl("delete", "cephnfs", "nfs-a", "-n", ns)
     d.kubectl("delete", "pv", *[f"pvc-{i:04d}" for i in range(40)], show=False)
     print("$ kubectl delete pv pvc-0000 ... pvc-0039")
-    time.sleep(1)
+    d.wait("the webhook to see the dependents gone", lambda: "denied" not in d.kubectl(*dry_run, show=False))
     d.kubectl("delete", "cephblockpool", "replicapool", "-n", ns)
 
 
@@ -136,11 +150,13 @@ def reclaim_story(d: Demo) -> None:
     d.apply({"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass",
              "provisioner": "rook-ceph.rbd.csi.ceph.com", "metadata": {"name": "rook-ceph-block",
                           "annotations": {"reclaimspace.csiaddons.openshift.io/schedule": "@daily"}}})
-    time.sleep(1)
     claim = {"apiVersion": "v1", "kind": "PersistentVolumeClaim",
              "metadata": {"name": "data", "namespace": "apps"},
              "spec": {"storageClassName": "rook-ceph-block", "accessModes": ["ReadWriteOnce"],
                       "resources": {"requests": {"storage": "1Gi"}}}}
+    d.wait("the webhook to see the StorageClass's schedule", lambda: "@daily" in d.kubectl(
+        "create", "-f", "-", "--dry-run=server", "-o", "jsonpath={.metadata.annotations}",
+        stdin=yaml.safe_dump(claim), show=False))
     d.kubectl("create", "-f", "-", stdin=yaml.safe_dump(claim))
     d.kubectl("get", "pvc", "data", "-n", "apps", "-o", "jsonpath={.metadata.annotations}")
     print()
@@ -151,6 +167,7 @@ def reclaim_story(d: Demo) -> None:
 
 LOCAL_SC = "local-storage"
 LONGHORN_NS = "longhorn-system"
+KUSTODIAN_NS = "kustodian"  # the chart's namespace: the node agent writes its OrphanedReplicaDirs there
 DISK_UUID = "3b1e6d3c-0e3f-4f5e-9d2a-00000000d150"
 ORPHAN_DIR = "pvc-9e2c9311-1686-456e-a61c-70473d952566-22c03ab0"
 QUARANTINE_RETENTION = "15s"  # 24h by default: the demo shows the whole life of a quarantine
@@ -208,6 +225,9 @@ def capacity_story(d: Demo) -> None:
             {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default"},
              "spec": {"containers": [{"name": "c", "image": "busybox"}]}}, show=False)
     print("(created Nodes k8s-node-a/b/c, one 100Gi HDD AvailableCapacity on each, and Pod default/web)")
+    print("(csi-baremetal knows a node by the ID in its Node's nodes.csi-baremetal.dell.com/uuid")
+    print(" annotation, not by its name: its drives, AvailableCapacities and ACRs all name node-a, not")
+    print(" k8s-node-a, so the ACR below lists node IDs, as csi-baremetal's scheduler extender writes them)")
     print("(the extender asks for 10Gi of HDD for Pod default/web on all three nodes:)")
     d.apply({"apiVersion": api, "kind": "AvailableCapacityReservation", "metadata": {"name": "default-web"},
              "spec": {"Namespace": "default", "Status": "REQUESTED", "NodeRequests": {"Requested": nodes},
@@ -257,30 +277,32 @@ def orphan_story(d: Demo, disk: Path) -> None:
         os.utime(path, (an_hour_ago, an_hour_ago))
     print(f"(Longhorn Node {node} has disk1 at a temporary directory; a replica directory last written")
     print(f" an hour ago is left on it, that no Replica object owns: replicas/{ORPHAN_DIR})")
+    print(f"(the node agent reports it in Kustodian's own namespace, {KUSTODIAN_NS}, as the chart")
+    print(f" installs it; Longhorn's objects stay in {LONGHORN_NS})")
     d.wait("the OrphanedReplicaDir to be reported",
-           lambda: bool(d.jsonpath("{.items[*].metadata.name}", "orphanedreplicadirs", "-n", LONGHORN_NS)))
-    name = d.jsonpath("{.items[0].metadata.name}", "orphanedreplicadirs", "-n", LONGHORN_NS)
-    d.kubectl("get", "orphanedreplicadirs", "-n", LONGHORN_NS, "-o",
+           lambda: bool(d.jsonpath("{.items[*].metadata.name}", "orphanedreplicadirs", "-n", KUSTODIAN_NS)))
+    name = d.jsonpath("{.items[0].metadata.name}", "orphanedreplicadirs", "-n", KUSTODIAN_NS)
+    d.kubectl("get", "orphanedreplicadirs", "-n", KUSTODIAN_NS, "-o",
               "custom-columns=NAME:.metadata.name,NODE:.spec.nodeID,DIR:.spec.parameters.DataName")
     d.say(f"Deleting the OrphanedReplicaDir first moves the directory into quarantine on the same disk "
           f"(one rename; 'kustodian orphans restore' moves it back); it is removed for good after the "
           f"retention ({QUARANTINE_RETENTION} here, 24h by default)")
     # the finalizer holds the object while the data is in quarantine: do not wait on it
-    d.kubectl("delete", "orphanedreplicadir", name, "-n", LONGHORN_NS, "--wait=false")
+    d.kubectl("delete", "orphanedreplicadir", name, "-n", KUSTODIAN_NS, "--wait=false")
     def quarantined_and_measured() -> bool:
         state, _, size = d.jsonpath("{.status.state}/{.status.sizeBytes}", "orphanedreplicadir", name, "-n",
-                                    LONGHORN_NS).partition("/")
+                                    KUSTODIAN_NS).partition("/")
         return state == "Quarantined" and bool(size)
 
     d.wait("the directory to be quarantined and measured", quarantined_and_measured)
-    d.kubectl("get", "orphanedreplicadirs", "-n", LONGHORN_NS, "-o",
+    d.kubectl("get", "orphanedreplicadirs", "-n", KUSTODIAN_NS, "-o",
               "custom-columns=NAME:.metadata.name,STATE:.status.state,SIZE:.status.sizeBytes")
     for folder in ("replicas", QUARANTINE_DIR):
         print(f"$ ls {disk / folder}")
         left = sorted(p.name for p in (disk / folder).iterdir())
         print("\n".join(left) if left else f"(empty: nothing left in {folder})")
     d.wait("the retention to pass and the directory to be removed for good",
-           lambda: d.gone("orphanedreplicadir", name, "-n", LONGHORN_NS), timeout=90)
+           lambda: d.gone("orphanedreplicadir", name, "-n", KUSTODIAN_NS), timeout=90)
     print(f"$ ls {disk / QUARANTINE_DIR}")
     left = sorted(p.name for p in (disk / QUARANTINE_DIR).iterdir())
     print("\n".join(left) if left else "(empty: the orphaned replica directory is gone for good)")
@@ -333,23 +355,42 @@ def main() -> int:
                 d.kubectl("apply", "-f", str(upstream / "csi-baremetal" / "crds"), show=False)
                 d.kubectl("apply", "-f", str(upstream / "longhorn" / "crds.yaml"), show=False)
                 d.kubectl("apply", "-f", str(ORPHAN_CRD), show=False)
+                # OpenReports' CRDs, as Kyverno or Policy Reporter install them: warn mode's
+                # findings last there
+                for crd in ("reports", "clusterreports"):
+                    reports_crd = upstream / "policy-reports" / "openreports" / f"openreports.io_{crd}.yaml"
+                    d.kubectl("apply", "-f", str(reports_crd), show=False)
             d.kubectl("wait", "--for=condition=Established", "--timeout=30s", "crd", "--all", show=False)
             for ns in ("kustodian", "apps", LONGHORN_NS):
                 d.kubectl("create", "namespace", ns, show=False)
             port = free_port()
             url = f"https://127.0.0.1:{port}"
-            hook_log = work / "webhook.log"
-            # error level: the guard's rules name kinds of every supported provider, and a kind this
-            # throwaway cluster does not serve is only logged (at warning) and skipped
-            hook = _start("webhook", ["--kubeconfig", str(server.kubeconfig), "--webhook-host", "127.0.0.1",
-                                      "--webhook-port", str(port), "--tls-cert-file", str(certs / "tls.crt"),
-                                      "--tls-key-file", str(certs / "tls.key"), "--log-level", "error"],
-                          hook_log, {})
-            procs.append((hook, hook_log))
-            _wait_ready(url, certs / "ca.crt", hook)
             bundle = base64.b64encode((certs / "ca.crt").read_bytes()).decode()
-            d.apply(*webhook_configurations(url, bundle), show=False)
-            print(f"kustodian webhook is serving on {url}; webhook configurations registered.")
+
+            def serve(mode: str) -> None:
+                """The webhook in ``mode`` (the chart's admission.*.mode), its configurations as the
+                chart renders them for that mode: a helm install or upgrade, in one process."""
+                log = work / f"webhook-{mode}.log"
+                # error level: the guard's rules name kinds of every supported provider, and a kind
+                # this throwaway cluster does not serve is only logged (at warning) and skipped
+                hook = _start("webhook", [
+                    "--kubeconfig", str(server.kubeconfig), "--webhook-host", "127.0.0.1",
+                    "--webhook-port", str(port), "--tls-cert-file", str(certs / "tls.crt"),
+                    "--tls-key-file", str(certs / "tls.key"), "--log-level", "error",
+                    "--deletion-guard-mode", mode, "--reclaim-mode", mode], log, {})
+                procs.append((hook, log))
+                _wait_ready(url, certs / "ca.crt", hook)
+                modes = {"deletionGuard": {"providerNamespaces": ["*"], "mode": mode},
+                         "reclaimValidation": {"mode": mode}}
+                d.apply(*webhook_configurations(url, bundle, values={"admission": modes}), show=False)
+
+            def enforce() -> None:
+                _stop([procs.pop(0)], failed=False)  # the warn-mode replica, replaced as an upgrade does
+                serve("enforce")
+                print(f"kustodian webhook is serving on {url} in enforce mode.")
+
+            serve("warn")
+            print(f"kustodian webhook is serving on {url} in warn mode; webhook configurations registered.")
             ctl_log = work / "controllers.log"
             procs.append((_start("controllers", ["--kubeconfig", str(server.kubeconfig),
                                                  "--log-level", "error"], ctl_log, {
@@ -368,7 +409,7 @@ def main() -> int:
                     separators=(",", ":")))
                 agent_log = work / "node-agent.log"
                 procs.append((_start("node-agent", [
-                    "--kubeconfig", str(server.kubeconfig), "--namespace", LONGHORN_NS,
+                    "--kubeconfig", str(server.kubeconfig), "--namespace", KUSTODIAN_NS,
                     "--node-agent-node-name", "worker-1", "--node-agent-longhorn-namespace", LONGHORN_NS,
                     "--log-level", "error"], agent_log, {
                     "KUSTODIAN_METRICS__LISTEN_ADDRESS": "", "KUSTODIAN_NODE_AGENT__SCAN_INTERVAL": "1s",
@@ -379,7 +420,7 @@ def main() -> int:
                     "KUSTODIAN_NODE_AGENT__SIZE_INTERVAL": "1s"}), agent_log))
                 print("kustodian node-agent is running for node worker-1 "
                       "(its Longhorn disk: a temporary directory).")
-            stories(d)
+            stories(d, enforce)
             reclaim_story(d)
             node_cleanup_story(d)
             if upstream is None:

@@ -18,7 +18,7 @@ from kustodian.cli.backstop import BackstopStatus, backstop_status
 from kustodian.cli.cluster import context_namespace
 from kustodian.cli.guard import guard_installed
 from kustodian.cli.manifests import read_manifests
-from kustodian.cli.output import dump, print_rows, resource_name
+from kustodian.cli.output import dump, print_names, print_rows
 from kustodian.cli.progress import Progress
 from kustodian.cli.rules import load_rules
 from kustodian.cli.tree import print_tree, wants_tree
@@ -198,7 +198,7 @@ def explain_delete(args: argparse.Namespace) -> int:
             where += " (the kubeconfig context's namespace; pass -n NAMESPACE)"
         raise NotFoundError(f"{kind_name} {name} not found{where}")
     now = datetime.now(UTC)
-    decision = decide_delete(key, provider, view, rules, now=now)
+    decision = decide_delete(key, provider, view, rules, now=now, question=True)
     override = read_override(key, provider)
     rows = dependents_table(decision)
     # kinds a rule names that this cluster (or these manifests) does not have: not checked
@@ -207,10 +207,9 @@ def explain_delete(args: argparse.Namespace) -> int:
     guard, installed = ("", None) if args.from_dir else guard_installed(args, "this is what it would decide")
     backstop = None if args.from_dir else backstop_status(args, now)
     if args.output == "name":  # what blocks the delete, as kubectl names objects
-        names = [resource_name(ref.kind, ref.name) for refs in decision.dependents.values() for ref in refs]
-        for line in names:
-            print(line)
-        if not names:  # the reason on stderr, as kubectl's "No resources found"
+        named = print_names((ref.kind, ref.namespace, ref.name)
+                            for refs in decision.dependents.values() for ref in refs)
+        if not named:  # the reason on stderr, as kubectl's "No resources found"
             print(f"{kind_name} {name}: no dependents; deleting it would be allowed", file=sys.stderr)
         return code
     if args.output != "table":

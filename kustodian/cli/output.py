@@ -81,6 +81,28 @@ def resource_name(kind_key: str, name: str, plural: str | None = None) -> str:
     return f"{(plural or kind).lower()}{'.' + group if group else ''}/{name}"
 
 
+def print_names(objects: Iterable[tuple[str, str, str]]) -> int:
+    """``-o name``: one ``resource[.group]/name`` line per ``(kind_key, namespace, name)`` on
+    stdout, grouped by namespace (cluster-scoped first), and how many were printed.
+
+    kubectl reads such names back in one namespace only (``kubectl get -n NS $(...)``): a name
+    cannot carry its namespace, and ``-A`` takes no names.  So when namespaced objects are among
+    them, one line on stderr (never mixed into what ``$(...)`` captures) says which namespace
+    ``-n`` must name, or, when they span several, that each needs its own ``kubectl get``."""
+    rows = sorted(objects, key=lambda o: (o[1], o[0], o[2]))
+    for kind, _, obj_name in rows:
+        print(resource_name(kind, obj_name))
+    spaces = sorted({ns for _, ns, _ in rows if ns})
+    if len(spaces) == 1:
+        print(f"note: the namespaced ones are in namespace {spaces[0]}: read them back with "
+              f"kubectl get -n {spaces[0]} $(... -o name)", file=sys.stderr)
+    elif spaces:
+        counts = ", ".join(f"{ns} ({sum(1 for _, n, _ in rows if n == ns)})" for ns in spaces)
+        print(f"note: the namespaced ones are in {len(spaces)} namespaces, {counts}: kubectl get takes "
+              "one namespace (-n NS) per call; -o json names each object's namespace", file=sys.stderr)
+    return len(rows)
+
+
 def print_rows(header: Sequence[str], rows: Iterable[Sequence[str]]) -> None:
     table = [list(header), *[list(r) for r in rows]]
     widths = [max(len(r[i]) for r in table) for i in range(len(header))]

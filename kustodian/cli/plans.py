@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from kustodian.cli.manifests import Manifests, read_manifests
-from kustodian.cli.output import dump, print_rows, records, resource_name
+from kustodian.cli.output import dump, print_names, print_rows, records
 from kustodian.cli.progress import Progress
 from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, FieldProblem, NotFoundError
 from kustodian.policy.node_cleanup.plan import PlannedVolume, plan_node_cleanup
@@ -125,9 +125,8 @@ def reclaim_plan(args: argparse.Namespace) -> int:
         why = "csi-addons is not installed, so no driver is known to reclaim space and no cron job runs"
         _unserved_note("reclaim plan", gathered.unserved, why)
     if args.output == "name":
-        for r in rows:
-            print(resource_name("PersistentVolumeClaim", r.pvc))
-        if not rows:  # the reason on stderr, as kubectl's "No resources found"
+        # nothing to name: the reason on stderr, as kubectl's "No resources found"
+        if not print_names(("PersistentVolumeClaim", r.namespace, r.pvc) for r in rows):
             print(_no_pvcs(args, len(all_rows)), file=sys.stderr)
         return 0
     if args.output not in ("table", "wide"):

@@ -5,10 +5,12 @@ One consistent read of the live cluster (or ``--from DIR``), the built-in and ad
 and for each provider the very decision the webhook would make.  ``-o json|yaml`` for
 scripts, a table for people.
 
-The refusals come from the guard's Events (``policy.deletion.refusals``), listed cluster-wide
-with a field selector per reason, so the caller needs ``list`` on ``events`` in every
-namespace; without it the protections are still printed, with one line saying why the
-refusals are not.  Events live only ``--event-ttl`` (the API server's flag, 1 h by default):
+What is still true comes from the policy reports the webhook keeps (``cli.policy_reports``):
+each provider being deleted while dependents use it (what warn mode let through), lasting past
+the Events' hour.  The refusals come from the guard's Events (``policy.deletion.refusals``),
+listed cluster-wide with a field selector per reason, so the caller needs ``list`` on
+``events`` in every namespace; without it the protections are still printed, with one line
+saying why the refusals are not.  Events live only ``--event-ttl`` (the API server's flag, 1 h by default):
 a longer window says how much of it Events still cover and points at the metric.
 """
 
@@ -24,7 +26,8 @@ from kustodian.cli.backstop import backstop_status
 from kustodian.cli.cluster import connect
 from kustodian.cli.explain import load_view
 from kustodian.cli.guard import guard_installed
-from kustodian.cli.output import dump, print_rows, resource_name
+from kustodian.cli.output import dump, print_names, print_rows
+from kustodian.cli.policy_reports import ReportedFindings, from_cluster, from_manifests, print_findings
 from kustodian.cli.rules import load_rules
 from kustodian.cli.tree import print_forest, wants_tree
 from kustodian.errors import ConfigError
@@ -142,14 +145,14 @@ def report(args: argparse.Namespace) -> int:
              if not args.object_namespace or p.provider.namespace == args.object_namespace]
     refused, unreadable = _history(args, win) if win is not None else ([], "")
     guard, installed = guard_installed(args) if win is not None else ("", None)
-    backstop = backstop_status(args, now) if win is not None else None
+    backstop = backstop_status(args, now) if win is not None and args.output != "name" else None
     # nothing to say about a backstop where neither it nor the guard is installed (the guard's note says it)
     backstop_line = backstop.line() if backstop is not None and not (
         backstop.installed is False and installed is False) else ""
+    findings = _findings(args, view) if args.output != "name" else None
     if args.output == "name":
-        for p in found:
-            print(resource_name(p.provider.kind, p.provider.name))
-        if not found:  # the reason on stderr, as kubectl's "No resources found"
+        # nothing to name: the reason on stderr, as kubectl's "No resources found"
+        if not print_names((p.provider.kind, p.provider.namespace, p.provider.name) for p in found):
             print(_nothing_protected(args, rules, view), file=sys.stderr)
         return 0
     if args.output not in ("table", "wide"):
@@ -166,6 +169,8 @@ def report(args: argparse.Namespace) -> int:
                 "byMode": {mode.value: n for mode, n in by_mode(refused).items()},
                 "modes": {mode.value: effect for mode, effect in EFFECTS.items()},
                 "note": _truncation(win) if win.truncated else None, "error": unreadable or None}
+        if findings is not None:
+            document["policyReports"] = findings.as_dict()
         dump(document, args.output)
         return 0
     if not found:
@@ -195,7 +200,17 @@ def report(args: argparse.Namespace) -> int:
         print(guard)
     if win is not None:
         _print_history(win, refused, unreadable, args.object_namespace, installed is False)
+    if findings is not None:
+        print_findings(findings, args.object_namespace)
     return 0
+
+
+def _findings(args: argparse.Namespace, view: ClusterView) -> ReportedFindings | None:
+    """What the webhook's policy reports hold: from the cluster, or the reports among ``--from``'s
+    manifests (None without any: the manifests' report is the same as before)."""
+    if args.from_dir:
+        return from_manifests(view, args.object_namespace)
+    return from_cluster(args)
 
 
 def _nothing_protected(args: argparse.Namespace, rules: RuleSet, view: ClusterView) -> str:

@@ -121,10 +121,9 @@ class HealthServer:
 
             def _checks(self, checks: Checks) -> None:
                 failing = checks.failing()
-                if failing:
-                    self._send(503, ("\n".join(failing) + "\n").encode(), "text/plain; charset=utf-8")
-                else:
-                    self._send(200, b"ok\n", "text/plain")
+                lines = [*(failing or ["ok"]), *checks.details()]  # the notes, whatever the verdict
+                self._send(503 if failing else 200, ("\n".join(lines) + "\n").encode(),
+                           "text/plain; charset=utf-8")
 
             def _send(self, code: int, body: bytes, ctype: str) -> None:
                 self.send_response(code)

@@ -47,7 +47,7 @@ from kustodian.settings.types import (
     format_go_duration,
     parse_duration,
 )
-from kustodian.settings.webhook import DeletionGuardGroup, TlsGroup, WebhookGroup
+from kustodian.settings.webhook import DeletionGuardGroup, PolicyReportsGroup, TlsGroup, WebhookGroup
 
 __all__ = [
     "CapacityGroup",
@@ -69,6 +69,7 @@ __all__ = [
     "NodeCleanupGroup",
     "NodeCleanupSettings",
     "NonNegativeDuration",
+    "PolicyReportsGroup",
     "PositiveDuration",
     "ReclaimGroup",
     "Settings",

@@ -35,7 +35,7 @@ from kustodian.settings.node_agent import NodeAgentGroup
 from kustodian.settings.node_cleanup import NodeCleanupGroup
 from kustodian.settings.reclaim import ReclaimGroup
 from kustodian.settings.types import go_flag_duration, go_flag_uint
-from kustodian.settings.webhook import DeletionGuardGroup, TlsGroup, WebhookGroup
+from kustodian.settings.webhook import DeletionGuardGroup, PolicyReportsGroup, TlsGroup, WebhookGroup
 
 __all__ = [
     "ControllersSettings",
@@ -119,6 +119,8 @@ class WebhookSettings(Settings):
     reclaim: ReclaimGroup = Field(default_factory=ReclaimGroup, description="Reclaim-space policy")
     capacity: CapacityGroup = Field(default_factory=CapacityGroup,
                                     description="Capacity reservation validation")
+    policy_reports: PolicyReportsGroup = Field(default_factory=PolicyReportsGroup,
+                                               description="Policy reports (what warn mode let through)")
 
     @model_validator(mode="after")
     def _metrics_apart_from_admission(self) -> WebhookSettings:
@@ -126,6 +128,14 @@ class WebhookSettings(Settings):
         if address and int(address.rpartition(":")[2]) == self.webhook.port:
             raise ValueError(f"--metrics-listen-address {address!r} uses the admission port "
                              f"{self.webhook.port}")
+        return self
+
+    @model_validator(mode="after")
+    def _arming_is_complete(self) -> WebhookSettings:
+        web = self.webhook
+        if web.configuration_name and not (web.configuration_checksum and web.failure_policies):
+            raise ValueError("--webhook-configuration-name needs --webhook-configuration-checksum and "
+                             "--webhook-failure-policies: without them no configuration is ever armed")
         return self
 
     @model_validator(mode="after")

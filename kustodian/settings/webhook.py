@@ -7,10 +7,11 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
+from kustodian.policy.failure_policy import FailurePolicyError, parse_policies
 from kustodian.settings.common import Group
 from kustodian.settings.types import NonNegativeDuration, PositiveDuration
 
-__all__ = ["DeletionGuardGroup", "TlsGroup", "WebhookGroup"]
+__all__ = ["DeletionGuardGroup", "PolicyReportsGroup", "TlsGroup", "WebhookGroup"]
 
 
 class WebhookGroup(Group):
@@ -43,6 +44,28 @@ class WebhookGroup(Group):
     api_silence_limit: PositiveDuration = Field(
         timedelta(seconds=6), description="After this long without an answered round trip every cache "
                                           "is stale (deletes 503, /readyz failing), its watch restarted")
+
+    # docs/design.md, "Failure policies": the chart installs every webhook Ignore; a serving replica
+    # of this very configuration arms the intended policies
+    configuration_name: str = Field(
+        "", description="Validating and Mutating WebhookConfiguration whose intended failure policies "
+                        "(annotation kustodian.io/failure-policies) this replica arms once it serves, and "
+                        "disarms when armed for another configuration; empty: none")
+    configuration_checksum: str = Field(
+        "", description="The configuration this replica runs (the chart's kustodian.io/configuration-"
+                        "checksum): it arms only a configuration that carries the same")
+    failure_policies: str = Field(
+        "", description="name=Fail|Ignore,... : the intended failure policies this replica runs with; it "
+                        "arms only a configuration whose kustodian.io/failure-policies is the same text")
+
+    @field_validator("failure_policies")
+    @classmethod
+    def _policies_parse(cls, value: str) -> str:
+        try:
+            parse_policies(value)
+        except FailurePolicyError as exc:
+            raise ValueError(str(exc)) from None
+        return value
 
     @field_validator("cert_reload_interval", "graceful_timeout", "header_timeout", "body_timeout",
                      "handshake_timeout")
@@ -104,3 +127,20 @@ class DeletionGuardGroup(Group):
         timedelta(seconds=60), description="How often the backstop's record is confirmed from fresh caches "
                                            "(its age stays below this while it is kept), and read back by "
                                            "every replica for kustodian_deletion_backstop_record_age_seconds")
+
+
+class PolicyReportsGroup(Group):
+    """Findings written as policy reports (OpenReports, else wgpolicyk8s), one per namespace."""
+
+    enabled: bool = Field(True, description="Write what the deletion guard and the schedule validator let "
+                                            "through (or would refuse) as policy reports, where a report "
+                                            "API is served")
+    name: str = Field("kustodian", pattern=r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$",
+                      description="Name of every report written (one per namespace, one cluster-scoped)")
+    interval: PositiveDuration = Field(timedelta(seconds=30),
+                                       description="How often the reports are brought in line with the "
+                                                   "cluster (and ~1s after a delete is let through)")
+    max_results: int = Field(1000, ge=1, le=5000,
+                             description="Most results in one report; the rest are left off (the most "
+                                         "severe, with the most dependents, kept) and counted in its "
+                                         "summary and its kustodian.io/omitted-results annotation")

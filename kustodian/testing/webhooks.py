@@ -6,6 +6,10 @@ only the client config is swapped for a URL, for tests, ``make demo`` and the pl
 schedule validator's matchConditions (a CREATE that carries a schedule, an UPDATE that changes
 one) and the config validator's split are the production ones, never a copy that drifts.
 
+The chart installs every webhook with ``failurePolicy: Ignore`` and a serving replica arms the
+intended policies (``policy.failure_policy``); a webhook started by hand arms nothing, so these
+configurations come armed (``armed``), as a serving replica leaves the chart's.
+
 One difference by default, as a chart value: the tests delete throwaway namespaces that hold
 providers, so the namespace-delete guard judges every namespace
 (``admission.deletionGuard.providerNamespaces: ["*"]``); pass ``values`` to render otherwise.
@@ -26,6 +30,7 @@ import yaml
 
 from kustodian.policy.deletion import RuleSet
 from kustodian.policy.deletion.message import plural
+from kustodian.policy.failure_policy import POLICIES, parse_policies
 from kustodian.testing.tools import ensure_tools
 
 CHART = Path(__file__).resolve().parents[2] / "charts" / "kustodian"
@@ -87,6 +92,16 @@ def chart_configurations(values: Mapping[str, Any] | None = None,
     return copy.deepcopy(list(_rendered(json.dumps(values or {}, sort_keys=True), namespace)))
 
 
+def armed(config: Mapping[str, Any]) -> dict[str, Any]:
+    """``config`` as a replica that serves it leaves it: every webhook with its intended failure
+    policy (the annotation ``kustodian.io/failure-policies``)."""
+    out = copy.deepcopy(dict(config))
+    intent = parse_policies(((out.get("metadata") or {}).get("annotations") or {}).get(POLICIES, ""))
+    for hook in out.get("webhooks") or []:
+        hook["failurePolicy"] = intent.get(hook["name"], hook.get("failurePolicy"))
+    return out
+
+
 def webhook_configurations(url: str, ca_bundle_b64: str, name: str = "kustodian",
                            extra_rules: RuleSet | None = None, *, values: Mapping[str, Any] | None = None,
                            namespace: str = NAMESPACE) -> list[dict[str, Any]]:
@@ -96,7 +111,7 @@ def webhook_configurations(url: str, ca_bundle_b64: str, name: str = "kustodian"
     DELETE admission rules join the guard's, as the chart derives them.  ``values`` default to
     ``TEST_VALUES``.
     """
-    configs = chart_configurations(TEST_VALUES if values is None else values, namespace)
+    configs = [armed(c) for c in chart_configurations(TEST_VALUES if values is None else values, namespace)]
     for config in configs:
         config["metadata"] = {"name": name}
         for hook in config["webhooks"]:

@@ -29,6 +29,7 @@ from kustodian.kube.discovery import resolve, served_kinds
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.kinds import FollowedKinds
 from kustodian.kube.liveness import ApiLiveness
+from kustodian.kube.policy_reports import ReportStore
 from kustodian.kube.slim import projection
 from kustodian.kube.view import CacheView
 from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
@@ -42,6 +43,12 @@ from kustodian.settings import WebhookSettings
 from kustodian.webhook.app import add_freshness, create_app
 from kustodian.webhook.features.backstop import RecordWriter, build_backstop
 from kustodian.webhook.features.deletion_guard import DeletionGuard, cache_projections, needed_kinds
+from kustodian.webhook.features.policy_reports import (
+    DeletionFindings,
+    FindingSource,
+    PolicyReportWriter,
+    ScheduleFindings,
+)
 from kustodian.webhook.features.provider_metrics import ProviderDependents
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.outcomes import Outcomes
@@ -51,6 +58,7 @@ from kustodian.webhook.trust import ExistingObjectsRecorder
 
 if TYPE_CHECKING:
     from kustodian.certs.manager import CertManager
+    from kustodian.webhook.features.reclaim import ReclaimPolicyWebhook
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +101,7 @@ class Webhook:
     kinds: FollowedKinds | None = None
     guard: DeletionGuard | None = None  # its warmer runs while the caches do
     provider_metrics: ProviderDependents | None = None  # its loop runs while the caches do
+    policy_reports: PolicyReportWriter | None = None  # its loop runs while the caches do
     liveness: ApiLiveness | None = None  # round trips to the API server (issue 32), with the caches
     backstop: RecordWriter | None = None  # the deletion backstop's record (issue 44), with the caches
     components: list[Runnable] = field(default_factory=list)  # what runs while the app serves
@@ -133,6 +142,8 @@ def _components(hook: Webhook) -> list[Runnable]:
         out.append(Service("deletion-guard-warmer", hook.guard.start, hook.guard.stop, needs_leader=False))
     if hook.provider_metrics is not None:
         out.append(hook.provider_metrics.loop)
+    if hook.policy_reports is not None:
+        out.append(hook.policy_reports.loop)
     if hook.backstop is not None:
         out.extend(hook.backstop.runnables)
     return out
@@ -153,6 +164,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
             load_deletion_rules(settings.deletion_guard.rules_file, served_kinds(client, groups))
         _merge(needs, needed_kinds(rules))
     reclaim = None
+    csi_addons: WatchCache | None = None
     if settings.reclaim.enabled:
         from kustodian.webhook.features.reclaim import ReclaimPolicyWebhook
 
@@ -175,6 +187,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
         # just our ConfigMap (field selector), under its own key: a kind-wide ConfigMap cache
         # that admin deletion rules may need stays separate
         caches.update(reclaim.config_caches(client))
+        csi_addons = reclaim.csi_addons_cache(client)
     view = CacheView(caches, kinds)
     liveness = None
     if rules is not None:  # the guard never allows on a connection it has not proven alive (issue 32)
@@ -202,6 +215,9 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
 
     readiness = Checks()
     readiness.add("caches-synced", view.synced)
+    if reclaim is not None:
+        readiness.add("csi-addons-config", reclaim.csi_addons_settled)
+        readiness.note("csi-addons-config", reclaim.csi_addons_status)
     add_freshness(readiness, kinds)
     if liveness is not None:
         readiness.add("api-server-answers", liveness.problem)
@@ -221,12 +237,40 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
         backstop = build_backstop(guard, client, settings.kube.namespace, settings.deletion_guard)
         if backstop is not None:
             metrics.registry.register(backstop)
+    policy_reports = _policy_reports(settings, client, guard, reclaim)
+    if policy_reports is not None:
+        metrics.registry.register(policy_reports)
+        readiness.note("policy reports", policy_reports.status)
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
     hook = Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard,
-                   provider_metrics=provider_metrics, liveness=liveness, backstop=backstop)
+                   provider_metrics=provider_metrics, policy_reports=policy_reports, liveness=liveness,
+                   backstop=backstop)
     hook.components = _components(hook)
+    if csi_addons is not None:  # followed, never waited for (the convenience path)
+        hook.components.append(Service("csi-addons-config", csi_addons.start,
+                                       lambda: csi_addons.stop(timeout=1), needs_leader=False))
     return hook
+
+
+def _policy_reports(settings: WebhookSettings, client: KubeClient, guard: DeletionGuard | None,
+                    reclaim: ReclaimPolicyWebhook | None) -> PolicyReportWriter | None:
+    """The policy report writer over the features that have findings; the admission path only pokes it."""
+    group = settings.policy_reports
+    sources: list[FindingSource] = []
+    if guard is not None:
+        sources.append(DeletionFindings(guard))
+    if reclaim is not None:
+        sources.append(ScheduleFindings(reclaim))
+    if not group.enabled or not sources:
+        return None
+    writer = PolicyReportWriter(ReportStore(client, group.name), sources,
+                                interval=group.interval.total_seconds(), max_results=group.max_results)
+    if guard is not None:
+        guard.on_let_through = writer.poke
+    if reclaim is not None:
+        reclaim.on_stored_invalid = writer.poke
+    return writer
 
 
 class CertMaintenance:
@@ -287,6 +331,10 @@ class HttpsServer(Loop):
                  "TLS" if tls else "plain HTTP")
         super().start()
 
+    def serving(self) -> bool:
+        """True once uvicorn listens (TLS up: the pair is loaded before it binds)."""
+        return self.server is not None and bool(self.server.started)
+
     def _serve(self, stop: threading.Event) -> None:
         assert self.server is not None
         self.server.run()
@@ -322,8 +370,19 @@ def install(manager: Manager, settings: WebhookSettings) -> Webhook:
         manager.add_runnable(component)
     manager.add_runnable(sync_report("cache-sync-report", hook.caches.values,
                                      settings.webhook.sync_timeout.total_seconds()))
-    manager.add_runnable(HttpsServer(hook, settings))
+    https = HttpsServer(hook, settings)
+    manager.add_runnable(https)
     manager.readiness.add("webhook", lambda: ", ".join(hook.readiness.failing()) or None)
+    manager.readiness.note("webhook", lambda: "; ".join(hook.readiness.details()))
+    web = settings.webhook
+    if web.configuration_name:  # the chart's configurations: arm them once this replica serves
+        from kustodian.webhook.arming import FailurePolicyArming
+
+        arming = FailurePolicyArming(client, configuration=web.configuration_name,
+                                     checksum=web.configuration_checksum, policies=web.failure_policies,
+                                     serving=lambda: https.serving() and not manager.readiness.failing())
+        manager.add_runnable(arming)
+        hook.readiness.note("failure-policies", arming.status)
     return hook
 
 

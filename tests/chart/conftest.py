@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 import yaml
 
+from kustodian.testing.testserver import free_port
 from kustodian.testing.tools import ensure_tools
+from kustodian.testing.webhooks import armed
 from tests.conftest import KubeApi, unavailable
 from tests.e2e.conftest import rook_crds_installed
 
@@ -40,7 +42,9 @@ ALL_ON: dict[str, Any] = {
     },
     # precedence is csi-addons' own setting, read from its csi-addons-config (not Kustodian's config)
     "reclaimSpace": {"enabled": True, "config": {"auto-reclaim-storageclass": {"rbd": "@weekly"}, "timeout": "5m"},
-                     "csiAddonsConfig": "storage-system/csi-addons-config"},
+                     "csiAddonsConfig": "storage-system/csi-addons-config",
+                     # asked for: rendered though helm template cannot see the namespace
+                     "csiAddonsConfigRole": True},
     "nodeCleanup": {"enabled": True, "storageClasses": ["local-nvme"], "delay": "15m",
                     "detectRecreatedNodes": True},
     "capacity": {"enabled": True, "sequentialLvg": True},
@@ -126,12 +130,13 @@ def one(docs: list[Doc], kind: str, name: str | None = None) -> Doc:
     return found[0]
 
 
-def webhooks(docs: list[Doc]) -> dict[str, Doc]:
-    """Every webhook of both configurations, by name."""
+def webhooks(docs: list[Doc], *, arm: bool = False) -> dict[str, Doc]:
+    """Every webhook of both configurations, by name: as installed (every one Ignore), or ``arm``ed
+    as a serving replica leaves them (each with its intended failure policy)."""
     result: dict[str, Doc] = {}
     for d in docs:
         if d["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
-            for w in d["webhooks"]:
+            for w in (armed(d) if arm else d)["webhooks"]:
                 result[w["name"]] = w
     return result
 
@@ -162,3 +167,21 @@ def run_hook_script(kube_api: KubeApi, container: Doc, tmp: Path, env: dict[str,
                           timeout=timeout, check=False,
                           env={**env, "API_SERVER": cluster["server"], "TOKEN_FILE": str(token),
                                "CA_FILE": str(ca)})
+
+
+def webhook_command(api: KubeApi, workdir: Path, *, namespace: str, name: str, kubeconfig: Path,
+                    keep_port: bool = True) -> list[str]:
+    """``kustodian webhook`` as the applied Deployment ``namespace/name`` runs it, on this machine: its
+    container's arguments, with what only a Pod has moved here (its /tls volume, its metrics port on
+    its own IP) and ``kubeconfig`` for the in-cluster credentials. ``keep_port``: listen on the
+    Deployment's own port, the Service's targetPort, which kube-testserver calls at 127.0.0.1."""
+    deployment = json.loads(api.kubectl("-n", namespace, "get", "deployment", name, "-o", "json").stdout)
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert not container.get("command"), "the image's entrypoint is `kustodian`"
+    assert not container.get("env"), "an env the Pod has would be needed here too"
+    local = {"--tls-dir": f"--tls-dir={workdir / 'tls'}",
+             "--metrics-listen-address": f"--metrics-listen-address=127.0.0.1:{free_port()}"}
+    if not keep_port:
+        local["--webhook-port"] = f"--webhook-port={free_port()}"
+    args = [local.get(arg.partition("=")[0], arg) for arg in container["args"]]
+    return [sys.executable, "-m", "kustodian", *args, "--webhook-host=127.0.0.1", f"--kubeconfig={kubeconfig}"]

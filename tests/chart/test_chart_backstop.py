@@ -17,7 +17,7 @@ from kustodian.policy.deletion.backstop import RECORD_SHARDS
 from kustodian.policy.deletion.verdict import ROOK_FORCE_KINDS
 from kustodian.testing.webhooks import kind_resource
 
-from .conftest import FULLNAME, NAMESPACE, README_RULE, Doc, find, one, render
+from .conftest import FULLNAME, NAMESPACE, README_RULE, Doc, find, one, render, webhooks
 
 POLICY = f"{FULLNAME}-deletion-backstop"
 RECORD = f"{FULLNAME}-backstop"
@@ -28,9 +28,9 @@ WITH_RULES: dict[str, Any] = {"deletionGuard": {"rules": [README_RULE], "extraAd
      "scope": "Cluster"}]}}
 
 
-def webhook(docs: list[Doc], name: str) -> Doc | None:
-    hooks = [w for d in find(docs, "ValidatingWebhookConfiguration") for w in d["webhooks"] if w["name"] == name]
-    return hooks[0] if hooks else None
+def webhook(docs: list[Doc], name: str, *, arm: bool = False) -> Doc | None:
+    """One webhook of the chart's configurations, as installed or ``arm``ed by a serving replica."""
+    return webhooks(docs, arm=arm).get(name)
 
 
 def guarded(rules: list[dict[str, Any]]) -> set[tuple[str, str]]:
@@ -66,7 +66,8 @@ def test_the_policy_and_the_strict_webhook_match_what_the_guard_matches(
     assert all(r["operations"] == ["DELETE"] for r in policy["matchConstraints"]["resourceRules"])
 
 
-def test_what_the_policy_leaves_is_exactly_what_the_strict_webhook_takes(rendered: dict[str, list[Doc]]) -> None:
+def test_what_the_policy_leaves_is_exactly_what_the_strict_webhook_takes(rendered: dict[str, list[Doc]],
+                                                                         tmp_path: Path) -> None:
     docs = rendered["default"]
     guard, strict = webhook(docs, "deletion-guard.kustodian.io"), webhook(docs, "deletion-guard-strict.kustodian.io")
     assert guard is not None and strict is not None
@@ -76,7 +77,11 @@ def test_what_the_policy_leaves_is_exactly_what_the_strict_webhook_takes(rendere
     assert conditions(policy)["not-for-the-strict-webhook"] == f"!({taken})"
     assert conditions(policy)["namespace-holds-providers"] == conditions(guard)["namespace-holds-providers"]
     assert "kustodian.io/allow-delete-until" in taken and "> 253" in taken
-    assert strict["failurePolicy"] == "Fail"  # whatever the guard's own failurePolicy
+    # installed Ignore, armed Fail by a serving replica (issue 41), whatever the guard's own failurePolicy
+    assert strict["failurePolicy"] == "Ignore"
+    lenient = render({"admission": {"deletionGuard": {"failurePolicy": "Ignore"}}}, tmp_path, include_crds=False)
+    assert webhook(lenient, "deletion-guard.kustodian.io", arm=True)["failurePolicy"] == "Ignore"  # type: ignore[index]
+    assert webhook(lenient, "deletion-guard-strict.kustodian.io", arm=True)["failurePolicy"] == "Fail"  # type: ignore[index]
 
 
 def test_rook_force_deletion_is_read_on_exactly_the_kinds_kustodian_reads_it(rendered: dict[str, list[Doc]]) -> None:
@@ -112,7 +117,7 @@ def test_the_policy_follows_the_guards_mode(rendered: dict[str, list[Doc]], mode
     actions = {tuple(b["spec"]["validationActions"]) for b in find(docs, "ValidatingAdmissionPolicyBinding")
                if b["spec"]["policyName"] == POLICY}
     assert actions == {(action,)}
-    strict = webhook(docs, "deletion-guard-strict.kustodian.io")
+    strict = webhook(docs, "deletion-guard-strict.kustodian.io", arm=True)
     assert strict is not None and strict["failurePolicy"] == failure
     # the record itself is guarded in every mode
     assert one(docs, "ValidatingAdmissionPolicyBinding", f"{FULLNAME}-backstop-record")["spec"][

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from kustodian.testing.webhooks import armed
 from tests.conftest import KubeApi
 from tests.e2e.stories import SCHEDULE, apply, pvc
 from tests.support import free_port
@@ -32,8 +33,10 @@ PROVIDER_LABEL = "kustodian.io/storage-providers"
 @pytest.fixture(scope="module")
 def dead_webhook(kube_api: KubeApi, rook_crds_installed: None,
                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Doc]]:
-    """The default chart's Validating/MutatingWebhookConfigurations, every clientConfig a closed port."""
-    chart = render(None, tmp_path_factory.mktemp("dead"), include_crds=False)
+    """The default chart's Validating/MutatingWebhookConfigurations as a replica armed them (each
+    webhook's intended failure policy), every clientConfig a closed port: the replicas gone."""
+    chart = [armed(d) if d["kind"].endswith("WebhookConfiguration") else d
+             for d in render(None, tmp_path_factory.mktemp("dead"), include_crds=False)]
     dead = f"https://127.0.0.1:{free_port()}"
     configs: list[Doc] = []
     for doc in chart:

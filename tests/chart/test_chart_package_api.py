@@ -49,6 +49,15 @@ VALUES["nodeCleanup"]["enabled"] = True
 # are validated against the Kubernetes schemas instead (test_chart_values.py)
 VALUES["networkPolicy"] = {"enabled": False}
 VALUES["webhook"] = {"podDisruptionBudget": {"enabled": False}}
+# issue 41's values, set away from their defaults, so the API server stores them as rendered
+OPT_OUT = {"matchExpressions": [{"key": "kustodian.io/skip", "operator": "DoesNotExist"}]}
+VALUES["webhook"].update({"hostNetwork": True, "port": 9443, "namespaceSelector": OPT_OUT, "objectSelector": OPT_OUT,
+                          "updateStrategy": {"type": "Recreate"}, "revisionHistoryLimit": 2})
+VALUES["metrics"]["port"] = 9080
+VALUES["controllers"] = {"updateStrategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}},
+                         "revisionHistoryLimit": 3}
+VALUES["nodeAgent"].update({"updateStrategy": {"type": "OnDelete"}, "revisionHistoryLimit": 0})
+VALUES["reclaimSpace"]["config"]["auto-reclaim-storageclass"]["rbd.fast"] = "CRON_TZ=Europe/Paris 30 2 * * mon-fri"
 
 
 def minimal_crd(plural: str, kind: str) -> Doc:
@@ -225,3 +234,29 @@ def test_without_the_pod_monitor_the_service_monitor_scrapes_the_agent_through_i
         _helm_on(api, "upgrade", RELEASE, str(packaged), tmp=installed, values=VALUES)
 
 
+
+
+def test_issue_41_values_are_stored_as_rendered(kube_api_rbac: KubeApi, installed: Path) -> None:
+    """hostNetwork, the webhook selectors, update strategies and revision limits, through a real
+    `helm install` of the package: what the API server keeps is what the values say."""
+    api = kube_api_rbac
+    web = _stored(api, "deployment", FULLNAME)["spec"]
+    assert web["strategy"] == {"type": "Recreate"} and web["revisionHistoryLimit"] == 2
+    pod = web["template"]["spec"]
+    assert pod["hostNetwork"] is True and pod["dnsPolicy"] == "ClusterFirstWithHostNet"
+    assert {p["containerPort"] for p in pod["containers"][0]["ports"]} == {9443, 9080}
+    ctrl = _stored(api, "deployment", f"{FULLNAME}-controllers")["spec"]
+    assert ctrl["strategy"] == {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": 1}}
+    assert ctrl["revisionHistoryLimit"] == 3
+    agent = _stored(api, "daemonset", AGENT)["spec"]
+    assert agent["updateStrategy"] == {"type": "OnDelete"} and agent["revisionHistoryLimit"] == 0
+    for kind in ("validatingwebhookconfiguration", "mutatingwebhookconfiguration"):
+        config = json.loads(api.kubectl("get", kind, FULLNAME, "-o", "json").stdout)
+        for w in config["webhooks"]:
+            if w["name"] == "reclaim-config-validation.kustodian.io":
+                continue
+            assert w["namespaceSelector"]["matchExpressions"][1:] == OPT_OUT["matchExpressions"], w["name"]
+            assert w["namespaceSelector"]["matchExpressions"][0]["operator"] == "NotIn", w["name"]
+            assert w["objectSelector"] == OPT_OUT, w["name"]
+    cm = _stored(api, "configmap", "kustodian-reclaim-config")
+    assert json.loads(cm["data"]["config.json"])["auto-reclaim-storageclass"]["rbd.fast"].startswith("CRON_TZ=")

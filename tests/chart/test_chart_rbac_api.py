@@ -7,7 +7,9 @@ not read.
 * the node agent's account runs the real disk registry for its node and cannot write another
   node's record (its token names its node) nor the reclaim config;
 * the controllers' account can do what node cleanup needs (get/list/watch nodes, patch/delete
-  PVs, delete PVCs, its Lease) and reads no Secret.
+  PVs, delete PVCs, its Lease) and reads no Secret;
+* the webhook's account runs the real policy report writer (both report APIs served, their real
+  CRDs): it creates, lists, updates and deletes its own reports and cannot touch another's.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from kustodian.controllers.orphans.disks import DiskRegistry
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.errors import AlreadyExists, Forbidden, Invalid, NotFound
+from kustodian.kube.policy_reports import ReportStore, report_resource
 from kustodian.kube.resources import (
     CONFIG_MAPS,
     LEASES,
@@ -40,8 +43,15 @@ from kustodian.kube.resources import (
     SECRETS,
     VALIDATING_WEBHOOKS,
 )
+from kustodian.policy.modes import Mode
+from kustodian.policy.policy_reports import OPENREPORTS
+from kustodian.webhook.features.policy_reports import DeletionFindings, PolicyReportWriter
 from tests.conftest import KubeApi
+from tests.policy.deletion.builders import blockpool, rbd_pv
+from tests.policy_reports import serve, unserve
 from tests.support import free_port, wait_for, wait_while_running
+from tests.webhook.test_deletion_guard_freshness import POOL, with_meta
+from tests.webhook.test_deletion_guard_freshness import world as loaded_world
 
 from .conftest import ALL_ON, FULLNAME, NAMESPACE, Doc, one, render
 
@@ -52,12 +62,22 @@ CONTROLLERS = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}-controllers"
 AGENT = f"system:serviceaccount:{NAMESPACE}:{FULLNAME}-node-agent"
 APP = "kchart-app"  # a namespace of this module's own (the server is shared by the session)
 NODE_NAME_EXTRA = "authentication.kubernetes.io/node-name"
+REPORTS = report_resource(OPENREPORTS, True)
 ACCESS_KINDS = {"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding",
                 "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 
 @pytest.fixture(scope="module")
-def chart_access(kube_api_rbac: KubeApi, tmp_path_factory: pytest.TempPathFactory) -> list[Doc]:
+def report_apis(kube_api_rbac: KubeApi, upstream: Path) -> Iterator[None]:
+    """Both report APIs served (their real CRDs), so their verbs resolve as the webhook uses them."""
+    serve(kube_api_rbac, upstream, "wgpolicyk8s")
+    serve(kube_api_rbac, upstream, "openreports")
+    yield
+    unserve(kube_api_rbac)
+
+
+@pytest.fixture(scope="module")
+def chart_access(kube_api_rbac: KubeApi, report_apis: None, tmp_path_factory: pytest.TempPathFactory) -> list[Doc]:
     """The chart's (Cluster)Roles, bindings, ServiceAccounts and policies, applied as rendered."""
     docs = [d for d in render(ALL_ON, tmp_path_factory.mktemp("rbac"), include_crds=False)
             if d["kind"] in ACCESS_KINDS]
@@ -109,6 +129,13 @@ TABLE = [
     (WEBHOOK, "update", "configmaps", NAMESPACE, False),
     (WEBHOOK, "update", "leases.coordination.k8s.io", NAMESPACE, False),
     (WEBHOOK, "create", "events", "app", True),
+    (WEBHOOK, "create", "reports.openreports.io", "app", True),
+    (WEBHOOK, "delete", f"reports.openreports.io/{FULLNAME}", "app", True),
+    (WEBHOOK, "update", f"clusterreports.openreports.io/{FULLNAME}", None, True),
+    (WEBHOOK, "delete", "reports.openreports.io/someone-elses", "app", False),
+    (WEBHOOK, "update", "clusterpolicyreports.wgpolicyk8s.io/someone-elses", None, False),
+    (WEBHOOK, "list", "policyreports.wgpolicyk8s.io", None, False),  # only by its own name
+    (WEBHOOK, "deletecollection", "reports.openreports.io", "app", False),
     (CONTROLLERS, "delete", "persistentvolumes", None, True),
     (CONTROLLERS, "patch", "persistentvolumes", None, True),
     (CONTROLLERS, "delete", "persistentvolumeclaims", "app", True),
@@ -130,7 +157,8 @@ TABLE = [
 
 
 @pytest.mark.parametrize(("user", "verb", "resource", "namespace", "allowed"), TABLE,
-                         ids=[f"{u.rsplit(':', 1)[1]}-{v}-{r.split('.')[0]}" for u, v, r, _, _ in TABLE])
+                         ids=[f"{u.rsplit(':', 1)[1]}-{v}-{r.split('.')[0]}{'-' + r.split('/')[1] if '/' in r else ''}"
+                              for u, v, r, _, _ in TABLE])
 def test_each_account_holds_only_its_verbs(kube_api_rbac: KubeApi, chart_access: list[Doc], user: str, verb: str,
                                            resource: str, namespace: str | None, allowed: bool) -> None:
     assert can_i(kube_api_rbac, user, verb, resource, namespace) is allowed
@@ -374,40 +402,60 @@ def test_the_node_agent_runs_under_its_own_account(kube_api_rbac: KubeApi, chart
     assert "Traceback" not in text and "forbidden" not in text.lower(), text
 
 
-def test_the_webhooks_account_changes_only_the_ca_bundle_of_its_configurations(
+def test_the_webhooks_account_changes_only_the_ca_bundle_and_the_failure_policies_of_its_configurations(
         kube_api_rbac: KubeApi, chart_access: list[Doc], as_user: Any) -> None:
-    """The chart's ``<fullname>-ca-bundle-only`` policy: the caBundle patch passes, every other
-    change by the webhook's account (a rule, failurePolicy, another field) is refused."""
+    """The chart's ``<fullname>-ca-bundle-only`` policy: the caBundle patch passes, and arming: a
+    webhook's failurePolicy to Ignore or to its intended policy (the annotation, which the account
+    may not change), ``kustodian.io/armed-for`` to the configuration's checksum; every other change
+    by the webhook's account (a rule, a policy nobody intended, another field) is refused."""
     assert any(d["kind"] == "ValidatingAdmissionPolicy" and d["metadata"]["name"] == f"{FULLNAME}-ca-bundle-only"
                for d in chart_access)
     admin = kube_api_rbac.client
     webhook = as_user(WEBHOOK)
+    intent = {"kustodian.io/failure-policies": "noop.kustodian.io=Fail", "kustodian.io/configuration-checksum": "c1"}
     for res, kind in ((VALIDATING_WEBHOOKS, "ValidatingWebhookConfiguration"),
                       (MUTATING_WEBHOOKS, "MutatingWebhookConfiguration")):
-        with contextlib.suppress(AlreadyExists):
-            admin.create(res, _hook_config(kind, FULLNAME))
+        config = _hook_config(kind, FULLNAME)
+        config["metadata"]["annotations"] = dict(intent)
+        config["webhooks"][0]["failurePolicy"] = "Ignore"  # as the chart installs it
+        with contextlib.suppress(NotFound):  # another test's, without the chart's annotations
+            admin.delete(res, FULLNAME)
+        admin.create(res, config)
 
         def patched(ops: list[dict[str, Any]], res: Any = res) -> Any:
             return webhook.patch(res, FULLNAME, ops, patch_type="json")
 
         # the policy is enforced once the API server has compiled it: wait on a refused change
         ca = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg=="
-        def failure_policy_refused(res: Any = res) -> bool:
+        def timeout_refused(res: Any = res) -> bool:
             try:
-                patched([{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}])
+                patched([{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 1}])
             except (Forbidden, Invalid) as exc:
-                assert "caBundle" in str(exc), exc
+                assert "the webhook's account" in str(exc), exc
                 return True
-            admin.patch(res, FULLNAME, [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}],
+            admin.patch(res, FULLNAME, [{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 10}],
                         patch_type="json")
             return False
 
-        wait_for(failure_policy_refused, f"{kind}: the webhook account's failurePolicy change refused", 30, 0.2)
+        wait_for(timeout_refused, f"{kind}: the webhook account's timeout change refused", 30, 0.2)
         patched([{"op": "add", "path": "/webhooks/0/clientConfig/caBundle", "value": ca}])
         assert admin.get(res, FULLNAME)["webhooks"][0]["clientConfig"]["caBundle"] == ca
+        # arming and disarming: the intended policy and Ignore, the configuration's own checksum
+        armed_for = "/metadata/annotations/kustodian.io~1armed-for"
+        for ops in ([{"op": "add", "path": armed_for, "value": "c1"}],
+                    [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}],
+                    [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}],
+                    [{"op": "remove", "path": armed_for}]):
+            patched(ops)
+        admin.patch(res, FULLNAME, {"metadata": {"annotations": {
+            "kustodian.io/failure-policies": "noop.kustodian.io=Ignore"}}})  # now nobody intends Fail
         before = admin.get(res, FULLNAME)
         refused_changes: list[list[dict[str, Any]]] = [
-            [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}],
+            [{"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Fail"}],  # not intended
+            [{"op": "replace", "path": "/metadata/annotations/kustodian.io~1failure-policies",
+              "value": "noop.kustodian.io=Fail"}],
+            [{"op": "add", "path": armed_for, "value": "another-configuration"}],
+            [{"op": "add", "path": "/metadata/annotations/other", "value": "x"}],
             [{"op": "replace", "path": "/webhooks/0/rules/0/operations", "value": ["UPDATE"]}],
             [{"op": "replace", "path": "/webhooks/0/rules", "value": []}],
             [{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 1}],
@@ -418,17 +466,75 @@ def test_the_webhooks_account_changes_only_the_ca_bundle_of_its_configurations(
             [{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}],
             # a caBundle change smuggling another one in
             [{"op": "replace", "path": "/webhooks/0/clientConfig/caBundle", "value": ca[:-4] + "Cg=="},
-             {"op": "replace", "path": "/webhooks/0/failurePolicy", "value": "Ignore"}],
+             {"op": "replace", "path": "/webhooks/0/rules", "value": []}],
         ]
         for ops in refused_changes:
             with pytest.raises((Forbidden, Invalid)) as refused:
                 patched(ops)
-            assert "caBundle" in str(refused.value) or "only patches" in str(refused.value), (ops, refused.value)
-        with pytest.raises((Forbidden, Invalid)):  # delete: RBAC (get/patch only)
+            message = str(refused.value)
+            assert "the webhook's account" in message or "armed-for" in message, (ops, message)
+        with pytest.raises((Forbidden, Invalid)):  # delete: RBAC (get/list/watch/patch only)
             webhook.delete(res, FULLNAME)
         after = admin.get(res, FULLNAME)
         assert after["webhooks"] == before["webhooks"] and after["metadata"].get("labels") == before["metadata"].get(
-            "labels"), kind
+            "labels") and after["metadata"].get("annotations") == before["metadata"].get("annotations"), kind
     # the admin (no policy binding matches it) may still change anything
     admin.patch(VALIDATING_WEBHOOKS, FULLNAME, [{"op": "replace", "path": "/webhooks/0/timeoutSeconds", "value": 5}],
                 patch_type="json")
+
+
+def _report(name: str, namespace: str, labels: dict[str, str] | None = None) -> Doc:
+    return {"apiVersion": "openreports.io/v1alpha1", "kind": "Report",
+            "metadata": {"name": name, "namespace": namespace, "labels": labels or {}},
+            "summary": {"pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 0},
+            "results": [{"source": "kyverno", "policy": "require-labels", "result": "fail"}]}
+
+
+def test_the_webhooks_account_writes_its_policy_reports_and_no_one_elses(kube_api_rbac: KubeApi,
+                                                                         as_user: Any) -> None:
+    """The real writer (its guard over loaded caches: a pool being deleted with a volume, in two
+    namespaces) under the webhook's chart account, with both report APIs served."""
+    admin = kube_api_rbac.client
+    mine, theirs = f"{APP}-reports", f"{APP}-theirs"
+    for ns in (mine, theirs):
+        with contextlib.suppress(AlreadyExists):
+            admin.create(NAMESPACES, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    kyverno = admin.create(REPORTS, _report("someone-elses", mine, {"app.kubernetes.io/managed-by": "kyverno"}))
+    squatter = admin.create(REPORTS, _report(FULLNAME, theirs))  # our name, not our label: never written
+    guard, caches = world({POOL: [_terminating("pool-a", mine), _terminating("pool-b", theirs)],
+                           "PersistentVolume": [with_meta(rbd_pv("pv-a", pool="pool-a", cluster_id=mine)),
+                                                with_meta(rbd_pv("pv-b", pool="pool-b", cluster_id=theirs))]})
+    webhook = as_user(WEBHOOK)
+    writer = PolicyReportWriter(ReportStore(webhook, FULLNAME), [DeletionFindings(guard)], interval=60,
+                                max_results=10)
+    writer.write_once()
+    assert writer.problem == "" and writer.api == OPENREPORTS, writer.problem
+    written = admin.get(REPORTS, FULLNAME, mine)
+    assert [r["resources"][0]["name"] for r in written["results"]] == ["pool-a"]
+    assert admin.get(REPORTS, FULLNAME, theirs)["metadata"]["resourceVersion"] == \
+        squatter["metadata"]["resourceVersion"]
+    assert not any(outcome == "error" for _, outcome in writer.writes), writer.writes
+    with pytest.raises(Forbidden):  # another's report: neither rewritten nor deleted
+        webhook.replace(REPORTS, {**kyverno, "results": []})
+    with pytest.raises(Forbidden):
+        webhook.delete(REPORTS, "someone-elses", mine)
+    with pytest.raises(Forbidden):  # and not read either: only its own name is listed
+        webhook.list(REPORTS, mine)
+
+    caches["PersistentVolume"].replace([], "2")  # the volumes go: so does the report
+    writer.write_once()
+    with pytest.raises(NotFound):
+        admin.get(REPORTS, FULLNAME, mine)
+    assert writer.writes[("delete", "ok")] == 1 and writer.problem == ""
+
+
+def _terminating(name: str, namespace: str) -> Doc:
+    pool = with_meta(blockpool(name, namespace))
+    pool["metadata"]["deletionTimestamp"] = "2026-11-26T10:00:00Z"
+    return pool
+
+
+def world(objects: dict[str, list[Doc]]) -> Any:
+    guard, caches = loaded_world(objects)
+    guard.mode = Mode.WARN
+    return guard, caches

@@ -93,6 +93,15 @@ def test_the_webhook_container_args_are_valid_kustodian_settings(name: str, rend
     assert settings.deletion_guard.enabled == values.get("deletionGuard", {}).get("enabled", True)
     assert settings.reclaim.enabled == values.get("reclaimSpace", {}).get("enabled", True)
     assert settings.capacity.enabled == values.get("capacity", {}).get("enabled", False)
+    assert settings.policy_reports.enabled and settings.policy_reports.name == FULLNAME
+    assert settings.policy_reports.max_results == 1000 and settings.policy_reports.interval.total_seconds() == 30
+
+
+def test_policy_reports_off_drop_their_flag_and_their_rights(tmp_path: Path) -> None:
+    docs = render({"policyReports": {"enabled": False}}, tmp_path)
+    assert "--no-policy-reports" in _webhook_args(docs)
+    groups = {g for rule in _rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook") for g in rule["apiGroups"]}
+    assert not groups & {"openreports.io", "wgpolicyk8s.io"}
 
 
 def test_the_deployment_is_highly_available_and_locked_down(rendered: dict[str, list[Doc]]) -> None:
@@ -149,13 +158,21 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
     # the deletion backstop's record (ConfigMaps) and its writers' Lease
     backstop = {("", "configmaps", "update"), ("", "configmaps", "create"),
                 ("coordination.k8s.io", "leases", "update"), ("coordination.k8s.io", "leases", "create")}
+    reports = {(g, r, v) for g, kinds in (("openreports.io", ("reports", "clusterreports")),
+                                          ("wgpolicyk8s.io", ("policyreports", "clusterpolicyreports")))
+               for r in kinds for v in ("create", "update", "delete")}
     assert writes == {("", "events", "create"), ("", "secrets", "update"), ("", "secrets", "create"),
                       ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch"),
-                      ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch")} | backstop
+                      ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch")} | reports | backstop
+    # policy reports: every verb but create on the release's own name only
+    for rule in _rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook"):
+        if rule["apiGroups"] in (["openreports.io"], ["wgpolicyk8s.io"]):
+            assert rule["verbs"] == ["create"] or (rule.get("resourceNames") == [FULLNAME]
+                                                   and rule["verbs"] == ["get", "list", "update", "delete"]), rule
     # caBundle: get/patch on exactly the chart's two configurations
     (hooks_rule,) = [r for r in _rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook")
                      if r["apiGroups"] == ["admissionregistration.k8s.io"]]
-    assert hooks_rule["resourceNames"] == [FULLNAME] and hooks_rule["verbs"] == ["get", "patch"]
+    assert hooks_rule["resourceNames"] == [FULLNAME] and hooks_rule["verbs"] == ["get", "list", "watch", "patch"]
     for g, r in [("", "persistentvolumes"), ("", "persistentvolumeclaims"), ("storage.k8s.io", "storageclasses"),
                  ("", "namespaces"), ("ceph.rook.io", "cephblockpools"), ("ceph.rook.io", "cephnfses"),
                  ("objectbucket.io", "objectbucketclaims"), ("objectstorage.k8s.io", "buckets"),
@@ -168,11 +185,13 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
             if set(rule["verbs"]) - {"list", "watch", "create"} or (
                     "configmaps" in rule["resources"] and rule["verbs"] != ["create"]):
                 assert rule.get("resourceNames"), rule
-    # without in-process rotation the webhook writes events and the backstop's record only
+    # without in-process rotation the webhook writes events, its policy reports and the backstop's record, and
+    # arms its configurations' failure policies (by name; the ValidatingAdmissionPolicy narrows what it may change)
     helm_tls = _grants(_rules_of(rendered["helm-tls"], "ClusterRole", f"{FULLNAME}-webhook"))
     helm_tls |= _grants(_rules_of(rendered["helm-tls"], "Role", f"{FULLNAME}-webhook"))
-    assert {(g, r, v) for g, r, v in helm_tls if v not in ("get", "list", "watch")} == {
-        ("", "events", "create")} | backstop
+    assert {(g, r, v) for g, r, v in helm_tls if v not in ("list", "watch", "get")} == {
+        ("", "events", "create"), ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch"),
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch")} | reports | backstop
 
     agent = set().union(*(_grants(d["rules"]) for d in find(docs, "Role")
                           if d["metadata"]["name"].startswith(f"{FULLNAME}-node-agent")))
@@ -282,17 +301,20 @@ def test_webhooks_are_scoped_to_exactly_what_the_features_handle(name: str, rend
         else:
             assert expr["operator"] == "NotIn"
             assert {"kube-system", "kube-node-lease", NAMESPACE} <= set(expr["values"])
+    # installed Ignore, every one: a serving replica arms the intended policies
+    assert {h["failurePolicy"] for h in hooks.values()} <= {"Ignore"}
+    intended = webhooks(rendered[name], arm=True)
     if "deletion-guard.kustodian.io" in hooks:
-        guard = hooks["deletion-guard.kustodian.io"]
+        guard = intended["deletion-guard.kustodian.io"]
         assert (guard["failurePolicy"], guard["timeoutSeconds"]) == ("Fail", 3)
     if "reclaim-space.kustodian.io" in hooks:
-        mut = hooks["reclaim-space.kustodian.io"]
+        mut = intended["reclaim-space.kustodian.io"]
         assert (mut["failurePolicy"], mut["timeoutSeconds"], mut["reinvocationPolicy"]) == ("Ignore", 2, "Never")
         assert mut["clientConfig"]["service"]["path"] == "/mutate"
         cfg = hooks["reclaim-config-validation.kustodian.io"]
         assert cfg["matchConditions"][0]["expression"] == "request.name == 'kustodian-reclaim-config'"
     if "capacity-validation.kustodian.io" in hooks:
-        cap = hooks["capacity-validation.kustodian.io"]
+        cap = intended["capacity-validation.kustodian.io"]
         # csi-baremetal's own objects (Kustodian has no AC/ACR CRD), and its extender must not
         # be stopped by Kustodian being down
         assert (cap["rules"][0]["apiGroups"], cap["rules"][0]["apiVersions"]) == (["csi-baremetal.dell.com"], ["v1"])
@@ -304,7 +326,7 @@ def test_the_rules_match_the_configurations_the_tests_use(rendered: dict[str, li
     """kustodian.testing.webhooks is the chart's rendering with only the client config swapped: the
     schedule validator's matchConditions, the config validator's split and every policy are the
     production ones (given the same values and namespace)."""
-    ours = webhooks(rendered["default"])
+    ours = webhooks(rendered["default"], arm=True)
     theirs = {w["name"]: w for c in webhook_configurations("https://x", "Y", values={}, namespace=NAMESPACE)
               for w in c["webhooks"]}
     assert set(theirs) == set(ours)
@@ -542,13 +564,25 @@ def test_the_node_agent_follows_longhorns_auto_deletion_unless_the_chart_overrid
                     "reclaimMutation": {"failurePolicy": "Fail", "timeoutSeconds": 5}}},
      {"deletion-guard.kustodian.io": ("Ignore", 10), "reclaim-space-validation.kustodian.io": ("Ignore", 1),
       "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Fail", 5),
-      # what the deletion backstop cannot judge fails closed whatever the guard's failurePolicy
+      # what the deletion backstop cannot judge fails closed in enforce mode whatever the guard's failurePolicy
       "deletion-guard-strict.kustodian.io": ("Fail", 10)}),
-], ids=["defaults", "overridden"])
+    # warn and audit never refuse, so they never fail closed (derived from the mode) ...
+    ({"admission": {"deletionGuard": {"mode": "warn"}, "reclaimValidation": {"mode": "audit"}}},
+     {"deletion-guard.kustodian.io": ("Ignore", 3), "reclaim-space-validation.kustodian.io": ("Ignore", 3),
+      "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Ignore", 2),
+      "deletion-guard-strict.kustodian.io": ("Ignore", 3)}),
+    # ... unless the admin says so
+    ({"admission": {"deletionGuard": {"mode": "warn", "failurePolicy": "Fail"}}},
+     {"deletion-guard.kustodian.io": ("Fail", 3), "reclaim-space-validation.kustodian.io": ("Fail", 3),
+      "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Ignore", 2),
+      "deletion-guard-strict.kustodian.io": ("Ignore", 3)}),
+], ids=["defaults", "overridden", "warn-and-audit", "warn-set-fail"])
 def test_failure_policy_and_timeout_are_values_per_webhook(
         values: dict[str, Any], want: dict[str, tuple[str, int]], tmp_path: Path) -> None:
-    hooks = webhooks(render(values, tmp_path, include_crds=False))
+    docs = render(values, tmp_path, include_crds=False)
+    hooks = webhooks(docs, arm=True)
     assert {n: (h["failurePolicy"], h["timeoutSeconds"]) for n, h in hooks.items()} == want
+    assert {h["failurePolicy"] for h in webhooks(docs).values()} == {"Ignore"}  # until a replica arms them
 
 
 @pytest.mark.parametrize(("guard", "condition"), [

@@ -70,14 +70,31 @@ CSI_ADDONS_CONFIG = "csi-addons-system/csi-addons-config"
 CSI_ADDONS_USER = "system:serviceaccount:csi-addons-system:csi-addons-controller-manager"
 
 
-def _webhook_values(v: dict[str, Any]) -> Values:
+def _intent(docs: list[Doc]) -> tuple[str, str]:
+    """The checksum and the failure policies the chart's configurations carry (both the same)."""
+    carried = {(d["metadata"]["annotations"]["kustodian.io/configuration-checksum"],
+                d["metadata"]["annotations"]["kustodian.io/failure-policies"])
+               for d in docs if d["kind"] in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")}
+    assert len(carried) == 1, carried
+    return carried.pop()
+
+
+def _csi_addons_config(v: dict[str, Any]) -> str:
+    """Read where the chart grants it: asked for (true), or its namespace seen (never, with helm template)."""
+    reclaim = v.get("reclaimSpace", {})
+    return reclaim.get("csiAddonsConfig", CSI_ADDONS_CONFIG) if reclaim.get("csiAddonsConfigRole") is True else ""
+
+
+def _webhook_values(v: dict[str, Any], docs: list[Doc]) -> Values:
+    checksum, policies = _intent(docs)
     tls = v.get("tls", {})
     builtin = tls.get("mode", "builtin") == "builtin" and tls.get("builtin", {}).get("inProcessRotation", True)
     guard, reclaim = v.get("deletionGuard", {}), v.get("reclaimSpace", {})
     guard_on = guard.get("enabled", True)
     values: Values = {
         "kube": {"namespace": NAMESPACE}, "log": {"format": "json", "level": "info"},
-        "webhook": {"port": 8443, "sync_timeout": "120"},
+        "webhook": {"port": 8443, "sync_timeout": "120", "configuration_name": FULLNAME,
+                    "configuration_checksum": checksum, "failure_policies": policies},
         "metrics": {"listen_address": ":8080"},
         "tls": ({"mode": "builtin", "dir": "/tls", "secret_name": f"{FULLNAME}-tls", "service_name": FULLNAME,
                  "webhook_configuration_name": FULLNAME} if builtin
@@ -85,9 +102,11 @@ def _webhook_values(v: dict[str, Any]) -> Values:
                       "server_name": f"{FULLNAME}.{NAMESPACE}.svc"}),
         "deletion_guard": {"enabled": guard_on},
         "reclaim": {"enabled": reclaim.get("enabled", True), "config_name": "kustodian-reclaim-config",
-                    "csi_addons_config": reclaim.get("csiAddonsConfig", CSI_ADDONS_CONFIG),
+                    "csi_addons_config": _csi_addons_config(v),
                     "csi_addons_users": reclaim.get("csiAddonsUsers", [CSI_ADDONS_USER])},
         "capacity": {"enabled": v.get("capacity", {}).get("enabled", False)},
+        "policy_reports": {"enabled": v.get("policyReports", {}).get("enabled", True), "name": FULLNAME,
+                           "interval": "30s", "max_results": v.get("policyReports", {}).get("maxResults", 1000)},
     }
     if guard_on and guard.get("rules"):
         values["deletion_guard"]["rules_file"] = "/etc/kustodian/rules/deletion-rules.yaml"
@@ -103,7 +122,7 @@ def _controllers_values(v: dict[str, Any]) -> Values:
         "leader_election": {"identity": POD, "lease_name": "kustodian-controllers"},
         "reclaim": {"enabled": v.get("reclaimSpace", {}).get("enabled", True),
                     "config_name": "kustodian-reclaim-config",
-                    "csi_addons_config": v.get("reclaimSpace", {}).get("csiAddonsConfig", CSI_ADDONS_CONFIG)},
+                    "csi_addons_config": _csi_addons_config(v)},
         "node_cleanup": {"enabled": cleanup.get("enabled", False),
                          "storage_classes": cleanup.get("storageClasses", []),
                          "delay": cleanup.get("delay", "10m"),
@@ -133,7 +152,7 @@ def _assert_same(chart: Settings, routes: dict[str, Settings]) -> None:
 @pytest.mark.parametrize("name", WEBHOOK_SETS, ids=WEBHOOK_SETS)
 def test_the_webhook_gets_the_same_settings_from_values_flags_and_env(
         name: str, rendered: dict[str, list[Doc]], monkeypatch: pytest.MonkeyPatch) -> None:
-    values = _webhook_values(VALUE_SETS[name])
+    values = _webhook_values(VALUE_SETS[name], rendered[name])
     with monkeypatch.context() as env:
         chart = _from_container(_container(rendered[name], "Deployment", "webhook"), WebhookSettings, env)
     _assert_same(chart, _routes(WebhookSettings, "webhook", values, monkeypatch))

@@ -62,6 +62,12 @@ TOGGLES: dict[str, dict[str, Any]] = {
     "pdb-max-unavailable": {"webhook": {"podDisruptionBudget": {"maxUnavailable": 1}}},
     "pdb-off": {"webhook": {"podDisruptionBudget": {"enabled": False}}},
     "single-replica": {"webhook": {"replicas": 1}, "controllers": {"replicas": 1}},
+    "host-network": {"webhook": {"hostNetwork": True, "port": 9443}, "metrics": {"port": 9080}},
+    # a type other than RollingUpdate merged by Helm over the default's rollingUpdate
+    "rollouts": {"webhook": {"updateStrategy": {"type": "Recreate"}, "revisionHistoryLimit": 2},
+                 "controllers": {"updateStrategy": {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": "50%"}},
+                                 "revisionHistoryLimit": 3},
+                 "nodeAgent": {**AGENT_ON, "updateStrategy": {"type": "OnDelete"}, "revisionHistoryLimit": 0}},
     "service-monitor": {"nodeAgent": AGENT_ON, "metrics": {"serviceMonitor": {
         "enabled": True, "namespace": "monitoring", "scheme": "https",
         "tlsConfig": {"insecureSkipVerify": True}, "labels": {"release": "prom"}}}},
@@ -339,3 +345,103 @@ def test_notes_warn_about_each_deprecated_name(old: str, tmp_path: Path) -> None
 # Every value's documentation is the comment above it in values.yaml; the table of every key is
 # generated from those comments (docsgen), and tests/docs fails on a key without one. The chart
 # README points there instead of keeping a hand copy that could drift.
+
+
+@pytest.mark.parametrize("value", ["foo", ""], ids=["name", "empty"])
+def test_a_shared_service_account_name_is_refused_naming_the_per_component_keys(value: str, tmp_path: Path) -> None:
+    """`--set serviceAccount.name=foo` (other charts' habit): one name for the three components would
+    give every pod the union of their rights, so the render fails naming the per-component keys,
+    instead of the schema's bare "additional properties 'name' not allowed"."""
+    proc = helm("template", RELEASE, str(CHART), "--set", f"serviceAccount.name={value}", check=False)
+    assert proc.returncode != 0
+    assert "additional properties" not in proc.stderr
+    assert "serviceAccount.name is not a value of this chart: each component runs under its own ServiceAccount" \
+        in proc.stderr
+    keys = ("webhook.serviceAccount.name", "controllers.serviceAccount.name", "nodeAgent.serviceAccount.name")
+    for key in keys:
+        assert key in proc.stderr
+    # and each key it names is one: every component under the name given
+    docs = render_at(None, tmp_path, NEWEST, *[a for key in keys for a in ("--set", f"{key}=sa-{key.split('.')[0].lower()}")],
+                     "--set", "nodeAgent.enabled=true", "--set", "nodeAgent.disks={/var/lib/longhorn}")
+    names = {name: spec["serviceAccountName"] for name, spec in pod_specs(docs).items()}
+    assert names[FULLNAME] == "sa-webhook" and names[f"{FULLNAME}-controllers"] == "sa-controllers"
+    assert names[AGENT] == "sa-nodeagent"
+
+
+# -- issue 41: hostNetwork for the webhook ------------------------------------------------------------
+
+
+def test_host_network_serves_the_webhook_on_the_nodes_network(toggled: dict[str, list[Doc]],
+                                                               rendered: dict[str, list[Doc]]) -> None:
+    docs = toggled["host-network"]
+    spec = one(docs, "Deployment", FULLNAME)["spec"]["template"]["spec"]
+    assert spec["hostNetwork"] is True and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
+    (container,) = spec["containers"]
+    ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+    assert ports == {"https": 9443, "metrics": 9080}
+    assert "--webhook-port=9443" in container["args"] and "--metrics-listen-address=:9080" in container["args"]
+    # the Service and the NetworkPolicy follow the ports (the policy is rendered as before; most
+    # CNIs do not enforce it on host-network pods, which the value's comment says)
+    svc = one(docs, "Service", FULLNAME)
+    assert {p["targetPort"] for p in svc["spec"]["ports"]} == {"https", "metrics"}
+    policy = one(docs, "NetworkPolicy", f"{FULLNAME}-webhook")
+    assert [p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]] == [9443, 9080]
+    # only the webhook: the controllers are never called by the API server
+    assert "hostNetwork" not in one(docs, "Deployment", f"{FULLNAME}-controllers")["spec"]["template"]["spec"]
+    default = one(rendered["default"], "Deployment", FULLNAME)["spec"]["template"]["spec"]
+    assert "hostNetwork" not in default and "dnsPolicy" not in default
+
+
+@pytest.mark.parametrize(("values", "message"), [
+    ({"webhook": {"hostNetwork": True, "port": 10250}},
+     "webhook.hostNetwork is true and webhook.port is 10250, the kubelet's port on the nodes: with host networking "
+     "the webhook listens on the node itself; set webhook.port to a free port (e.g. 9443)"),
+    ({"webhook": {"hostNetwork": True}, "metrics": {"port": 10249}},
+     "webhook.hostNetwork is true and metrics.port is 10249, kube-proxy's metrics port on the nodes"),
+    ({"webhook": {"hostNetwork": True, "port": 6443}}, "webhook.port is 6443, the API server's port"),
+    ({"webhook": {"port": 9000}, "metrics": {"port": 9000}},
+     "webhook.port and metrics.port are both 9000: the admission port and the plain-HTTP metrics port must differ"),
+], ids=["kubelet", "kube-proxy", "api-server", "same-port"])
+def test_webhook_ports_that_cannot_serve_are_refused_at_render(values: dict[str, Any], message: str,
+                                                               tmp_path: Path) -> None:
+    proc = helm("template", RELEASE, str(CHART), values=values, tmp=tmp_path, check=False)
+    assert proc.returncode != 0
+    assert message in proc.stderr
+
+
+# -- issue 41: updateStrategy and revisionHistoryLimit per component ---------------------------------
+
+
+def test_update_strategy_and_revision_history_per_component(toggled: dict[str, list[Doc]],
+                                                            rendered: dict[str, list[Doc]]) -> None:
+    docs = toggled["rollouts"]
+    web = one(docs, "Deployment", FULLNAME)["spec"]
+    ctrl = one(docs, "Deployment", f"{FULLNAME}-controllers")["spec"]
+    agent = one(docs, "DaemonSet", AGENT)["spec"]
+    # the default's rollingUpdate is dropped where the API server would refuse it (Recreate, OnDelete)
+    assert web["strategy"] == {"type": "Recreate"} and web["revisionHistoryLimit"] == 2
+    assert ctrl["strategy"] == {"rollingUpdate": {"maxSurge": 0, "maxUnavailable": "50%"}}
+    assert ctrl["revisionHistoryLimit"] == 3
+    assert agent["updateStrategy"] == {"type": "OnDelete"} and agent["revisionHistoryLimit"] == 0
+    # the defaults are what the chart always rendered
+    docs = rendered["all-on"]
+    web = one(docs, "Deployment", FULLNAME)["spec"]
+    assert web["strategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}}
+    ctrl = one(docs, "Deployment", f"{FULLNAME}-controllers")["spec"]
+    assert "strategy" not in ctrl  # Kubernetes' default
+    agent = one(docs, "DaemonSet", AGENT)["spec"]
+    assert agent["updateStrategy"] == {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1}}
+    assert web["revisionHistoryLimit"] == ctrl["revisionHistoryLimit"] == agent["revisionHistoryLimit"] == 5
+
+
+@pytest.mark.parametrize("values", [
+    {"webhook": {"updateStrategy": {"type": "OnDelete"}}},  # a DaemonSet's type
+    {"nodeAgent": {"updateStrategy": {"type": "Recreate"}}},  # a Deployment's type
+    {"controllers": {"revisionHistoryLimit": -1}},
+    {"webhook": {"updateStrategy": {"rollingUpdate": {"maxSurge": "1/2"}}}},
+], ids=["ondelete-deployment", "recreate-daemonset", "negative-history", "bad-surge"])
+def test_rollout_values_the_api_server_would_refuse_are_refused_by_the_schema(values: dict[str, Any],
+                                                                             tmp_path: Path) -> None:
+    proc = helm("template", RELEASE, str(CHART), values=values, tmp=tmp_path, check=False)
+    assert proc.returncode != 0
+    assert "values don't meet the specifications of the schema" in proc.stderr

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import yaml
 
 from kustodian.errors import EXIT_BLOCKED, EXIT_CONFIG, EXIT_NOT_FOUND
 from kustodian.kube.resources import VALIDATING_WEBHOOKS
+from kustodian.policy.policy_reports import OPENREPORTS, Finding, Subject, build_report
 from kustodian.testing.upstream import upstream_dir
 from tests.cli.support import run
 from tests.cli.test_cli_mistakes import POOL, PV
@@ -194,6 +196,35 @@ def test_report_and_reclaim_plan_name_the_filter_they_applied(tmp_path: Path) ->
         "nothing to plan there\n"), pvcs.stderr
 
 
+def test_report_from_manifests_reads_the_policy_reports_among_them(tmp_path: Path) -> None:
+    """``kubectl get reports -A -o yaml > DIR/reports.yaml``: the findings the webhook kept, read offline;
+    without such a manifest the answer is the one it always was (``test_cli_speaks_kubectl``)."""
+    now = datetime(2026, 11, 26, 12, tzinfo=UTC)
+    pool = Finding(Subject("ceph.rook.io/v1", "CephBlockPool", "rook-ceph", "replicapool", "uid-1"),
+                   "deletion-guard", "CephBlockPool.ceph.rook.io", "fail", "high", "Deletion guard",
+                   'CephBlockPool "rook-ceph/replicapool" is being deleted while 12 dependents still use it',
+                   now - timedelta(hours=30), {"dependents": "12", "mode": "warn"})
+    other = Finding(Subject("ceph.rook.io/v1", "CephBlockPool", "other", "p", "uid-2"), "deletion-guard",
+                    "CephBlockPool.ceph.rook.io", "warn", "medium", "Deletion guard", "...", now,
+                    {"dependents": "1", "override": "rook.io/force-deletion"})
+    reports = [build_report(OPENREPORTS, "kustodian", ns, [f], now=now, max_results=10).document
+               for ns, f in (("rook-ceph", pool), ("other", other))]
+    m = _write(tmp_path / "m", {"pool.yaml": yaml.safe_dump_all([POOL, PV]),
+                                "reports.yaml": yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": reports})})
+    doc = json.loads(run(tmp_path, "report", "--from", str(m), "-n", "rook-ceph", "-o", "json").stdout)
+    assert [(r["name"], r["result"], r["properties"]["dependents"]) for r in doc["policyReports"]["results"]] == [
+        ("replicapool", "fail", "12")]
+    assert doc["policyReports"]["apis"] == ["openreports.io"]
+    table = run(tmp_path, "report", "--from", str(m))
+    assert table.returncode == 0 and table.stderr == "", table.stderr
+    section = table.stdout.split("Kustodian's policy reports (what is still true", 1)[1].splitlines()[1:]
+    assert [line.split()[:5] for line in section] == [
+        ["OBJECT", "NAMESPACE", "POLICY", "RESULT", "DEPENDENTS"],
+        ["CephBlockPool/replicapool", "rook-ceph", "deletion-guard", "fail", "12"],
+        ["CephBlockPool/p", "other", "deletion-guard", "warn", "1"]]
+    assert section[1].endswith("2026-11-25T06:00:00Z  warn mode") and section[2].endswith("rook.io/force-deletion")
+
+
 # --- a cluster with nothing installed ------------------------------------------------------------
 
 @pytest.fixture(scope="module")
@@ -228,6 +259,9 @@ def test_report_on_a_cluster_without_kustodian_says_so(bare_api: KubeApi, tmp_pa
     assert ("note: Kustodian's deletion guard is not installed in this cluster (no ValidatingWebhookConfiguration "
             "has the deletion-guard.kustodian.io webhook), so no DELETE is refused") in proc.stdout
     assert "no DELETE refused in the last 1h: the deletion guard is not installed" in lines
+    assert ("note: no policy reports: this cluster serves neither reports.openreports.io/v1alpha1 nor "
+            "policyreports.wgpolicyk8s.io/v1alpha2, so the webhook keeps none (Kyverno and Policy Reporter "
+            "install their CRDs)") in lines
     filtered = run(tmp_path, "report", *kc, "-n", "app")
     assert "no DELETE refused in namespace app in the last 1h: the deletion guard is not installed" in \
         filtered.stdout.splitlines()

@@ -46,3 +46,15 @@ def test_a_malformed_override_says_why_it_is_none(tmp_path: Path) -> None:
     proc = explained(tmp_path, {"rook.io/force-deletion": " TRUE "})
     assert proc.returncode == EXIT_BLOCKED, proc.stderr
     assert 'override: none (rook.io/force-deletion is " TRUE ", not "true")' in proc.stdout
+
+
+def test_an_override_is_asked_about_not_acted_on(tmp_path: Path) -> None:
+    """explain-delete answers a question: the pool *would be* deleted despite its dependents; the
+    webhook's words for a DELETE in flight ("is being deleted") are not the question's."""
+    notes = {"kustodian.io/allow-delete-with-dependents": "true"}
+    proc = explained(tmp_path, notes)
+    assert proc.returncode == EXIT_OK, proc.stderr
+    assert 'CephBlockPool "rook-ceph/replicapool" would be deleted despite its dependents (' in proc.stdout
+    assert "is being deleted" not in proc.stdout
+    doc = json.loads(explained(tmp_path, notes, "-o", "json").stdout)
+    assert " would be deleted despite its dependents " in doc["message"]

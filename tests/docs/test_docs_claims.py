@@ -48,6 +48,7 @@ PAGES = (REPO / "README.md", CHART / "README.md", *sorted((REPO / "docs").rglob(
 FOREIGN_FLAGS = {
     "--dry-run": "kubectl", "--skip-crds": "helm", "--runs": "python -m bench",
     "--reuse-values": "helm", "--create-namespace": "helm",
+    "--atomic": "helm 3", "--rollback-on-failure": "helm 4", "--wait": "helm",
 }
 #: commands main() answers before the parser, each with why
 HIDDEN_COMMANDS = {"__complete": "the completion scripts' helper (cobra's habit), answered before the parser"}

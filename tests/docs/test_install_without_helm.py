@@ -12,7 +12,6 @@ page's own verify block.
 from __future__ import annotations
 
 import base64
-import json
 import os
 import re
 import subprocess
@@ -24,8 +23,7 @@ import pytest
 
 from docsgen import manifests
 from kustodian.kube.resources import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS
-from kustodian.testing.testserver import free_port
-from tests.chart.conftest import helm_binary
+from tests.chart.conftest import helm_binary, webhook_command
 from tests.conftest import KubeApi, serve_api
 from tests.support import wait_while_running
 
@@ -88,19 +86,6 @@ def test_the_committed_manifests_are_the_chart_rendered_today() -> None:
     assert "--deletion-guard-mode=warn" in committed and "--tls-mode=builtin" in committed
 
 
-def local_webhook_args(api: KubeApi, workdir: Path) -> list[str]:
-    """The webhook Deployment's container arguments as applied, with what only a Pod has (its
-    /tls volume, its port on its own IP) moved to this machine, and the admin kubeconfig."""
-    deployment = json.loads(api.kubectl("-n", "kustodian", "get", "deployment", "kustodian", "-o", "json").stdout)
-    (container,) = deployment["spec"]["template"]["spec"]["containers"]
-    assert not container.get("command"), "the image's entrypoint is `kustodian`"
-    assert not container.get("env"), "an env the Pod has would be needed here too"
-    local = {"--tls-dir": f"--tls-dir={workdir / 'tls'}", "--webhook-port": f"--webhook-port={free_port()}",
-             "--metrics-listen-address": f"--metrics-listen-address=127.0.0.1:{free_port()}"}
-    args = [local.get(arg.partition("=")[0], arg) for arg in container["args"]]
-    return [*args, "--webhook-host=127.0.0.1", f"--kubeconfig={api.kubeconfig}"]
-
-
 def published(api: KubeApi) -> bool:
     """Every webhook of both configurations carries a CA bundle."""
     for res in (VALIDATING_WEBHOOKS, MUTATING_WEBHOOKS):
@@ -136,7 +121,8 @@ def test_the_steps_install_kustodian_as_written(own_api: KubeApi, tmp_path: Path
                 assert "rollout status deployment/kustodian" in block
                 with log.open("w") as out:
                     webhook = subprocess.Popen(
-                        [sys.executable, "-m", "kustodian", *local_webhook_args(own_api, tmp_path)],
+                        webhook_command(own_api, tmp_path, namespace="kustodian", name="kustodian",
+                                        kubeconfig=own_api.kubeconfig, keep_port=False),
                         stdout=out, stderr=subprocess.STDOUT, env={**env, "KUSTODIAN_LOG__FORMAT": "text"})
                 wait_while_running(webhook, log, lambda: published(own_api),
                                    "the webhook's CA published in both configurations", 60, poll=0.2)
@@ -169,6 +155,13 @@ def installed_as_promised(api: KubeApi) -> None:
     args = api.kubectl("-n", "kustodian", "get", "deployment", "kustodian", "-o",
                        "jsonpath={.spec.template.spec.containers[0].args}").stdout
     assert "--deletion-guard-mode=enforce" in args and "--reclaim-mode=enforce" in args
+    # the configuration now intends Fail, and the Deployment's new pods would carry that; the
+    # replica still running in warn does not, so it never arms it: nothing refuses yet
+    guard = "deletion-guard.kustodian.io"
+    config = api.client.get(VALIDATING_WEBHOOKS, "kustodian")
+    assert f"{guard}=Fail" in config["metadata"]["annotations"]["kustodian.io/failure-policies"]
+    assert f"--webhook-failure-policies={guard}=Fail" in args
+    assert {h["failurePolicy"] for h in config["webhooks"]} == {"Ignore"}
     image = api.kubectl("-n", "kustodian", "get", "deployment", "kustodian", "-o",
                         "jsonpath={.spec.template.spec.containers[0].image}").stdout
     assert image == "registry.example.com/kustodian:0.1.0"

@@ -82,7 +82,10 @@ def test_the_webhook_serves_every_metric_on_its_plain_http_metrics_port(
         # the admission port keeps TLS: plain HTTP there is refused, the metrics port needs none
         with pytest.raises(httpx.HTTPError):
             httpx.get(hook.url.replace("https://", "http://") + "/metrics", timeout=5)
-        assert httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5).text == "ok\n"
+        ready = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=5)
+        # ready, and the webhook's notes after it (where the csi-addons configuration comes from)
+        assert ready.status_code == 200 and ready.text.splitlines()[0] == "ok", ready.text
+        assert "csi-addons-config: csi-addons-system/csi-addons-config" in ready.text, ready.text
     finally:
         kube_api.kubectl("delete", "validatingwebhookconfiguration,mutatingwebhookconfiguration",
                          "kustodian-metrics", "--ignore-not-found")

@@ -79,6 +79,21 @@ class Proc:
     def text(self) -> str:
         return self.log.read_text(errors="replace")
 
+    def wait_ready(self, port: int, what: str) -> None:
+        """Until its ``/readyz`` on ``port`` answers 200; stopped, and its log shown, if it exits first
+        or is not ready within 60 s."""
+        answers: list[bool] = []
+
+        def ready_or_exited() -> bool:
+            answers.append(False)
+            with contextlib.suppress(httpx.TransportError):
+                answers[-1] = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200
+            return answers[-1] or self.proc.poll() is not None
+
+        if not eventually(ready_or_exited, timeout=60, poll=0.2) or not answers[-1]:
+            self.stop()
+            raise AssertionError(f"{what} did not become ready:\n{self.text()[-4000:]}")
+
 
 @pytest.fixture(scope="session")
 def csi_addons_manager() -> Path:
@@ -114,17 +129,7 @@ def start_csi_addons(kube_api: KubeApi, binary: Path, workdir: Path, precedence:
             stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "TZ": "UTC",
                                                        "KUBECONFIG": str(kube_api.kubeconfig)})
     handle = Proc(proc, log)
-    answers: list[bool] = []
-
-    def ready_or_exited() -> bool:
-        answers.append(False)
-        with contextlib.suppress(httpx.TransportError):
-            answers[-1] = httpx.get(f"http://127.0.0.1:{port}/readyz", timeout=2).status_code == 200
-        return answers[-1] or proc.poll() is not None
-
-    if not eventually(ready_or_exited, timeout=60, poll=0.2) or not answers[-1]:
-        handle.stop()
-        raise AssertionError(f"csi-addons-manager did not become ready:\n{handle.text()[-4000:]}")
+    handle.wait_ready(port, "csi-addons-manager")
     return handle
 
 
@@ -135,17 +140,27 @@ class Kustodian:
 
 
 def start_kustodian(kube_api: KubeApi, workdir: Path) -> Kustodian:
+    """The webhook and the controllers, each waited for until ready, as an admin waits for `kubectl
+    rollout status`: a step's 10 s are Kustodian's to converge in, not its interpreter's to start
+    in (on a loaded machine the controllers alone took 8-15 s from exec to synced caches)."""
     hook = start_webhook(kube_api, workdir)
     kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(webhook_configurations(hook.url,
                                                                                           hook.ca_bundle())))
     log = workdir / "controllers.log"
+    port = free_port()
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "kustodian", "controllers", "--kubeconfig", str(kube_api.kubeconfig),
              "--namespace", "kustodian", "--leader-election-identity", f"it-{uuid.uuid4().hex[:6]}", "--no-leader-election",
-             "--metrics-listen-address", f"127.0.0.1:{free_port()}"],
+             "--metrics-listen-address", f"127.0.0.1:{port}"],
             stdout=out, stderr=subprocess.STDOUT, env={**os.environ, "KUSTODIAN_LOG__FORMAT": "text"})
-    return Kustodian(hook, Proc(proc, log))
+    k = Kustodian(hook, Proc(proc, log))
+    try:
+        k.controllers.wait_ready(port, "kustodian controllers")
+    except AssertionError:
+        stop_kustodian(kube_api, k)
+        raise
+    return k
 
 
 def stop_kustodian(kube_api: KubeApi, k: Kustodian) -> None:

@@ -65,7 +65,8 @@ def test_the_webhook_is_one_manager_and_nothing_in_it_needs_the_leader(kube_api:
     assert manager.leader_election is None
     assert manager.describe() == [("cert-manager", False), ("followed-kinds", False), ("api-liveness", False),
                                   ("deletion-guard-warmer", False), ("provider-metrics", False),
-                                  ("cache-sync-report", False), ("https-server", False)]
+                                  ("csi-addons-config", False), ("cache-sync-report", False),
+                                  ("https-server", False)]
     assert manager.reconcilers == []
 
 
@@ -76,8 +77,9 @@ def test_the_webhook_with_certificate_files_and_no_guard_runs_no_cert_manager_no
                                tls={"cert_file": "tls.crt", "key_file": "tls.key"},
                                deletion_guard={"enabled": False})
     manager, _ = build_webhook(settings, kube_api.client)
-    assert manager.describe() == [("followed-kinds", False), ("cache-sync-report", False),
-                                  ("https-server", False)]
+    # csi-addons' ConfigMap is followed apart from the caches that gate readiness (the convenience path)
+    assert manager.describe() == [("followed-kinds", False), ("csi-addons-config", False),
+                                  ("cache-sync-report", False), ("https-server", False)]
 
 
 @pytest.mark.api

@@ -73,6 +73,36 @@ warns while they are set.
 {{- $_ := include "kustodian.overlay" (dict "base" $v.nodeAgent "over" $legacy) -}}
 {{- end -}}
 {{- include "kustodian.checkComponents" . -}}
+{{- include "kustodian.checkValues" . -}}
+{{- end -}}
+
+{{/*
+Fails the render on values that cannot work, naming what to set instead. The webhook's two ports
+must differ, and with webhook.hostNetwork neither may be a port the node itself serves.
+serviceAccount.name, which a Helm user may expect from other charts: each component runs under
+its own ServiceAccount, bound to its own rights; one name for all three would hand every pod the
+union of them (the node agent's and the controllers' deletes in the webhook's pods), so the names
+are per component. The schema lets that key through so that this message, not a bare
+"additional properties" error, is what the user reads.
+*/}}
+{{- define "kustodian.checkValues" -}}
+{{- $w := .Values.webhook -}}
+{{- if not (include "kustodian.webhookEnabled" .) -}}
+{{- else if eq (int $w.port) (int .Values.metrics.port) -}}
+{{- fail (printf "webhook.port and metrics.port are both %v: the admission port and the plain-HTTP metrics port must differ; change one" $w.port) -}}
+{{- else if $w.hostNetwork -}}
+{{- /* the node's own listeners: kubelet (10250, read-only 10255, healthz 10248), kube-proxy
+       (metrics 10249, healthz 10256), controller-manager 10257, scheduler 10259, etcd, API server */ -}}
+{{- $taken := dict "10248" "the kubelet's healthz" "10249" "kube-proxy's metrics" "10250" "the kubelet's" "10255" "the kubelet's read-only" "10256" "kube-proxy's healthz" "10257" "kube-controller-manager's" "10259" "kube-scheduler's" "2379" "etcd's" "2380" "etcd's peer" "6443" "the API server's" -}}
+{{- range $key, $port := dict "webhook.port" $w.port "metrics.port" $.Values.metrics.port -}}
+{{- with get $taken (toString (int $port)) -}}
+{{- fail (printf "webhook.hostNetwork is true and %s is %v, %s port on the nodes: with host networking the webhook listens on the node itself; set %s to a free port (e.g. %s)" $key $port . $key (ternary "9443" "9080" (eq $key "webhook.port"))) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if hasKey (.Values.serviceAccount | default dict) "name" -}}
+{{- fail "serviceAccount.name is not a value of this chart: each component runs under its own ServiceAccount, with its own rights; name the ones you want: webhook.serviceAccount.name, controllers.serviceAccount.name, nodeAgent.serviceAccount.name (with serviceAccount.create=false to use existing ones; serviceAccount.annotations applies to all three)" -}}
+{{- end -}}
 {{- end -}}
 
 {{/*
@@ -141,6 +171,12 @@ Objects are merged (the component's keys win), scalars and lists replaced when t
 {{- $root := .root | default . -}}{{/* the root context alone: the shared value */}}
 {{- $out := deepCopy ($root.Values.podSecurityContext | default dict) -}}
 {{- $_ := include "kustodian.overlay" (dict "base" $out "over" ($c.podSecurityContext | default dict)) -}}
+{{- if include "kustodian.openshift" $root -}}
+{{- /* restricted-v2 assigns the UID and fsGroup from the namespace's range: the image's fixed 65532 would be refused */ -}}
+{{- range $key := list "runAsUser" "runAsGroup" "fsGroup" -}}
+{{- if eq (toString (get $out $key)) "65532" }}{{ $_ := unset $out $key }}{{ end -}}
+{{- end -}}
+{{- end -}}
 {{- toYaml $out -}}
 {{- end -}}
 
@@ -235,6 +271,29 @@ topologySpreadConstraints:
 {{- end }}
 {{- end -}}
 
+{{/*
+A workload's update strategy from <component>.updateStrategy (its `strategy` for a Deployment,
+`updateStrategy` for the DaemonSet): rollingUpdate only with type RollingUpdate (or none given),
+as the API server refuses it with Recreate or OnDelete, and Helm's merge of a user's
+`type: Recreate` with the default keeps the default's rollingUpdate. Nothing for {}.
+*/}}
+{{- define "kustodian.updateStrategy" -}}
+{{- $s := . | default dict -}}
+{{- with $s.type }}
+type: {{ . }}
+{{- end }}
+{{- $ru := $s.rollingUpdate | default dict -}}
+{{- if and $ru (or (not $s.type) (eq $s.type "RollingUpdate")) }}
+rollingUpdate:
+  {{- if hasKey $ru "maxUnavailable" }}
+  maxUnavailable: {{ $ru.maxUnavailable }}
+  {{- end }}
+  {{- if hasKey $ru "maxSurge" }}
+  maxSurge: {{ $ru.maxSurge }}
+  {{- end }}
+{{- end }}
+{{- end -}}
+
 {{/* A container's resources: the component's, else the top-level ones, else the given default. */}}
 {{- define "kustodian.resources" -}}
 {{- $r := (.c | default dict).resources | default .root.Values.resources | default .default -}}
@@ -284,14 +343,33 @@ topologySpreadConstraints:
 {{ include "kustodian.fullname" . }}-deletion-rules
 {{- end -}}
 
-{{/* Namespaces no webhook sees: system ones and Kustodian's own. */}}
+{{/*
+Namespaces no webhook sees: system ones and Kustodian's own, ANDed with webhook.namespaceSelector
+(its matchLabels and matchExpressions added to the exclusion, never replacing it).
+*/}}
 {{- define "kustodian.namespaceSelector" -}}
+{{- $sel := .Values.webhook.namespaceSelector | default dict -}}
 namespaceSelector:
+  {{- with $sel.matchLabels }}
+  matchLabels:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
   matchExpressions:
     - key: kubernetes.io/metadata.name
       operator: NotIn
       values:
         {{- toYaml (concat (list "kube-system" "kube-node-lease" .Release.Namespace) .Values.webhook.excludeNamespaces | uniq) | nindent 8 }}
+    {{- with $sel.matchExpressions }}
+    {{- toYaml . | nindent 4 }}
+    {{- end }}
+{{- end -}}
+
+{{/* webhook.objectSelector, for the webhooks that take the namespaceSelector above; nothing when empty. */}}
+{{- define "kustodian.objectSelector" -}}
+{{- with .Values.webhook.objectSelector -}}
+objectSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end -}}
 {{- end -}}
 
 
@@ -495,4 +573,146 @@ no namespace at all (has() guards it: reading it would fail the request).
 */}}
 {{- define "kustodian.backstopStrictCondition" -}}
 !(request.resource.group == '' && request.resource.resource == 'namespaces') && (size(request.resource.group) + size(request.resource.resource) + size(has(request.namespace) ? request.namespace : '') + size(request.name) + 3 > 253 || (oldObject != null && has(oldObject.metadata.annotations) && 'kustodian.io/allow-delete-until' in oldObject.metadata.annotations))
+{{- end -}}
+
+{{/*
+Failure policies, in one place (docs/design.md, "Failure policies"). (list $ KEY), KEY an
+admission.* key (deletionGuard, reclaimValidation, reclaimConfigValidation, capacityValidation,
+reclaimMutation) -> the policy the admin intends for that webhook: admission.KEY.failurePolicy
+when set, else derived from its mode: Fail in enforce (it refuses, so it must not be bypassed
+while Kustodian is down), Ignore in warn and audit (they never refuse, so they must never block)
+and for a webhook without a mode.
+*/}}
+{{- define "kustodian.failurePolicy" -}}
+{{- $root := index . 0 -}}
+{{- $adm := index $root.Values.admission (index . 1) | default dict -}}
+{{- if $adm.failurePolicy }}{{ $adm.failurePolicy }}
+{{- else if eq ($adm.mode | default "") "enforce" }}Fail
+{{- else }}Ignore{{ end -}}
+{{- end -}}
+
+{{/*
+(list $ KEY) -> the failurePolicy a webhook configuration is installed with: always Ignore. A
+webhook whose intended policy is Fail is armed by a replica that serves with this very
+configuration (kustodian.webhookChecksum, kustodian.failurePolicies): an install or upgrade
+whose pods never become ready leaves nothing that refuses.
+*/}}
+{{- define "kustodian.installedFailurePolicy" -}}
+Ignore
+{{- end -}}
+
+{{/*
+Every rendered webhook's intended failure policy, "name=Policy,..." in a fixed order: the
+annotation kustodian.io/failure-policies of both configurations and the webhook's
+--webhook-failure-policies carry the same text, and a replica arms only when they are equal.
+*/}}
+{{- define "kustodian.failurePolicies" -}}
+{{- $out := list -}}
+{{- if .Values.deletionGuard.enabled -}}
+{{- $out = append $out (printf "deletion-guard.kustodian.io=%s" (include "kustodian.failurePolicy" (list . "deletionGuard"))) -}}
+{{- end -}}
+{{- if .Values.reclaimSpace.enabled -}}
+{{- $out = append $out (printf "reclaim-space-validation.kustodian.io=%s" (include "kustodian.failurePolicy" (list . "reclaimValidation"))) -}}
+{{- $out = append $out (printf "reclaim-config-validation.kustodian.io=%s" (include "kustodian.failurePolicy" (list . "reclaimConfigValidation"))) -}}
+{{- end -}}
+{{- if .Values.capacity.enabled -}}
+{{- $out = append $out (printf "capacity-validation.kustodian.io=%s" (include "kustodian.failurePolicy" (list . "capacityValidation"))) -}}
+{{- end -}}
+{{- if include "kustodian.backstopEnabled" . -}}
+{{- /* what the deletion backstop cannot judge: Fail in enforce whatever deletionGuard.failurePolicy says */ -}}
+{{- $out = append $out (printf "deletion-guard-strict.kustodian.io=%s" (ternary "Fail" "Ignore" (eq .Values.admission.deletionGuard.mode "enforce"))) -}}
+{{- end -}}
+{{- if .Values.reclaimSpace.enabled -}}
+{{- $out = append $out (printf "reclaim-space.kustodian.io=%s" (include "kustodian.failurePolicy" (list . "reclaimMutation"))) -}}
+{{- end -}}
+{{- join "," $out -}}
+{{- end -}}
+
+{{/*
+A checksum of what shapes the webhook configurations and the webhook process's behaviour (not
+its scheduling or replicas), but the modes and failure policies (compared as text, kustodian.failurePolicies): the annotation
+kustodian.io/configuration-checksum and the webhook's --webhook-configuration-checksum. A
+replica of another configuration (the pods of an upgrade, or those it replaces) never arms.
+*/}}
+{{- define "kustodian.webhookChecksum" -}}
+{{- $adm := deepCopy .Values.admission -}}
+{{- range $k, $v := $adm }}{{ if kindIs "map" $v }}{{ $_ := unset $v "mode" }}{{ $_ := unset $v "failurePolicy" }}{{ end }}{{ end -}}
+{{- $web := pick .Values.webhook "port" "syncTimeout" "excludeNamespaces" "extraArgs" "extraEnv" -}}
+{{- $in := dict "chart" .Chart.Version "release" .Release.Name "namespace" .Release.Namespace "image" (include "kustodian.image" .) "webhook" $web "admission" $adm "deletionGuard" .Values.deletionGuard "reclaimSpace" .Values.reclaimSpace "capacity" .Values.capacity "tls" .Values.tls "service" .Values.service "providerMetrics" .Values.providerMetrics "csiAddonsConfigRole" (include "kustodian.csiAddonsConfigRole" .) -}}
+{{- toJson $in | sha256sum | trunc 16 -}}
+{{- end -}}
+
+{{/*
+"true" when the chart is rendered against a cluster it can read (helm install, upgrade,
+--dry-run=server): lookup answers. "" under helm template or --dry-run=client, where every
+lookup returns nothing, so no check below can tell a missing object from an unseen one.
+*/}}
+{{- define "kustodian.clusterVisible" -}}
+{{- if lookup "v1" "Namespace" "" "kube-system" }}true{{ end -}}
+{{- end -}}
+
+{{/*
+"true" when the chart renders the Role (and RoleBinding) that lets the webhook and the
+controllers read csi-addons' own ConfigMap, in csi-addons' namespace: reclaimSpace.csiAddonsConfigRole
+true (the namespace must exist: with the cluster in sight a missing one fails the render naming
+the value), or null (the default) and that namespace exists now. Nothing is ever rendered into a
+namespace that may not exist unless the admin asked for it. Without the Role the components do
+not read the ConfigMap and run with csi-addons' own defaults (schedule-precedence pvc), as
+csi-addons itself does without it.
+*/}}
+{{- define "kustodian.csiAddonsConfigRole" -}}
+{{- $want := .Values.reclaimSpace.csiAddonsConfigRole -}}
+{{- $explicit := kindIs "bool" $want -}}
+{{- $ns := index (splitList "/" .Values.reclaimSpace.csiAddonsConfig) 0 -}}
+{{- if and .Values.reclaimSpace.enabled (or (not $explicit) $want) -}}
+{{- $exists := lookup "v1" "Namespace" "" $ns -}}
+{{- if $explicit -}}
+{{- if and (not $exists) (include "kustodian.clusterVisible" .) -}}
+{{- fail (printf "reclaimSpace.csiAddonsConfigRole is true but namespace %q (from reclaimSpace.csiAddonsConfig) does not exist, so its Role cannot be created: install csi-addons first, set reclaimSpace.csiAddonsConfig to the namespace/name csi-addons runs with, or unset reclaimSpace.csiAddonsConfigRole (null: the Role only where that namespace exists; csi-addons' defaults otherwise)" $ns) -}}
+{{- end -}}
+true
+{{- else if $exists -}}
+true
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+What the chart needs from the cluster, checked when it can see the cluster (install, upgrade):
+a value that cannot work there fails the render naming it, instead of an API error half-way
+through the install (or, for a Role, an object in a namespace that does not exist).
+*/}}
+{{- define "kustodian.checkCluster" -}}
+{{- if include "kustodian.clusterVisible" . -}}
+{{- $v := .Values -}}
+{{- if and $v.nodeAgent.enabled (not (lookup "v1" "Namespace" "" $v.nodeAgent.longhornNamespace)) -}}
+{{- fail (printf "nodeAgent.longhornNamespace: namespace %q does not exist, so the node agent could read no Longhorn Node, Replica or Setting (and its Role there cannot be created): set nodeAgent.longhornNamespace to the namespace Longhorn runs in, or install Longhorn first" $v.nodeAgent.longhornNamespace) -}}
+{{- end -}}
+{{- $monitoring := dict "metrics.serviceMonitor.enabled" (list $v.metrics.serviceMonitor.enabled "ServiceMonitor") "metrics.podMonitor.enabled" (list (and $v.metrics.podMonitor.enabled $v.nodeAgent.enabled) "PodMonitor") "metrics.prometheusRule.enabled" (list $v.metrics.prometheusRule.enabled "PrometheusRule") -}}
+{{- range $value := keys $monitoring | sortAlpha -}}
+{{- $on := index (get $monitoring $value) 0 -}}
+{{- $kind := index (get $monitoring $value) 1 -}}
+{{- if and $on (not ($.Capabilities.APIVersions.Has (printf "monitoring.coreos.com/v1/%s" $kind))) -}}
+{{- fail (printf "%s is true but the cluster does not serve monitoring.coreos.com/v1 %s (the Prometheus Operator's CRDs): install the Prometheus Operator, or set %s=false" $value $kind $value) -}}
+{{- end -}}
+{{- end -}}
+{{- range $value, $ns := dict "metrics.serviceMonitor.namespace" (ternary $v.metrics.serviceMonitor.namespace "" (and $v.metrics.serviceMonitor.enabled true)) "metrics.podMonitor.namespace" (ternary $v.metrics.podMonitor.namespace "" (and $v.metrics.podMonitor.enabled $v.nodeAgent.enabled)) -}}
+{{- if and $ns (ne $ns $.Release.Namespace) (not (lookup "v1" "Namespace" "" $ns)) -}}
+{{- fail (printf "%s: namespace %q does not exist, so the monitor cannot be created there: create it, or leave %s empty (the release namespace)" $value $ns $value) -}}
+{{- end -}}
+{{- end -}}
+{{- if and (include "kustodian.webhookEnabled" .) (eq $v.tls.mode "cert-manager") (not (.Capabilities.APIVersions.Has "cert-manager.io/v1/Certificate")) -}}
+{{- fail "tls.mode is cert-manager but the cluster does not serve cert-manager.io/v1 Certificate: install cert-manager, or set tls.mode=builtin (the default: the webhook issues and renews its own certificate)" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+"true" on OpenShift (security.openshift.io/v1 served, or given to helm template with
+--api-versions security.openshift.io/v1): its restricted-v2 SCC assigns every pod a UID and
+fsGroup from its namespace's range and refuses a fixed one outside it, so the chart's fixed
+65532 (the image's user) is left out there (kustodian.podSecurityContext).
+*/}}
+{{- define "kustodian.openshift" -}}
+{{- if .Capabilities.APIVersions.Has "security.openshift.io/v1" }}true{{ end -}}
 {{- end -}}

@@ -81,7 +81,8 @@ class ReclaimPropagation:
 
     def __init__(self, client: KubeClient, *, config_namespace: str, config_name: str,
                  recorder: EventRecorder | None = None, caches: CacheFactory | None = None,
-                 csi_addons_config: tuple[str, str] = CSI_ADDONS_CONFIG, keyrotation: bool = False) -> None:
+                 csi_addons_config: tuple[str, str] | None = CSI_ADDONS_CONFIG,
+                 keyrotation: bool = False) -> None:
         self.client = client
         self.keyrotation = keyrotation  # the same machinery for keyrotation.csiaddons.openshift.io (opt-in)
         self.recorder = recorder
@@ -95,8 +96,13 @@ class ReclaimPropagation:
                                 field_selector=f"metadata.name={config_name}")
         self.tracker = LastGoodConfig()
         self.csi_addons_ref = csi_addons_config
-        self.csi_addons_configmaps = cache(CONFIG_MAPS, namespace=csi_addons_config[0],
-                                           field_selector=f"metadata.name={csi_addons_config[1]}")
+        # not read at all when not granted (csi-addons' defaults, as csi-addons without its ConfigMap)
+        self.csi_addons_configmaps = None if csi_addons_config is None else cache(
+            CONFIG_MAPS, namespace=csi_addons_config[0],
+            field_selector=f"metadata.name={csi_addons_config[1]}")
+        if csi_addons_config is None:
+            log.info("csi-addons' ConfigMap is not read (--reclaim-csi-addons-config is empty): csi-addons' "
+                     "defaults apply (schedule-precedence %s)", CsiAddonsConfig().precedence)
         self.pvs = cache(PERSISTENT_VOLUMES)  # shared with node cleanup under one Manager
         node_res = resolve(client, [CSI_ADDONS_NODE]).get(CSI_ADDONS_NODE)
         self.csi_addons_nodes = cache(node_res) if node_res is not None else None
@@ -110,16 +116,15 @@ class ReclaimPropagation:
 
     @property
     def caches(self) -> list[WatchCache]:
-        extra = [self.csi_addons_nodes] if self.csi_addons_nodes is not None else []
-        return [self.pvcs, self.namespaces, self.storageclasses, self.configmaps, self.csi_addons_configmaps,
-                self.pvs, *extra]
+        extra = [c for c in (self.csi_addons_configmaps, self.csi_addons_nodes) if c is not None]
+        return [self.pvcs, self.namespaces, self.storageclasses, self.configmaps, self.pvs, *extra]
 
     def csi_addons_config(self) -> CsiAddonsConfig:
         """csi-addons' configuration as it will run it; the last good one if csi-addons would refuse it."""
-        error = self._csi_addons.update(self.csi_addons_configmaps.get(*self.csi_addons_ref))
-        if error is not None:
-            log.error("csi-addons ConfigMap %s/%s would stop csi-addons from starting: %s",
-                      *self.csi_addons_ref, error)
+        ref, cache = self.csi_addons_ref, self.csi_addons_configmaps
+        error = self._csi_addons.update(cache.get(*ref) if cache is not None and ref is not None else None)
+        if error is not None and ref is not None:
+            log.error("csi-addons ConfigMap %s/%s would stop csi-addons from starting: %s", *ref, error)
         return self._csi_addons.in_force
 
     def wire(self, enqueue: Enqueue) -> None:
@@ -159,7 +164,8 @@ class ReclaimPropagation:
             if isinstance(ref, Mapping) and ref.get("namespace") and ref.get("name"):
                 enqueue(f"{ref['namespace']}/{ref['name']}")
 
-        self.csi_addons_configmaps.add_handler(on_everything)
+        if self.csi_addons_configmaps is not None:
+            self.csi_addons_configmaps.add_handler(on_everything)
         if self.csi_addons_nodes is not None:
             self.csi_addons_nodes.add_handler(on_everything)
         self.pvs.add_handler(on_pv)

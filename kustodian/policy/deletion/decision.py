@@ -45,17 +45,19 @@ def decide_delete(
     *,
     deleting_namespace: str | None = None,
     now: datetime | None = None,
+    question: bool = False,
 ) -> DeleteDecision:
     """May ``provider`` (of kind ``kind_key``) be deleted now?
 
     With ``deleting_namespace`` (the namespace is terminating), dependents inside that
     namespace are going away too and do not block.  ``now`` decides whether an override with a
     deadline (``kustodian.io/allow-delete-until``) still applies; without it, it does not.
+    ``question``: asked, not a DELETE in flight (an override's message: "would be deleted").
     """
     if not rules.for_provider(kind_key):
         return DeleteDecision(allowed=True)
     live = LiveDependents(kind_key, provider, view, rules, deleting_namespace=deleting_namespace)
-    return live.decision(now)
+    return live.decision(now, question=question)
 
 
 def gather_namespace(namespace: str, view: ClusterView, rules: RuleSet,

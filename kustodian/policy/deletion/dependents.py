@@ -110,10 +110,15 @@ def _titled(gathered: DependentsOfProvider) -> dict[str, tuple[ObjectRef, ...]]:
     return out
 
 
-def decide_provider_delete(gathered: DependentsOfProvider, now: datetime | None = None) -> DeleteDecision:
+def decide_provider_delete(gathered: DependentsOfProvider, now: datetime | None = None, *,
+                           question: bool = False) -> DeleteDecision:
     """May the provider be deleted, given its gathered dependents, at ``now`` (an override may
     carry a deadline; without ``now`` such an override does not apply)?  Rendered from the
-    first names of each sorted group, so 50,000 dependents cost no more than a few."""
+    first names of each sorted group, so 50,000 dependents cost no more than a few.
+
+    ``question``: the decision answers a question (``kustodian explain-delete``), not a DELETE
+    in flight, so an override's message says the provider *would be* deleted, not that it *is
+    being* deleted."""
     if not any(gathered.dependents.values()):
         return DeleteDecision(allowed=True)
     titled = _titled(gathered)
@@ -126,7 +131,8 @@ def decide_provider_delete(gathered: DependentsOfProvider, now: datetime | None 
                            for (title, refs), n in zip(titled.items(), counts, strict=True))),)
 
     if override.applies(now):
-        header = f"{me.quoted()} is being deleted despite its dependents ({override.shown()}): "
+        tense = "would be deleted" if question else "is being deleted"
+        header = f"{me.quoted()} {tense} despite its dependents ({override.shown()}): "
         message, counts = fit(header, [section])
         return DeleteDecision(True, message, titled, overridden=True, providers=(me,),
                               valid_until=override.until, override=override.annotation, named=named(counts))

@@ -153,11 +153,11 @@ class LiveDependents:
                                     {kind: tuple(refs) for kind, refs in self._sorted.items() if refs},
                                     self._notes(), hop_reads, leaf_reads)
 
-    def decision(self, now: datetime | None = None) -> DeleteDecision:
+    def decision(self, now: datetime | None = None, *, question: bool = False) -> DeleteDecision:
         """The decision at ``now`` (``decide_provider_delete`` over ``gathered()``)."""
         if not self._first:
             return DeleteDecision(allowed=True)
-        return decide_provider_delete(self.gathered(), now)
+        return decide_provider_delete(self.gathered(), now, question=question)
 
     def __len__(self) -> int:
         return len(self._first)

@@ -98,9 +98,15 @@ def _atoi(expr: str) -> int:
     return num
 
 
+def _go_lower(text: str) -> str:
+    """Go's ``strings.ToLower`` as far as a match with an ASCII name goes: Go lowers U+0130 to
+    "i", Python's ``str.lower`` to "i" + U+0307 (so "FR\u0130" is Friday for robfig)."""
+    return text.replace("\u0130", "i").lower()
+
+
 def _int_or_name(expr: str, names: dict[str, int] | None) -> int:
-    if names is not None and expr.lower() in names:
-        return names[expr.lower()]
+    if names is not None and _go_lower(expr) in names:
+        return names[_go_lower(expr)]
     return _atoi(expr)
 
 
@@ -281,8 +287,14 @@ def _load_location(zone: str) -> tzinfo:
         return UTC
     if ".." in zone or "\\" in zone or zone.startswith("/"):
         raise RobfigError(f"provided bad location {zone}: time: invalid location name")
+    # Go opens <zoneinfo>/<zone> as a path: "Europe//Paris" and "./UTC" are Paris and UTC there,
+    # a trailing "/" or "/." names a directory; ZoneInfo refuses every key not already normalized
+    parts = zone.split("/")
+    key = "/".join(p for p in parts if p not in ("", "."))
     try:
-        return ZoneInfo(zone)
+        if parts[-1] in ("", "."):
+            raise ValueError(zone)
+        return ZoneInfo(key)
     except (ValueError, KeyError, OSError):
         raise RobfigError(f"provided bad location {zone}: unknown time zone {zone}") from None
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -37,7 +37,7 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import CONFIG_MAPS
 from kustodian.kube.view import CacheView
 from kustodian.policy.modes import Mode
-from kustodian.policy.objects import field, map_field
+from kustodian.policy.objects import RawObject, field, map_field
 from kustodian.policy.reclaim.annotations import ENABLE, SCHEDULE
 from kustodian.policy.reclaim.config import ReclaimConfig
 from kustodian.policy.reclaim.keyrotation import reconcile_keyrotation
@@ -83,9 +83,12 @@ class ReclaimPolicyWebhook:
     # enforcement mode of the schedule/config validator (issue 20); set by the webhook's wiring
     mode: Mode = Mode.ENFORCE
     outcomes: Outcomes | None = None
+    # told when warn or audit mode stores a policy that does not validate (the policy report
+    # writer's ``poke``, a flag set; never an API call on the request path)
+    on_stored_invalid: Callable[[], None] | None = None
 
     def __init__(self, namespace: str, config_name: str, recorder: EventRecorder | None = None, *,
-                 csi_addons_config: tuple[str, str] = CSI_ADDONS_CONFIG,
+                 csi_addons_config: tuple[str, str] | None = CSI_ADDONS_CONFIG,
                  csi_addons_users: tuple[str, ...] = DEFAULT_CSI_ADDONS_USERS,
                  keyrotation: bool = False) -> None:
         self.keyrotation = keyrotation
@@ -111,22 +114,63 @@ class ReclaimPolicyWebhook:
         return self._config_cache
 
     def config_caches(self, client: KubeClient) -> dict[str, WatchCache]:
-        """Kustodian's ConfigMap and csi-addons' own ``csi-addons-config`` (one object each)."""
+        """Kustodian's ConfigMap (one object): its cache gates readiness like every other."""
+        return {"ConfigMap#reclaim-config": self.config_cache(client)}
+
+    def csi_addons_cache(self, client: KubeClient) -> WatchCache | None:
+        """csi-addons' own ``csi-addons-config`` (one object), None when it is not to be read.
+
+        The convenience path: it never gates readiness. Until it is read (no access granted,
+        csi-addons not installed) csi-addons' defaults are in force, as in csi-addons without its
+        ConfigMap; ``csi_addons_status`` says which (a /readyz note), the cache logs why."""
+        if self.csi_addons_ref is None:
+            log.info("csi-addons' ConfigMap is not read (--reclaim-csi-addons-config is empty): csi-addons' "
+                     "defaults apply (schedule-precedence %s)", CsiAddonsConfig().precedence)
+            return None
         ns, name = self.csi_addons_ref
         self._csi_addons_cache = WatchCache(client, CONFIG_MAPS, namespace=ns,
                                             field_selector=f"metadata.name={name}")
-        return {"ConfigMap#reclaim-config": self.config_cache(client),
-                "ConfigMap#csi-addons-config": self._csi_addons_cache}
+        return self._csi_addons_cache
+
+    def stored_config(self) -> tuple[bool, RawObject | None]:
+        """Whether the central ConfigMap's cache is current, and the ConfigMap as cached (None: none)."""
+        cache = self._config_cache
+        if cache is None:
+            return True, None
+        return cache.fresh, cache.get(*self.config_ref)
 
     def csi_addons_config(self) -> CsiAddonsConfig:
-        cache = self._csi_addons_cache
-        cm = cache.get(*self.csi_addons_ref) if cache is not None else None
+        cache, ref = self._csi_addons_cache, self.csi_addons_ref
+        cm = cache.get(*ref) if cache is not None and ref is not None else None
         with self._lock:
             error = self._csi_addons.update(cm)
-            if error is not None:
-                log.error("csi-addons ConfigMap %s/%s would stop csi-addons from starting: %s",
-                          *self.csi_addons_ref, error)
+            if error is not None and ref is not None:
+                log.error("csi-addons ConfigMap %s/%s would stop csi-addons from starting: %s", *ref, error)
             return self._csi_addons.in_force
+
+    def csi_addons_settled(self) -> str | None:
+        """A readiness check: None once the ConfigMap was read, or could not be (an error: csi-addons'
+        defaults, said in the note); only its first list still in flight holds a replica back, so a
+        PVC is not given a schedule by a precedence that is about to change."""
+        cache = self._csi_addons_cache
+        if cache is None or cache.synced.is_set() or cache.last_error:
+            return None
+        return "listing csi-addons' ConfigMap"
+
+    def csi_addons_status(self) -> str:
+        """Where the csi-addons configuration in force comes from, one line (a /readyz note)."""
+        cache, ref = self._csi_addons_cache, self.csi_addons_ref
+        precedence = self.csi_addons_config().precedence
+        if ref is None or cache is None:
+            return ("not read (no --reclaim-csi-addons-config): csi-addons' defaults, "
+                    f"schedule-precedence {precedence}")
+        where = "/".join(ref)
+        if not cache.synced.is_set():
+            return (f"{where} not read yet ({cache.last_error or 'listing'}): csi-addons' defaults, "
+                    f"schedule-precedence {precedence}")
+        if cache.get(*ref) is None:
+            return f"{where} absent: csi-addons' defaults, schedule-precedence {precedence}"
+        return f"{where}: schedule-precedence {precedence}"
 
     def register(self, registry: Registry, view: CacheView) -> None:
         self.view = view
@@ -201,8 +245,11 @@ class ReclaimPolicyWebhook:
         errors = validate_object(req.kind_key, obj, config_map=self.config_ref)
         if errors:
             where = f"{req.namespace}/{req.name}" if req.namespace else req.name
-            return judged("reclaim-validation", req.kind_key, self.mode, "; ".join(errors), self.outcomes,
-                          subject=f"{req.kind_key.partition('.')[0]} {where}", code=422, reason="Invalid")
+            answer = judged("reclaim-validation", req.kind_key, self.mode, "; ".join(errors), self.outcomes,
+                            subject=f"{req.kind_key.partition('.')[0]} {where}", code=422, reason="Invalid")
+            if answer.allowed and not req.dry_run and self.on_stored_invalid is not None:
+                self.on_stored_invalid()
+            return answer
         value = field(obj, "metadata", "annotations", SCHEDULE) if req.kind_key != KIND_CONFIGMAP else None
         warning = schedule_warning(value) if isinstance(value, str) else None
         if warning:

@@ -43,6 +43,10 @@ CORPUS = [
     "0\u20033 * * *", "0\u30003 * * *", "0\x1c3 * * *", "0\x1d3 * * *", "0\x1e3 * * *", "0\x1f3 * * *",
     "0 3 * * *\x1c", "\u200b0 3 * * *", "０ 3 * * *", "0 3 * * *\n", "99999999999999999999 * * * *",
     "0 0 */7 * *", "0 0 1-31/10 * *", "0 0 * 2/3 *", "0 0 ? * ?", "0 0 * * ?", "0 0 ? * 1",
+    # Go's ToLower and Go's zone paths, not Python's (found by the chart's table, issue 41)
+    "0 0 * * FR\u0130", "0 0 * * \u212aon", "TZ=Europe//Paris 0 3 * * *", "TZ=./UTC 0 3 * * *",
+    "TZ=Europe/./Paris 0 3 * * *", "TZ=Etc//UTC @daily", "TZ=Europe/Paris/ 0 3 * * *", "TZ=UTC/. 0 3 * * *",
+    "TZ=. @daily", "TZ=Europe\\Paris @daily",
 ]
 
 _TOKENS = ["*", "?", "0", "1", "5", "7", "12", "23", "29", "30", "31", "59", "60", "jan", "FEB", "mon", "Sun",

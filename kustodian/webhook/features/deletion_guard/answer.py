@@ -46,6 +46,7 @@ class DeletionAnswer:
     events: tuple[DeletionEvent, ...] = ()
     overridden_by: str | None = None  # who deleted despite dependents (logged by the feature)
     override: str = ""  # the annotation that let it through (counted by the feature)
+    let_through: bool = False  # allowed although the provider has dependents (warn, audit, override)
 
 
 def stale_message(subject: str, stale: Sequence[tuple[str, float]]) -> str:
@@ -85,7 +86,7 @@ def answer_refusal(req: AdmissionRequest, about: Mapping[str, Any], decision: De
     answer = judged("deletion-guard", rule, chosen, decision.message, outcomes,
                     subject=f"{rule.partition('.')[0]} {where}")
     event = DeletionEvent(about, REFUSAL_REASONS[chosen], decision.message)
-    return DeletionAnswer(answer, _events(req, event))
+    return DeletionAnswer(answer, _events(req, event), let_through=answer.allowed)
 
 
 def answer_provider_delete(req: AdmissionRequest, provider: Mapping[str, Any], decision: DeleteDecision,
@@ -100,5 +101,5 @@ def answer_provider_delete(req: AdmissionRequest, provider: Mapping[str, Any], d
         note = f"{decision.message} (by {who})"
         return DeletionAnswer(allowed(warnings=(f"kustodian: {note}",)),
                               _events(req, DeletionEvent(provider, OVERRIDDEN, note)), overridden_by=who,
-                              override=decision.override)
+                              override=decision.override, let_through=True)
     return DeletionAnswer(allowed())

@@ -91,6 +91,9 @@ class DeletionGuard(Collector):
     # as in tests over listed objects and offline tools); how long an allow may wait for one
     liveness: ApiLiveness | None = None
     proof_timeout: float = 1.0
+    # told when a DELETE of a provider with dependents is let through (warn, audit, an override):
+    # the policy report writer's ``poke``, a flag set; never an API call on the request path
+    on_let_through: Callable[[], None] | None = None
 
     def __init__(self, rules: RuleSet, view: CacheView, recorder: EventRecorder | None,
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
@@ -316,4 +319,6 @@ class DeletionGuard(Collector):
         if self.recorder is not None:
             for event in answered.events:
                 self.recorder.record(event.about, event.type, event.reason, event.message)
+        if answered.let_through and not req.dry_run and self.on_let_through is not None:
+            self.on_let_through()
         return answered.answer
