@@ -62,6 +62,7 @@ BACKSTOP_METRICS = {
     "kustodian_deletion_backstop_pass_seconds": "gauge",
 }
 LATER = (datetime.now(UTC) + timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+EARLIER = (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 # pool -> (its annotations, its volumes); every override case holds one volume
 POOLS: dict[str, tuple[dict[str, str], int]] = {
@@ -72,6 +73,7 @@ POOLS: dict[str, tuple[dict[str, str], int]] = {
     "o-yes": ({ALLOW: "yes"}, 1),
     "o-rook": ({FORCE: "true"}, 1),
     "o-until": ({ALLOW: "true", UNTIL: LATER}, 1),
+    "o-expired": ({ALLOW: "true", UNTIL: EARLIER}, 1),
 }
 
 
@@ -230,7 +232,7 @@ def test_a_pool_without_dependents_and_an_unrelated_namespace_are_deleted(
 def test_the_namespace_holding_them_is_refused(kube_api: KubeApi, backstop: Backstop) -> None:
     ok, out = dry_delete(kube_api, "namespace", backstop.cluster)
     assert not ok
-    assert f'Namespace "{backstop.cluster}" cannot be deleted: providers in it have 3 dependents outside it' in out
+    assert f'Namespace "{backstop.cluster}" cannot be deleted: providers in it have 4 dependents outside it' in out
     assert f"see: kustodian report -n {backstop.cluster}" in out
 
 
@@ -249,12 +251,15 @@ def test_overrides_are_read_exactly_as_the_webhook_read_them(
     assert ok is allowed, out  # the policy, with no webhook
 
 
-def test_a_deadline_only_kustodian_can_check_is_refused_while_it_is_down(kube_api: KubeApi, backstop: Backstop) -> None:
+@pytest.mark.parametrize(("name", "before"), [("o-until", True), ("o-expired", False)])
+def test_a_deadline_only_kustodian_can_check_is_refused_while_it_is_down(
+        kube_api: KubeApi, backstop: Backstop, name: str, before: bool) -> None:
     """CEL has no clock: the policy leaves an override with kustodian.io/allow-delete-until to the
     deletion-guard-strict webhook, which fails closed. The webhook let it through before its
-    deadline; with no replica up the API server refuses it, as it would once the deadline passed."""
-    assert backstop.webhook_said["o-until"] is True
-    ok, out = dry_delete(kube_api, "cephblockpool", "o-until", "-n", backstop.cluster)
+    deadline and refused it after; with no replica up the API server refuses both, never letting
+    a deadline that passed while Kustodian was down through."""
+    assert backstop.webhook_said[name] is before
+    ok, out = dry_delete(kube_api, "cephblockpool", name, "-n", backstop.cluster)
     assert not ok
     assert 'failed calling webhook "deletion-guard-strict.kustodian.io"' in out
 
