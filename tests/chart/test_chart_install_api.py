@@ -14,6 +14,7 @@ out (``UNSERVED``); the rest of each command is the README's, read from README.m
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import re
@@ -194,10 +195,12 @@ def clean(cluster: KubeApi) -> Iterator[KubeApi]:
     """The cluster as the test found it, after it: the release, Rook's namespace, the PV."""
     yield cluster
     uninstall(cluster)
-    for args in (("namespace", "rook-ceph"), ("pv", "pv-data")):
+    def deleted(*args: str) -> bool:
+        return cluster.kubectl("delete", *args, "--ignore-not-found", "--wait=false", check=False).returncode == 0
+
+    for kind, name in (("namespace", "rook-ceph"), ("pv", "pv-data")):
         # the deletion backstop's policy may still be in the API server's view for a moment after helm removed it
-        assert eventually(lambda args=args: cluster.kubectl("delete", *args, "--ignore-not-found", "--wait=false",
-                                                            check=False).returncode == 0, timeout=30), args
+        assert eventually(functools.partial(deleted, kind, name), timeout=30), (kind, name)
     assert eventually(lambda: cluster.kubectl("get", "namespace", NAMESPACE, "--ignore-not-found", "-o",
                                               "name").stdout.strip() == "", timeout=30)
 
