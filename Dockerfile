@@ -14,8 +14,17 @@
 # (.dockerignore keeps them out of the context altogether).
 
 ARG BASE=python:3.11-slim
+# The release's version, pyproject.toml's (tests/test_version.py holds this default to it; the
+# builder refuses a VERSION the installed package does not have), and the git commit: both are
+# passed by `python -m kustodian.testing.image` and the release workflow, and end up in the
+# org.opencontainers.image.* labels and in `kustodian version`. A plain `docker build .` knows no
+# commit (.git is not in the context): the image then claims none.
+ARG VERSION=0.2.0
+ARG REVISION=
 
 FROM ${BASE} AS builder
+ARG VERSION
+ARG REVISION
 # PIP_NO_INDEX / PIP_FIND_LINKS: empty for a normal build; set to install from a local wheel
 # directory (an offline build). pip reads them from the environment.
 ARG PIP_NO_INDEX=
@@ -41,8 +50,11 @@ COPY kustodian ./kustodian
 # the extension fails the build if it was not compiled (pip only warns); -P: the installed one,
 # not /src's.
 RUN python3 -m venv /opt/kustodian \
-    && /opt/kustodian/bin/pip install --no-compile . \
+    && KUSTODIAN_BUILD_COMMIT="${REVISION}" /opt/kustodian/bin/pip install --no-compile . \
     && /opt/kustodian/bin/python -P -c 'import kustodian.policy.capacity._native' \
+    && /opt/kustodian/bin/python -P -c 'import sys; from importlib.metadata import version; \
+v = version("kustodian"); sys.exit(0 if v == sys.argv[1] else f"VERSION={sys.argv[1]} but the package is {v}")' \
+        "${VERSION}" \
     && /opt/kustodian/bin/pip uninstall -y -q aiohttp aiohttp-retry aiohappyeyeballs aiosignal frozenlist \
         multidict propcache yarl attrs \
     && /opt/kustodian/bin/pip uninstall -y -q pip setuptools wheel \
@@ -55,6 +67,15 @@ RUN python3 /src/docker/runtime_rootfs.py
 # The interpreter, the libraries it loads, the virtualenv: nothing else (docker/runtime_rootfs.py).
 # /tls belongs to the non-root user, so a named volume mounted there (docker-compose) is writable.
 FROM scratch
+ARG VERSION
+ARG REVISION
+LABEL org.opencontainers.image.title="kustodian" \
+      org.opencontainers.image.description="Kubernetes storage custodian: deletion guard, reclaim-space policy and storage-tidying controllers" \
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.source="https://github.com/kustodian/kustodian" \
+      org.opencontainers.image.url="https://github.com/kustodian/kustodian" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=builder /rootfs /
 ENV PATH=/opt/kustodian/bin:/usr/local/bin:/usr/bin:/bin \
     PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \

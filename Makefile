@@ -3,7 +3,7 @@ PY ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: venv demo test lint bench bench-smoke manifests clean
+.PHONY: venv demo test lint bench bench-smoke bench-gate manifests docs dist dist-check changelog-section version clean
 
 # pip's own lines ("Collecting ...", "Installing collected packages ...") are the progress:
 # about a minute on a fresh machine, so nothing here is silent. The editable install compiles
@@ -34,16 +34,43 @@ test: venv
 manifests: venv
 	$(BIN)/python -m docsgen.manifests
 
+## make docs: the reference pages committed in docs/reference/ (a test fails when one is stale)
+docs: venv
+	$(BIN)/python -m docsgen
+
+## make dist: wheel, sdist, chart package, image (OCI archive), SBOM and SHA256SUMS into dist/
+dist: venv
+	$(BIN)/python -m release.dist all dist
+
+## make dist-check: prove dist/ (twine, helm lint, versions, the wheel alone in a fresh venv)
+dist-check: venv
+	$(BIN)/python -m release.verify dist
+
+## make changelog-section VERSION=0.2.0: that version's CHANGELOG section (the release notes)
+changelog-section:
+	@$(PY) -m release.changelog notes "$(or $(VERSION),$$($(PY) -m release.version))"
+
+## make version VERSION=X.Y.Z: the one version written everywhere (pyproject, chart, Dockerfile, docs)
+version: venv
+	$(BIN)/python -m release.version set "$(VERSION)"
+	$(MAKE) manifests docs
+	$(BIN)/python -m release.version check
+
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/actionlint .github/workflows/*.yaml
 
 bench: venv
 	$(BIN)/python -m bench
 
 bench-smoke: venv
-	$(BIN)/python -m bench --smoke --out '' --plot ''
+	$(BIN)/python -m bench --smoke --out '' --plot '' --scale-plot ''
+
+## make bench-gate: HEAD against the previous release point, side by side (bench/gate.py); fails on a regression
+bench-gate: venv
+	$(BIN)/python -m bench.gate
 
 clean:
-	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache dist

@@ -26,8 +26,9 @@ from typing import Any
 
 Row = dict[str, Any]
 
-SCENARIOS = ["admission", "kopf", "cache", "memory", "planner", "orphans", "node-loss", "catch-up", "backstop"]
-NEEDS_API = {"kopf", "cache", "node-loss", "catch-up", "backstop"}
+SCENARIOS = ["admission", "kopf", "cache", "memory", "planner", "orphans", "node-loss", "catch-up", "controllers",
+             "scale", "backstop"]
+NEEDS_API = {"kopf", "cache", "memory", "node-loss", "catch-up", "controllers", "scale", "backstop"}
 
 
 def _met(row: Row) -> str:
@@ -90,21 +91,26 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"run only this scenario (repeatable): {', '.join(SCENARIOS)}")
     parser.add_argument("--out", default="bench/results.json", help="write the rows as JSON here ('' for none)")
     parser.add_argument("--plot", default="bench/latency.png", help="latency CDF plot ('' for none)")
+    parser.add_argument("--sizes", default="100k,250k,500k",
+                        help="cluster sizes of the scale scenario: PVs, and as many PVCs (e.g. 100k,250k)")
+    parser.add_argument("--scale-plot", default="bench/scale.png", help="the scale scenario's plot ('' for none)")
     args = parser.parse_args(argv)
     runs = 1 if args.smoke else max(1, args.runs)
 
-    from bench import admission, backstop, cache, kopf_peer, node_loss, orphans, planner
+    from bench import admission, backstop, cache, controllers, kopf_peer, node_loss, orphans, planner, scale
     from kustodian.testing.testserver import find_script
 
     scenarios: dict[str, Callable[[], list[Row]]] = {
         "admission": lambda: admission.run(args.smoke, runs),
         "kopf": lambda: kopf_peer.run(args.smoke, runs),
         "cache": lambda: cache.cold_list(args.smoke, runs),
-        "memory": lambda: cache.memory(args.smoke) + cache.webhook_memory(args.smoke),
+        "memory": lambda: cache.memory(args.smoke) + scale.default_install_memory(args.smoke, runs),
         "planner": lambda: planner.run(args.smoke, runs),
         "orphans": lambda: orphans.run(args.smoke, runs),
         "node-loss": lambda: node_loss.run(args.smoke, runs),
         "catch-up": lambda: cache.catch_up(args.smoke, runs),
+        "controllers": lambda: controllers.run(args.smoke, runs),
+        "scale": lambda: scale.run(args.smoke, runs, scale.parse_sizes(args.sizes)),
         "backstop": lambda: backstop.run(args.smoke, runs),
     }
     have_api = find_script() is not None
@@ -113,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.only and name not in args.only:
             continue
         command = f"python -m bench --only {name} " + ("--smoke" if args.smoke else f"--runs {runs}")
+        if name == "scale" and not args.smoke:
+            command += f" --sizes {args.sizes}"
         if name in NEEDS_API and not have_api:
             if not args.smoke:
                 print(f"bench: {name} needs kube-testserver (../shared/kube-testserver), not found",
@@ -137,6 +145,8 @@ def main(argv: list[str] | None = None) -> int:
                                               "rows": rows}, indent=2))
     if args.plot and admission.LATENCIES:
         plot(admission.LATENCIES, args.plot)
+    if args.scale_plot and len(scale.FIGURES) >= 2:
+        scale.plot(args.scale_plot)
     return 0
 
 

@@ -21,7 +21,10 @@ so later scenarios keep every CPU).  Raw keep-alive TLS sockets (``ssl`` over
 
 The request is a DELETE AdmissionReview of CephBlockPool ``replicapool``: 300 of the
 50k PVs point at it (the rest at ``bigpool``), so the decision really looks up and
-renders dependents.  A PVC CREATE through the mutator is measured the same way.
+renders dependents.  A PVC CREATE through the mutator is measured the same way.  The
+cluster is a Rook v1.20 one: its ceph-csi-operator objects (the ClientProfile every PV names
+as clusterID, the CephConnection, the two Drivers) are cached and their decisions kept warm
+too, and a DELETE of that ClientProfile (every PV a dependent) is measured like the pools'.
 Each run = one open-loop pass and one closed-loop pass; medians over ``--runs``.
 
 The allow path with its proof (issue 32): an allowed DELETE is answered only after a round
@@ -50,7 +53,8 @@ from typing import Any
 from bench.synthetic import POOL_NS, SC_NAME, cluster_kinds
 
 _CLUSTER_SCOPED = {"PersistentVolume", "Namespace", "StorageClass", "Node", "ObjectBucket", "Bucket",
-                   "BucketClass"}
+                   "BucketClass", "VolumeSnapshotClass"}
+CLIENT_PROFILE = "ClientProfile.csi.ceph.io"
 
 
 def _pin(cpu: int) -> bool:
@@ -108,7 +112,8 @@ def _serve(tls_dir: str, port: int, sizes: tuple[int, int, int], ready: Any,
     registry = Registry()
     guard = DeletionGuard(rules, view, None)
     guard.register(registry)
-    cold = _cold_decisions(rules, view, ["replicapool", *(extra_pools or {}), "bigpool"])
+    cold = _cold_decisions(rules, view, [(POOL, "replicapool"), *((POOL, n) for n in extra_pools or {}),
+                                         (POOL, "bigpool"), (CLIENT_PROFILE, POOL_NS)])
     live_ms = _live_update(rules, view)
     guard.start()  # as ``kustodian webhook`` does: decisions warmed ahead of requests
     if proof is not None and api_port:
@@ -256,23 +261,26 @@ def _time_gc(stats: Any) -> None:
     gc.callbacks.append(on_gc)
 
 
-def _cold_decisions(rules: Any, view: Any, pools: list[str]) -> dict[str, tuple[int, float]]:
-    """Per pool: (dependents, ms of one un-memoised decision, median of 5): what the first DELETE
-    after a change to that pool's dependents costs, on the event loop."""
+POOL = "CephBlockPool.ceph.rook.io"
+
+
+def _cold_decisions(rules: Any, view: Any, providers: list[tuple[str, str]]) -> dict[str, tuple[int, float]]:
+    """Per provider (a pool, the cluster's ClientProfile): (dependents, ms of one un-memoised decision,
+    median of 5): what the first DELETE after a change to its dependents' hops costs, off the event loop."""
     from kustodian.policy.deletion import decide_delete
     from kustodian.policy.deletion.decision import DeleteDecision
 
     out = {}
-    for name in pools:
-        obj = view.get("CephBlockPool.ceph.rook.io", POOL_NS, name)
+    for kind, name in providers:
+        obj = view.get(kind, POOL_NS, name)
         times = []
         decision: DeleteDecision | None = None
         for _ in range(5):
             t0 = time.perf_counter()
-            decision = decide_delete("CephBlockPool.ceph.rook.io", obj, view, rules)
+            decision = decide_delete(kind, obj, view, rules)
             times.append((time.perf_counter() - t0) * 1000)
         count = sum(len(refs) for refs in decision.dependents.values()) if decision else 0
-        out[name] = (count, statistics.median(times))
+        out[name if kind == POOL else f"{kind.partition('.')[0]} {name}"] = (count, statistics.median(times))
     return out
 
 
@@ -298,11 +306,24 @@ def delete_review(pool_name: str = "replicapool") -> bytes:
     pool = {"apiVersion": "ceph.rook.io/v1", "kind": "CephBlockPool",
             "metadata": {"name": pool_name, "namespace": POOL_NS, "uid": f"uid-{pool_name}",
                          "resourceVersion": "1"}, "spec": {"replicated": {"size": 3}}}
+    return _delete(pool, "cephblockpools")
+
+
+def client_profile_review() -> bytes:
+    """DELETE of the cluster's ClientProfile (Rook v1.18+): every PV names it as its clusterID."""
+    from bench.synthetic import client_profile
+
+    return _delete(client_profile(), "clientprofiles")
+
+
+def _delete(obj: dict[str, Any], resource: str) -> bytes:
+    group, _, version = obj["apiVersion"].rpartition("/")
+    meta = obj["metadata"]
     return _request("/validate", {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
-        "uid": "bench", "kind": {"group": "ceph.rook.io", "version": "v1", "kind": "CephBlockPool"},
-        "resource": {"group": "ceph.rook.io", "version": "v1", "resource": "cephblockpools"},
-        "name": pool_name, "namespace": POOL_NS, "operation": "DELETE", "userInfo": {"username": "bench"},
-        "object": None, "oldObject": pool, "dryRun": True}})
+        "uid": "bench", "kind": {"group": group, "version": version, "kind": obj["kind"]},
+        "resource": {"group": group, "version": version, "resource": resource},
+        "name": meta["name"], "namespace": meta["namespace"], "operation": "DELETE",
+        "userInfo": {"username": "bench"}, "object": None, "oldObject": obj, "dryRun": True}})
 
 
 def pvc_review() -> bytes:
@@ -546,6 +567,9 @@ def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
                 (f"Kustodian deletion guard, {big} dependents",
                  f"deletion guard (DELETE CephBlockPool, {big:,} PV dependents)", delete_review("bigpool"),
                  guard_targets),
+                ("Kustodian deletion guard, ClientProfile",
+                 f"deletion guard (DELETE ClientProfile, every PV's clusterID: {sizes[0]:,} PV dependents)",
+                 client_profile_review(), guard_targets),
                 ("Kustodian deletion guard, no dependents",
                  "deletion guard (DELETE CephBlockPool without dependents: allowed)", delete_review("emptypool"),
                  {"p99": ("<=", 15.0), "throughput": (">=", 1500.0)}),
@@ -602,8 +626,8 @@ def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
                      "value": round(info["live_ms"], 3), "target": None,
                      "note": "in-process, median of 200 (policy.deletion.live); on the cache's watch thread, "
                              "never on the event loop"})
-        for pool_name, (count, ms) in info["cold_ms"].items():
-            rows.append({"scenario": f"admission: deletion guard, first decision after a change ({pool_name})",
+        for provider, (count, ms) in info["cold_ms"].items():
+            rows.append({"scenario": f"admission: deletion guard, first decision after a change ({provider})",
                          "metric": f"un-memoised decide_delete, {count:,} dependents (ms)",
                          "value": round(ms, 2), "target": None,
                          "note": "in-process, median of 5; paid when a hop or the pool itself changes "

@@ -8,12 +8,8 @@ Memory and GC: a fresh process loads 50k PVs, 50k PVCs and 150k Pods into caches
 through ``WatchCache.replace``; RSS is read from /proc and every garbage-collector
 pass is timed through ``gc.callbacks``.
 
-Webhook memory after a full list: a fresh process runs what ``kustodian webhook`` runs
-before it serves (``build_webhook``, then its caches started: list, then watch) against a
-stand-in API server in another process (``bench.fake_api``) holding 50k PVs and 50k PVCs
-shaped as an API server lists them; RSS is read once every cache has synced.  Unlike the
-rows above, the objects arrive as JSON pages decoded by ``KubeClient``, so what decoding
-leaves behind is counted.
+The webhook's own memory after a full list is measured one way only, the production one: a
+real ``kustodian webhook`` process listing from kube-testserver (``bench.scale``).
 """
 
 from __future__ import annotations
@@ -70,76 +66,6 @@ def memory(smoke: bool) -> list[dict[str, Any]]:
         {"scenario": "cache: memory", "metric": "worst GC pause while loading (ms)",
          "value": round(info["worst_gc_ms"], 2), "target": ("<=", 10.0), "note": f"{info['gc_passes']} GC passes"},
     ]
-
-
-def _webhook_child(url: str, out: Any) -> None:
-    import logging
-
-    logging.basicConfig(level=logging.WARNING)
-    from kustodian.kube.cache import wait_all_synced
-    from kustodian.kube.client import KubeClient
-    from kustodian.kube.config import ClusterConfig
-    from kustodian.settings import WebhookSettings
-    from kustodian.webhook.main import build_webhook
-
-    client = KubeClient(ClusterConfig(server=url))
-    hook = build_webhook(WebhookSettings(webhook={"insecure_http": True}), client)
-    t0 = time.perf_counter()
-    hook.start_caches()
-    synced = wait_all_synced(hook.caches.values(), 900)
-    took = time.perf_counter() - t0
-    status = _proc_status()
-    out.send({"synced": synced, "seconds": took, "rss_mib": status["VmRSS"], "peak_mib": status["VmHWM"],
-              "objects": {k: len(c) for k, c in hook.caches.items() if len(c)}})
-    hook.stop()
-    client.close()
-
-
-def _proc_status() -> dict[str, float]:
-    with open("/proc/self/status") as fh:
-        return {k: int(v.split()[0]) / 1024 for k, _, v in (line.partition(":") for line in fh)
-                if k in ("VmRSS", "VmHWM")}
-
-
-def webhook_after_list(pvs: int, pvcs: int) -> dict[str, Any]:
-    """RSS of a fresh webhook process once its caches have listed a cluster of ``pvs`` PVs and
-    ``pvcs`` PVCs (see the module docstring)."""
-    from bench.fake_api import FakeApi
-
-    with FakeApi(pvs, pvcs) as url:
-        spawn = mp.get_context("spawn")
-        parent, child = spawn.Pipe()
-        proc = spawn.Process(target=_webhook_child, args=(url, child))
-        proc.start()
-        if not parent.poll(1200):
-            proc.kill()
-            raise RuntimeError("the webhook process did not report")
-        info: dict[str, Any] = parent.recv()
-        proc.join(30)
-        if proc.is_alive():
-            proc.kill()
-    if not info["synced"]:
-        raise RuntimeError("the webhook's caches did not sync")
-    return info
-
-
-def webhook_memory(smoke: bool) -> list[dict[str, Any]]:
-    rows = []
-    for pvs, pvcs, target in ((2_000, 2_000, None),) if smoke else ((50_000, 50_000, ("<=", 170.0)),
-                                                                    (100_000, 100_000, None)):
-        info = webhook_after_list(pvs, pvcs)
-        cached = ", ".join(f"{n:,} {k}" for k, n in sorted(info["objects"].items()))
-        label = f"{pvs // 1000}k PVs + {pvcs // 1000}k PVCs"
-        rows += [
-            {"scenario": "webhook: memory", "metric": f"RSS after a full list, {label} (MiB)",
-             "value": round(info["rss_mib"]), "target": target,
-             "note": f"kustodian webhook's caches listed from an API server over HTTP (pages of "
-                     f"API-server-shaped objects, decoded by KubeClient), read once synced; cached: {cached}"},
-            {"scenario": "webhook: memory", "metric": f"peak RSS while listing, {label} (MiB)",
-             "value": round(info["peak_mib"]), "target": None,
-             "note": f"VmHWM; start to synced in {info['seconds']:.1f}s"},
-        ]
-    return rows
 
 
 def cold_list(smoke: bool, runs: int) -> list[dict[str, Any]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -104,6 +105,27 @@ def pool(name: str) -> Obj:
     }
 
 
+def client_profile(name: str = POOL_NS) -> Obj:
+    """The ClientProfile Rook writes for a CephCluster (ceph-csi-operator, Rook v1.18+): every PV's clusterID."""
+    return {"apiVersion": "csi.ceph.io/v1", "kind": "ClientProfile",
+            "metadata": {"name": name, "namespace": POOL_NS, "uid": f"uid-cp-{name}", "resourceVersion": "1"},
+            "spec": {"cephConnectionRef": {"name": POOL_NS}}}
+
+
+def ceph_csi_objects(kind: str) -> list[Obj]:
+    """Rook v1.20's CSI objects: the cluster's CephConnection and ClientProfile, the two Drivers of its
+    operator.yaml (the rbd one is every PV's driver)."""
+    meta = {"namespace": POOL_NS, "resourceVersion": "1"}
+    if kind == "ClientProfile":
+        return [client_profile()]
+    if kind == "CephConnection":
+        return [{"apiVersion": "csi.ceph.io/v1", "kind": kind, "metadata": {"name": POOL_NS, **meta},
+                 "spec": {"monitors": ["10.0.0.1:6789"]}}]
+    return [{"apiVersion": "csi.ceph.io/v1", "kind": "Driver", "metadata": {"name": name, **meta},
+             "spec": {"fsGroupPolicy": "File"}}
+            for name in ("rook-ceph.rbd.csi.ceph.com", "rook-ceph.cephfs.csi.ceph.com")]
+
+
 def cluster_objects(pvs: int, pvcs: int, pods: int, *, dependents_of_pool: int = 300,
                     extra_pools: Mapping[str, int] | None = None) -> dict[str, list[Obj]]:
     """Most PVs sit on ``bigpool``; ``dependents_of_pool`` of them on ``replicapool``, the one deleted.
@@ -131,7 +153,13 @@ def cluster_kinds(pvs: int, pvcs: int, pods: int, *, dependents_of_pool: int = 3
         "StorageClass.storage.k8s.io": lambda: iter([storage_class(), storage_class(BIG_SC, "bigpool"), *extra]),
         "CephBlockPool.ceph.rook.io": lambda: iter([pool("replicapool"), pool("bigpool"), pool("emptypool"),
                                                     *(pool(n) for n in extra_pools or {})]),
+        **{f"{kind}.csi.ceph.io": functools.partial(_iterate, ceph_csi_objects, kind)
+           for kind in ("ClientProfile", "CephConnection", "Driver")},
     }
+
+
+def _iterate(make: Callable[[str], list[Obj]], kind: str) -> Iterator[Obj]:
+    return iter(make(kind))
 
 
 def _uid(kind: int, i: int) -> str:

@@ -1,25 +1,31 @@
-"""``python -m docsgen DIR``: write the generated reference pages into DIR (default: print the
-names and sizes only), for reading them without mkdocs."""
+"""``python -m docsgen`` (``make docs``): write the committed reference pages into docs/ (the
+configuration reference from the settings tree, the chart values from values.yaml's comments).
+``--check``: write nothing, list the stale ones and exit 1 if any. ``python -m docsgen DIR``: write
+every generated page (the architecture picture too) into DIR, for reading them without mkdocs."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from docsgen.hook import GENERATED
+from docsgen.hook import COMMITTED, DOCS, GENERATED, stale
 
 
 def main(argv: list[str]) -> int:
-    out = Path(argv[0]) if argv else None
-    for path, render in GENERATED.items():
-        text = render()
-        if out is None:
-            print(f"{path}: {len(text)} characters")
-            continue
+    if argv[:1] == ["--check"]:
+        problems = stale()
+        for line in problems:
+            print(line, file=sys.stderr)
+        return 1 if problems else 0
+    out = Path(argv[0]) if argv else DOCS
+    pages = {**COMMITTED, **GENERATED} if argv else COMMITTED
+    for path, render in pages.items():
         target = out / path
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text)
-        print(target)
+        text = render()
+        if not target.is_file() or target.read_text() != text:
+            target.write_text(text)
+            print(target)
     return 0
 
 

@@ -25,6 +25,9 @@ silently.  What is read, and where:
   ``--`` names a flag.  A dotted span whose first part is a chart value's root
   (``nodeAgent.disks``, ``controllers.enabled: false``, ``admission.*.mode``) names a value.
   ``--set a.b=c`` anywhere sets values.
+- **helm command lines** (``helm install|upgrade|template|show|pull|lint``, in a code block or
+  inline): the chart they name (``charts/kustodian``, ``oci://ghcr.io/kustodian/charts/kustodian``,
+  a ``.tgz``) and the ``--version`` they pin, so a test can hold the reference to this chart.
 - **Everywhere** (prose too): ``KUSTODIAN_*`` variable names; placeholders
   (``KUSTODIAN_<GROUP>__<FIELD>``, ``KUSTODIAN_*``) are skipped.
 
@@ -50,6 +53,12 @@ _MARK = "\x00placeholder:"
 _FLAG = re.compile(r"--[a-z<]")
 _ENV = re.compile(r"KUSTODIAN_[A-Z0-9_]*")
 _VALUE = re.compile(r"^(?P<name>[A-Za-z][\w-]*(?:\.(?:[\w-]+\*?|\*))+)(?:\s*(?:[=:]\s*.*)?)$")
+#: helm's commands that name a chart, and its flags that take a value (the value is no chart)
+_HELM_CHART_COMMANDS = frozenset({"install", "upgrade", "template", "show", "pull", "lint"})
+_HELM_VALUE_FLAGS = frozenset({"-n", "--namespace", "--set", "--set-string", "--set-file", "--set-json", "-f",
+                               "--values", "--version", "--kubeconfig", "--kube-context", "--timeout",
+                               "--repo", "--description", "-o", "--output", "--post-renderer",
+                               "--destination", "-d"})
 _SHELL_OPS = frozenset({"|", "||", "&&", ";", "(", ")", "$", "&", ">", ">>", "<", "<<", "<<<", "<(", "$("})
 COMMAND_LANGS = frozenset({"sh", "bash", "shell"})
 TRANSCRIPT_LANGS = frozenset({"console", "text"})
@@ -86,6 +95,8 @@ class Claims:
     values_blocks: list[tuple[Where, str]] = field(default_factory=list)
     flags: list[tuple[Where, str]] = field(default_factory=list)
     env: list[tuple[Where, str]] = field(default_factory=list)
+    #: (where, the chart a helm command names, the --version it pins or None)
+    charts: list[tuple[Where, str, str | None]] = field(default_factory=list)
     #: (where, what, why): read and deliberately not checked
     skipped: list[tuple[Where, str, str]] = field(default_factory=list)
     #: (where, what): a YAML block the extractor cannot classify (the test fails on these)
@@ -202,6 +213,8 @@ def _simple_command(claims: Claims, argv: list[str], where: Where, *, whole: boo
                   if word.startswith(("--set=", "--set-string=")))
     if sets:
         claims.sets.append((where, sets))
+    if argv[0] == "helm" and len(argv) > 1 and argv[1] in _HELM_CHART_COMMANDS:
+        _helm_chart(claims, [_unmark(a) for a in argv[2:]], where)
     plugin = argv[:2] == ["kubectl", "kustodian"]
     if argv[0] != "kustodian" and not plugin:
         return
@@ -213,6 +226,27 @@ def _simple_command(claims: Claims, argv: list[str], where: Where, *, whole: boo
         claims.skipped.append((where, " ".join(argv), "a message the CLI prints, not a command line"))
         return
     claims.commands.append(CommandLine(where, tuple(_unmark(a) for a in args), whole, plugin))
+
+
+def _helm_chart(claims: Claims, args: list[str], where: Where) -> None:
+    positional: list[str] = []
+    version: str | None = None
+    k = 0
+    while k < len(args):
+        word = args[k]
+        if word.startswith("-"):
+            flag, eq, value = word.partition("=")
+            if flag in _HELM_VALUE_FLAGS and not eq:
+                value = args[k + 1] if k + 1 < len(args) else ""
+                k += 1
+            if flag == "--version":
+                version = value
+        else:
+            positional.append(word)
+        k += 1
+    chart = next((w for w in positional if "/" in w or w.endswith(".tgz")), None)
+    if chart is not None:
+        claims.charts.append((where, chart, version))
 
 
 def _unmark(word: str) -> str:

@@ -19,7 +19,10 @@ that raised them) are left out, and the test says so::
      │    ├── ScheduleError             policy.reclaim.schedule a schedule csi-addons would not run
      │    ├── RobfigError               policy.reclaim.robfig   robfig/cron refused the spec
      │    ├── DurationError             policy.reclaim.duration not a Go duration
+     │    ├── FailurePolicyError        policy.failure_policy   a name=Fail|Ignore list that does not parse
      │    ├── RuleError                 policy.deletion.rules   deletion rules that cannot be used
+     │    ├── FailurePolicyError        policy.failure_policy   a webhook-name=Fail|Ignore list that
+     │    │                                                     does not parse
      │    ├── CertificateError          certs.errors            a certificate cannot be issued or
      │    │    │                                                loaded
      │    │    ├── InvalidCertificateRequest certs.errors       inputs we will not issue for

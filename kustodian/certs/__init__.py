@@ -7,14 +7,18 @@ Errors are drawn in ``certs.errors``.
 """
 
 from kustodian.certs.errors import CertificateError, InvalidBundle, InvalidCertificateRequest
+from kustodian.certs.inject import inject_ca_bundle
 from kustodian.certs.issue import KeyPair, issue_ca, issue_serving, load_bundle, write_bundle
+from kustodian.certs.manager import CertManager
 from kustodian.certs.renewal import merge_ca_bundle, needs_renewal, renewal_time
 
 __all__ = [
+    "CertManager",
     "CertificateError",
     "InvalidBundle",
     "InvalidCertificateRequest",
     "KeyPair",
+    "inject_ca_bundle",
     "issue_ca",
     "issue_serving",
     "load_bundle",

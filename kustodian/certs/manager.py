@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import base64
 import logging
-import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -43,6 +42,8 @@ from kustodian.kube.errors import AlreadyExists, Conflict, KubeError, NotFound
 from kustodian.kube.resources import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS
 
 log = logging.getLogger(__name__)
+
+RETRY_AFTER_FAILURE = 30.0  # seconds to the next check after one failed
 
 
 
@@ -84,7 +85,7 @@ class CertManager:
         self.ca_validity, self.validity = ca_validity, validity
         self.clock = clock
         self.current: StoredCerts | None = None
-        self._stop = threading.Event()
+        self._failed = False
 
     # -- one pass -------------------------------------------------------------------------------
 
@@ -229,21 +230,23 @@ class CertManager:
                 kw = {"validating": [name]} if res is VALIDATING_WEBHOOKS else {"mutating": [name]}
                 inject_ca_bundle(self.client, bundle, **kw)
 
-    # -- the loop -------------------------------------------------------------------------------
+    # -- the periodic check (a runtime Periodic runs it: ``webhook.main.CertMaintenance``) -------
 
-    def run(self, interval: float = 600.0) -> None:
-        """Re-check until stopped: at the renewal time, and every ``interval`` s (Secret edits)."""
-        while not self._stop.is_set():
-            try:
-                wait = interval
-                if self.current is not None:
-                    wait = max(1.0, min(interval, (self.next_check() - self.clock()).total_seconds()))
-                if self._stop.wait(wait):
-                    return
-                self.ensure()
-            except Exception:  # keep serving with the certificates in force; retry soon
-                log.exception("certificate maintenance failed; retrying in 30s")
-                self._stop.wait(30)
+    def check_once(self) -> None:
+        """One re-check: renew what is due, publish the bundle; a failure keeps the pair in force and
+        makes the next check come sooner (:meth:`seconds_to_next_check`)."""
+        try:
+            self.ensure()
+            self._failed = False
+        except Exception:  # keep serving with the certificates in force; retry soon
+            log.exception("certificate maintenance failed; retrying in %ss", RETRY_AFTER_FAILURE)
+            self._failed = True
 
-    def stop(self) -> None:
-        self._stop.set()
+    def seconds_to_next_check(self, interval: float = 600.0) -> float:
+        """Seconds to the next check: the renewal time, ``interval`` at most (Secret edits), and soon
+        after a failure."""
+        if self._failed:
+            return RETRY_AFTER_FAILURE
+        if self.current is None:
+            return interval
+        return max(1.0, min(interval, (self.next_check() - self.clock()).total_seconds()))

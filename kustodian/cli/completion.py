@@ -113,7 +113,7 @@ def _value_kind(action: argparse.Action) -> str:
 def guarded_kinds() -> list[str]:
     """The kinds ``explain-delete`` completes: each guarded kind of the built-in rules by its Kind
     (``CephBlockPool``) and by its plural (``cephblockpools``), as kubectl takes them."""
-    from kustodian.policy.deletion.builtin_rook import ROOK_RULES
+    from kustodian.policy.deletion import ROOK_RULES
     from kustodian.policy.kinds import known_kind
 
     words: set[str] = set()
@@ -319,6 +319,11 @@ def _lookup(what: str, words: Sequence[str]) -> list[str]:
     lookup = {"contexts": _contexts, "namespaces": _namespaces}.get(what)
     if lookup is None:
         return []
+    if lookup is _namespaces:  # the deadline bounds the API server, not importing the client
+        from kustodian.kube.config import import_client
+
+        with contextlib.suppress(Exception):
+            import_client()
     # a hard deadline above the client's own timeouts (connect, TLS, DNS): never hang a <TAB>
     signal.signal(signal.SIGALRM, _give_up)
     signal.setitimer(signal.ITIMER_REAL, DYNAMIC_TIMEOUT + 0.5)

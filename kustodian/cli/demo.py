@@ -24,7 +24,7 @@ from typing import Any
 import httpx
 import yaml
 
-from kustodian.policy.orphans.quarantine import QUARANTINE_DIR
+from kustodian.policy.orphans import QUARANTINE_DIR
 from kustodian.testing.crds import rook_crds
 from kustodian.testing.testserver import TestServer, find_script, free_port
 from kustodian.testing.tools import ensure_tools

@@ -24,10 +24,16 @@ from kustodian.cli.rules import load_rules
 from kustodian.cli.tree import print_tree, wants_tree
 from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, NotFoundError
 from kustodian.kube.view import CacheView
-from kustodian.policy.deletion import RuleSet, decide_delete, dependents_table
+from kustodian.policy.deletion import (
+    ObjectRef,
+    Override,
+    RuleSet,
+    decide_delete,
+    dependents_table,
+    provider_dict,
+    read_override,
+)
 from kustodian.policy.deletion.backstop import namespace_key, record_key
-from kustodian.policy.deletion.report import provider_dict
-from kustodian.policy.deletion.verdict import ObjectRef, Override, read_override
 from kustodian.policy.kinds import (
     BUILTIN_GROUPS,
     BUILTIN_KINDS,

@@ -8,7 +8,6 @@ import sys
 import traceback
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
-from importlib import metadata
 from pathlib import Path
 from typing import NoReturn
 
@@ -119,11 +118,32 @@ class Parser(argparse.ArgumentParser):
 _DEEPEST = "_deepest_parser"
 
 
-def _version() -> str:
-    try:
-        return metadata.version("kustodian")
-    except metadata.PackageNotFoundError:  # run from a source tree that was never installed
-        return "unknown (not installed)"
+class _VersionAction(argparse.Action):
+    """``--version``: argparse's own action takes the text when the parser is built; this one reads
+    the build (maybe asking git, in a checkout) only when the flag is given."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, nargs=0,
+                         help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: object,
+                 option_string: str | None = None) -> None:
+        from kustodian.version import build_info
+
+        sys.stdout.write(build_info().line() + "\n")  # stdout, as argparse's own version action
+        parser.exit(0)
+
+
+def _cmd_version(args: argparse.Namespace) -> int:
+    from kustodian.cli.output import dump
+    from kustodian.version import build_info
+
+    info = build_info()
+    if args.output == "table":
+        sys.stdout.write(info.line() + "\n")
+    else:
+        dump(info.as_dict(), args.output)
+    return 0
 
 
 def _cmd_completion(args: argparse.Namespace) -> int:
@@ -155,7 +175,7 @@ def _cmd_certs_issue(args: argparse.Namespace) -> int:
 
 
 def _cmd_certs_inject(args: argparse.Namespace) -> int:
-    from kustodian.certs.inject import inject_ca_bundle
+    from kustodian.certs import inject_ca_bundle
     from kustodian.cli.cluster import connect
 
     settings = settings_from_args(ToolSettings, args)
@@ -210,7 +230,8 @@ def build_parser(prog: str = "kustodian") -> argparse.ArgumentParser:
                     description=(
         "Kubernetes storage custodian: an admission webhook that refuses to delete storage that is "
         "still in use and applies reclaim-space policy, plus controllers that keep storage tidy."))
-    parser.add_argument("--version", action="version", version=f"kustodian {_version()}")
+    parser.add_argument("--version", action=_VersionAction,
+                        help="print the version and the git commit it was built from, and exit")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("completion", help="print a shell completion script (bash, zsh or fish)",
@@ -220,6 +241,13 @@ def build_parser(prog: str = "kustodian") -> argparse.ArgumentParser:
                                    "kustodian completion fish > ~/.config/fish/completions/kustodian.fish")
     p.add_argument("shell", choices=("bash", "zsh", "fish"))
     p.set_defaults(func=_cmd_completion)
+
+    p = sub.add_parser("version", help="print the version and the git commit it was built from",
+                       description="Print Kustodian's version (the chart's appVersion and the image's tag "
+                                   "of the same release), the git commit it was built from (unknown when "
+                                   "the build recorded none), the Python version and the platform.")
+    add_output_flag(p)
+    p.set_defaults(func=_cmd_version)
 
     p = sub.add_parser("webhook", help="run the validating + mutating admission webhook (TLS)",
                        description="Run the admission webhook over TLS.")

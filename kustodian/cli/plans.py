@@ -24,7 +24,7 @@ from kustodian.cli.manifests import Manifests, read_manifests
 from kustodian.cli.output import dump, print_names, print_rows, records
 from kustodian.cli.progress import Progress
 from kustodian.errors import EXIT_BLOCKED, EXIT_OK, ConfigError, FieldProblem, NotFoundError
-from kustodian.policy.node_cleanup.plan import PlannedVolume, plan_node_cleanup
+from kustodian.policy.node_cleanup import PlannedVolume, plan_node_cleanup
 from kustodian.settings import NodeCleanupSettings, Settings, ToolSettings, settings_from_args
 
 
@@ -166,9 +166,18 @@ def _no_pvcs(args: argparse.Namespace, everywhere: int) -> str:
 
 
 def capacity_plan(args: argparse.Namespace) -> int:
-    from kustodian.policy.capacity import PLAN_TABLE_HEADER, PlanOptions, plan_all, plan_table
-    from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY, API_VERSION, LVG_KIND_KEY
-    from kustodian.policy.capacity.validation import validate_available_capacity, validate_reservation
+    from kustodian.policy.capacity import (
+        AC_KIND_KEY,
+        ACR_KIND_KEY,
+        API_VERSION,
+        LVG_KIND_KEY,
+        PLAN_TABLE_HEADER,
+        PlanOptions,
+        plan_all,
+        plan_table,
+        validate_available_capacity,
+        validate_reservation,
+    )
 
     # csi-baremetal serves its kinds in one version: another one in --from DIR is a mistake
     gathered = _objects(args, dict.fromkeys((AC_KIND_KEY, ACR_KIND_KEY, LVG_KIND_KEY), API_VERSION),
@@ -254,7 +263,7 @@ def node_cleanup_plan(args: argparse.Namespace) -> int:
 def _capacity_readable(args: argparse.Namespace, gathered: Gathered) -> None:
     """A plan needs csi-baremetal's AvailableCapacities and reservations: a cluster that does not
     serve them, or manifests that hold none, is one line and a non-zero exit, never an empty plan."""
-    from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY, API_VERSION, LVG_KIND_KEY
+    from kustodian.policy.capacity import AC_KIND_KEY, ACR_KIND_KEY, API_VERSION, LVG_KIND_KEY
 
     needed = [k for k in (AC_KIND_KEY, ACR_KIND_KEY) if k in gathered.unserved]
     if needed:

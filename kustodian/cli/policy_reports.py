@@ -26,7 +26,7 @@ from kustodian.cli.cluster import connect
 from kustodian.cli.output import print_rows
 from kustodian.kube.errors import Forbidden, KubeError
 from kustodian.kube.policy_reports import report_resource
-from kustodian.policy.deletion.message import short_kind
+from kustodian.policy.deletion import short_kind
 from kustodian.policy.policy_reports import (
     APIS,
     MANAGED_BY,

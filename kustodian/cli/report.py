@@ -33,18 +33,19 @@ from kustodian.cli.tree import print_forest, wants_tree
 from kustodian.errors import ConfigError
 from kustodian.kube.errors import Forbidden, KubeError
 from kustodian.kube.resources import EVENTS
-from kustodian.policy.deletion import RuleSet, rook_rules
-from kustodian.policy.deletion.message import short_kind
-from kustodian.policy.deletion.refusals import (
+from kustodian.policy.deletion import (
     EFFECTS,
     REASONS,
     RefusedDeletes,
+    RuleSet,
     Window,
     by_mode,
+    protections,
     refused_deletes,
+    rook_rules,
+    short_kind,
     summary,
 )
-from kustodian.policy.deletion.report import protections
 from kustodian.policy.reclaim.duration import DurationError, parse_go_duration
 from kustodian.policy.store import ClusterView
 from kustodian.settings import ToolSettings, settings_from_args

@@ -22,9 +22,14 @@ from datetime import datetime
 from typing import NamedTuple, TextIO
 
 from kustodian.errors import ConfigError
-from kustodian.policy.deletion import DeleteDecision, ObjectRef, RuleSet, decide_delete
-from kustodian.policy.deletion.message import short_kind
-from kustodian.policy.deletion.verdict import NamedGroup
+from kustodian.policy.deletion import (
+    DeleteDecision,
+    NamedGroup,
+    ObjectRef,
+    RuleSet,
+    decide_delete,
+    short_kind,
+)
 from kustodian.policy.store import ClusterView
 
 __all__ = ["ASCII", "UNICODE", "Charset", "Node", "charset_for", "decision_tree", "draw",

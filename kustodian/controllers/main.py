@@ -17,7 +17,7 @@ from kustodian.controllers.reclaim.controller import install as install_reclaim
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
-from kustodian.runtime.manager import Manager, leader_election
+from kustodian.runtime import Manager, leader_election
 from kustodian.settings import ControllersSettings
 
 log = logging.getLogger(__name__)

@@ -44,7 +44,9 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Any
+from typing import Any, Protocol
+
+import httpx
 
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import ApiError, Gone, KubeError, NotFound, Unavailable
@@ -139,6 +141,23 @@ class WatchCache:
     @property
     def kind_key(self) -> str:
         return self.resource.key
+
+    @property
+    def transform(self) -> Callable[[Obj], Obj] | None:
+        """What each cached object is cut down to (the kind's slim shape, or a caller's projection)."""
+        return self._transform
+
+    @property
+    def backoff_max(self) -> float:
+        return self._backoff[1]
+
+    def shorten_backoff(self, backoff_max: float) -> None:
+        """Retry a lost watch within ``backoff_max`` seconds at most (the shortest any user asked for)."""
+        self._backoff = (min(self._backoff[0], backoff_max), min(self._backoff[1], backoff_max))
+
+    @property
+    def started(self) -> bool:
+        return self._thread is not None
 
     def __len__(self) -> int:
         return len(self._items)
@@ -428,10 +447,10 @@ class WatchCache:
             if new_rv:
                 self.resource_version = new_rv
 
-    def _set_stream(self, resp: Any) -> None:
+    def _set_stream(self, resp: httpx.Response) -> None:
         self._stream = resp
         # Established: events since our resourceVersion follow in order on this stream.
-        if getattr(resp, "status_code", 500) < 300 and not self._stop.is_set():
+        if resp.status_code < 300 and not self._stop.is_set():
             self._mark_fresh()
 
     def _prepare(self, obj: Obj) -> Obj:
@@ -521,14 +540,32 @@ def _safe_keys(fn: Indexer, obj: Obj) -> tuple[str, ...]:
         return ()
 
 
-def standalone_caches(client: KubeClient | None) -> Callable[..., WatchCache]:
-    """A cache factory for a reconciler used on its own (tests, CLIs): a new cache per call.
-    Under a Manager, reconcilers get ``manager.cache`` instead, which shares one per kind."""
+class CacheFactory(Protocol):
+    """Where a component gets its caches: ``manager.cache`` in a process (one cache per kind, shared
+    by every component, see ``runtime.manager``), :class:`StandaloneCaches` for a component used on
+    its own.  ``transform`` defaults to the kind's one slim shape (``kube.slim.TRANSFORMS``).
+    ``waited=False``: a convenience the process follows but never waits for (not in its readiness,
+    not among the caches its controllers wait on before acting)."""
 
-    def cache(resource: Resource, **kwargs: Any) -> WatchCache:
-        return WatchCache(client, resource, **kwargs)
+    def __call__(self, resource: Resource, *, namespace: str | None = None,
+                 indexers: Mapping[str, Indexer] | None = None, transform: Callable[[Obj], Obj] | None = None,
+                 field_selector: str | None = None, label_selector: str | None = None,
+                 waited: bool = True) -> WatchCache: ...
 
-    return cache
+
+class StandaloneCaches:
+    """A cache factory for a component used on its own (tests, CLIs): a new cache per call, which
+    its caller starts and stops.  Under a Manager components get ``manager.cache`` instead."""
+
+    def __init__(self, client: KubeClient | None) -> None:
+        self.client = client
+
+    def __call__(self, resource: Resource, *, namespace: str | None = None,
+                 indexers: Mapping[str, Indexer] | None = None, transform: Callable[[Obj], Obj] | None = None,
+                 field_selector: str | None = None, label_selector: str | None = None,
+                 waited: bool = True) -> WatchCache:
+        return WatchCache(self.client, resource, namespace=namespace, indexers=indexers, transform=transform,
+                          field_selector=field_selector, label_selector=label_selector)
 
 
 def wait_all_synced(caches: Iterable[WatchCache], timeout: float) -> bool:

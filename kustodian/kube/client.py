@@ -24,6 +24,7 @@ import orjson
 from kustodian.kube.config import ClusterConfig
 from kustodian.kube.errors import Conflict, Fenced, KubeError, NotFound, Unavailable, from_status
 from kustodian.kube.resources import Resource
+from kustodian.version import user_agent as versioned_user_agent
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +69,11 @@ class _BearerAuth(httpx.Auth):
 
 
 class KubeClient:
-    """Raw-JSON REST client.  Safe to share between threads."""
+    """Raw-JSON REST client.  Safe to share between threads.
+
+    ``user_agent`` is the product token (the component: ``kustodian-webhook``); the version,
+    platform and commit are appended (``kustodian-webhook/0.2.0 (linux/x86_64) kustodian/<commit>``,
+    :func:`kustodian.version.user_agent`), so the API server's audit log names the build."""
 
     def __init__(self, config: ClusterConfig, *, timeout: float = 30.0,
                  user_agent: str = "kustodian") -> None:
@@ -84,7 +89,7 @@ class KubeClient:
             limits=limits,
             auth=_BearerAuth(config.authorization),
             timeout=httpx.Timeout(timeout, connect=10.0),
-            headers={"User-Agent": user_agent, "Accept": "application/json"},
+            headers={"User-Agent": versioned_user_agent(user_agent), "Accept": "application/json"},
             transport=httpx.HTTPTransport(verify=tls, limits=limits, socket_options=keepalive_options()),
         )
         # called after every request with (method, status code or "<error>", seconds): the

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from kustodian.kube.errors import KubeError
 
@@ -31,6 +32,14 @@ class ClusterConfig:
 def _kubeconfig_exists() -> bool:
     paths = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p] or ["~/.kube/config"]
     return any(Path(p).expanduser().is_file() for p in paths)
+
+
+def import_client() -> None:
+    """Import the official client's config loader now (``load_config`` imports it on first use):
+    1-4 s on a busy machine, which a caller timing only the API server (shell completion's
+    deadline) must not count."""
+    from kubernetes import client as k8s_client  # noqa: F401
+    from kubernetes import config as k8s_config  # noqa: F401
 
 
 def load_config(kubeconfig: str | None = None, api_endpoint: str | None = None,
@@ -60,7 +69,8 @@ def load_config(kubeconfig: str | None = None, api_endpoint: str | None = None,
         cfg = k8s_client.Configuration()
 
     def authorization() -> str | None:
-        hook = getattr(cfg, "refresh_api_key_hook", None)
+        # the official client's token refresh (exec plugins, OIDC), None without one
+        hook: Callable[[Any], object] | None = cfg.refresh_api_key_hook
         if hook is not None:
             hook(cfg)
         value = cfg.api_key.get("authorization") or cfg.api_key.get("BearerToken")

@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from kustodian.kube.cache import Indexer, WatchCache
 from kustodian.kube.client import KubeClient, Obj
@@ -31,7 +31,17 @@ from kustodian.kube.resources import BUILTIN, CRDS, Resource
 log = logging.getLogger(__name__)
 
 CRD_KIND = CRDS.key
-CacheFactory = Callable[[Resource, Mapping[str, Indexer]], WatchCache]
+KindCache = Callable[[Resource, Mapping[str, Indexer]], WatchCache]  # a served kind -> its cache
+
+
+class CacheRegistry(Protocol):
+    """The process's caches (``runtime.Manager``): one per kind, started and stopped by their owner."""
+
+    def cache(self, resource: Resource, *, indexers: Mapping[str, Indexer] | None = None,
+              transform: Callable[[Obj], Obj] | None = None,
+              backoff_max: float | None = None) -> WatchCache: ...
+
+    def forget_cache(self, cache: WatchCache) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -83,19 +93,34 @@ few requests per second against a server that is down."""
 
 
 class FollowedKinds:
-    """``caches`` (shared with a ``CacheView``) for ``wanted`` kinds, following CRDs."""
+    """``caches`` (shared with a ``CacheView``) for ``wanted`` kinds, following CRDs.
+
+    With a ``registry`` (the process's Manager) every cache, the CRD watch's included, is asked
+    of it: the Manager starts and stops them with the process, starts one made for a CRD served
+    later at once, and is told to forget one whose CRD went away.  Without one (tests, offline
+    tools) the caches are this object's own, started and stopped by :meth:`start`/:meth:`stop`.
+    """
 
     def __init__(self, client: KubeClient | None, wanted: Mapping[str, Mapping[str, Indexer]],
-                 resolved: Mapping[str, Resource], *, factory: CacheFactory | None = None,
+                 resolved: Mapping[str, Resource], *, factory: KindCache | None = None,
                  crd_cache: WatchCache | None = None, settle_timeout: float = 10.0,
-                 transforms: Mapping[str, Callable[[Obj], Obj]] | None = None) -> None:
+                 transforms: Mapping[str, Callable[[Obj], Obj]] | None = None,
+                 registry: CacheRegistry | None = None) -> None:
         self.client = client
         self.wanted = {k: dict(v) for k, v in wanted.items()}
         # per kind, what a cached object keeps (kube.slim.projection); other kinds are kept whole
         shapes = dict(transforms or {})
-        self._factory = factory or (lambda res, idx: WatchCache(client, res, indexers=idx,
-                                                                transform=shapes.get(res.key),
-                                                                backoff_max=RETRY_MAX))
+        self._registry = registry
+        if factory is None:
+            if registry is not None:
+                def factory(res: Resource, idx: Mapping[str, Indexer]) -> WatchCache:
+                    return registry.cache(res, indexers=idx, transform=shapes.get(res.key),
+                                          backoff_max=RETRY_MAX)
+            else:
+                def factory(res: Resource, idx: Mapping[str, Indexer]) -> WatchCache:
+                    return WatchCache(client, res, indexers=idx, transform=shapes.get(res.key),
+                                      backoff_max=RETRY_MAX)
+        self._factory = factory
         self._lock = threading.Lock()
         self._started = False
         self.caches: dict[str, WatchCache] = {
@@ -103,12 +128,17 @@ class FollowedKinds:
         builtin = {r.key for r in BUILTIN}
         # kinds a CRD may serve: everything with a group that is not built in
         self.followed = frozenset(k for k in self.wanted if "." in k and k not in builtin)
-        self.crds = crd_cache if crd_cache is not None else WatchCache(client, CRDS, backoff_max=RETRY_MAX)
+        if crd_cache is None:
+            crd_cache = (registry.cache(CRDS, backoff_max=RETRY_MAX) if registry is not None and self.followed
+                         else WatchCache(client, CRDS, backoff_max=RETRY_MAX))
+        self.crds = crd_cache
         self.crds.add_handler(self._on_crd)
         self.changes = 0  # kind set changes, for tests and metrics
         self._settle_timeout = settle_timeout
         self._settling: set[WatchCache] = set()
         self._warned: dict[str, bool] = {}
+        if registry is not None:  # its owner starts the caches: what is not served is said now
+            self._log_unserved()
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -138,6 +168,7 @@ class FollowedKinds:
     # -- lifecycle --------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Start the caches (without a registry: with one, its owner starts them)."""
         with self._lock:
             self._started = True
             caches = list(self.caches.values())
@@ -173,6 +204,8 @@ class FollowedKinds:
             if (current is not None and current.resource == res and not current.ghost
                     and current not in self._settling):
                 return
+            if current is not None:
+                self._forget(current)  # a new cache takes its place, never the stopped one back
             cache = self._factory(res, self.wanted[kind])
             self.caches[kind] = cache
             started = self._started
@@ -216,11 +249,16 @@ class FollowedKinds:
             cache.ghost = len(cache) > 0
             if not cache.ghost:
                 del self.caches[kind]
+                self._forget(cache)
             self.changes += 1
         if cache.ghost:
             log.warning("%s is no longer served but %d cached objects were never seen deleted; decisions "
                         "that read it are refused until it is served again", kind, len(cache))
         self._log_unserved()
+
+    def _forget(self, cache: WatchCache) -> None:
+        if self._registry is not None:
+            self._registry.forget_cache(cache)
 
     def _log_unserved(self) -> None:
         """One WARNING per change of a wanted kind's served state (not one per event)."""

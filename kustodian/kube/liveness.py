@@ -5,8 +5,8 @@ server instance that vanished behind a virtual IP, a NAT entry that expired unde
 watch) looks alive: the read simply blocks, and the cache keeps saying "fresh" from a
 frozen view.  Two defences, both here:
 
-* **Detection without waiting for a request** (``check``, run every ``interval`` by a
-  runtime ``Loop``): a cheap round trip (``GET /version``, which the default
+* **Detection without waiting for a request** (``check``, run every ``interval``, from one
+  start to the next, by a runtime ``Periodic``): a cheap round trip (``GET /version``, which the default
   ``system:public-info-viewer`` role lets every client make) through the same client the
   caches use.  When none has succeeded for ``silence_limit`` seconds the server is *silent*:
   every cache it feeds is marked stale and its watch is cut (``WatchCache.restart``), since
@@ -132,13 +132,6 @@ class ApiLiveness:
         probe.done.set()
 
     # -- detection --------------------------------------------------------------------------
-
-    def run(self, stop: threading.Event) -> None:
-        """``check`` every ``interval`` (from one start to the next) until ``stop`` is set."""
-        while not stop.is_set():
-            started = self._clock()
-            self.check()
-            stop.wait(max(0.0, self.interval - (self._clock() - started)))
 
     def check(self) -> bool:
         """One round trip now, then judge the silence; whether the server answered."""

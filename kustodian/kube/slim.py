@@ -1,13 +1,31 @@
 """Per-kind transforms that keep a cached object to what policy reads (client-go's SetTransform).
 
-The generic ``kube.cache.slim`` already drops ``managedFields`` and the last-applied
-annotation.  Pods are the bulk of a cluster (150k in the benchmark) and policy
-only needs their identity, node and claimed volumes, so their cached form keeps
-just that.  Repeated strings (namespaces, node names, phases) are interned: a
+One slim shape per kind: a process caches each kind once (``runtime.manager``), whichever
+components read it, so the shape here is what *every* reader needs, and a component that
+needs another shape of a kind it shares is refused at assembly.  The generic
+``kube.cache.slim`` already drops ``managedFields`` and the last-applied annotation.
+
+* Pods are the bulk of a cluster (150k in the benchmark): node cleanup reads their claims,
+  node and StatefulSet owner, capacity reservations their node and phase, so their cached
+  form keeps identity, node, claimed volumes, the controlling StatefulSet and the phase.
+* Nodes carry their images, conditions and addresses in ``status`` (kilobytes each) that
+  nothing reads: node cleanup reads names, UIDs and the hostname label, capacity
+  reservations csi-baremetal's node ID (an annotation, else a label, under a configurable
+  key), so the cached form keeps identity, labels and annotations.
+
+Repeated strings (namespaces, node names, phases) are interned: a
 cluster has few distinct values and many copies.  What names one object (its name,
 uid, resourceVersion, deletionTimestamp) is not: nothing shares it, and the table of
 interned strings would grow by an entry per value (~10 MiB at 100k PersistentVolumes)
 to save nothing.
+
+A projection (``projection``) also shares what many objects hold alike: a projected
+sub-object made only of such values (a PersistentVolume's ``spec``: its class, CSI driver,
+cluster and pool) is kept once, as a read-only ``Shared`` dict, by every object that holds the
+same values.  Of a PV's five projected dicts, three are then shared by every PV of its pool:
+the webhook's PV cache holds ~0.7 KiB a PV instead of ~1.3 KiB.  Values that name one object
+(a CephFS subvolume path) make their sub-object unique: it is kept as it is, and the table of
+shared parts stays bounded (``SHARED_MAX``).
 
 A copy keeps the decoded string objects themselves.  A str holds its own characters,
 never a reference into the response it was decoded from, so what a list costs after it
@@ -83,13 +101,59 @@ def intern_common(obj: Obj) -> Obj:
     return obj
 
 
-TRANSFORMS = {"Pod": slim_pod}
+def slim_node(node: Obj) -> Obj:
+    meta = node.get("metadata") or {}
+    kept: Obj = {k: meta[k] for k in ("name", "uid", "resourceVersion", "deletionTimestamp") if meta.get(k)}
+    for key in ("labels", "annotations"):
+        values = meta.get(key)
+        if isinstance(values, dict) and values:
+            kept[key] = {_i(k): _i(v) for k, v in values.items()}
+    return {"apiVersion": "v1", "kind": "Node", "metadata": kept}
+
+
+TRANSFORMS = {"Pod": slim_pod, "Node": slim_node}
+
+
+class Shared(dict[str, Any]):
+    """A projected sub-object that every cached object holding the same values shares.
+
+    Read-only: a change through one holder would change them all, so every way to change it
+    in place raises ``TypeError``.  A copy (``copy.copy``, ``copy.deepcopy``, ``dict(...)``)
+    is a plain dict, free to change.  Equal to a dict with the same items, as a dict is."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a cached object's shared part is read-only: copy it (dict(...)) to change it")
+
+    __setitem__ = __delitem__ = __ior__ = _read_only
+    clear = pop = popitem = setdefault = update = _read_only
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> dict[str, Any]:
+        import copy
+
+        return {k: copy.deepcopy(v, memo) for k, v in self.items()}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self),))
+
+
+SHARED_MAX = 4096
+"""Shared parts a projection remembers; when full it starts over (parts already handed out stay
+shared), so sub-objects that are all different cost no more than a table of this size."""
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def projection(paths: Iterable[tuple[str, ...]]) -> Callable[[Obj], Obj]:
     """A transform keeping only ``paths`` (plus apiVersion and kind) of an object: what the
     policy reads (``policy.deletion.projection.fields_read``).  A path through something that
-    is not a mapping keeps that value whole; strings along the way are interned."""
+    is not a mapping keeps that value whole; strings along the way are interned, and a
+    sub-object made only of scalars and shared parts is ``Shared`` with every other object
+    holding the same values (the module docstring)."""
     tree: dict[str, Any] = {}
     for p in paths:
         node = tree
@@ -100,7 +164,8 @@ def projection(paths: Iterable[tuple[str, ...]]) -> Callable[[Obj], Obj]:
             node = nxt
         else:
             node[p[-1]] = _AS_IS if len(p) == 2 and p[0] == "metadata" and p[1] in _OWN else None
-    return lambda obj: _project(obj, tree, top=True)
+    shared: dict[tuple[Any, ...], Shared] = {}
+    return lambda obj: _project(obj, tree, shared, top=True)
 
 
 _OWN = frozenset({"name", "uid", "resourceVersion", "deletionTimestamp"})
@@ -109,20 +174,41 @@ _AS_IS: Any = object()
 """A projection tree's leaf for a value kept whole, not interned (None: kept whole, interned)."""
 
 
-def _project(obj: Obj, tree: dict[str, Any], *, top: bool = False) -> Obj:
+def _project(obj: Obj, tree: dict[str, Any], shared: dict[tuple[Any, ...], Shared], *,
+             top: bool = False) -> Obj:
     out: Obj = {}
     if top:
         for key in ("apiVersion", "kind"):
             if key in obj:
                 out[key] = _i(obj[key])
+    # what names the sub-object's content, if it can be shared: its items, a shared child by
+    # identity (equal children are the same object; the table keeps them alive while it holds
+    # a key naming them)
+    parts: list[Any] | None = None if top else []
     for key, sub in tree.items():
         if key not in obj:
             continue
         value = obj[key]
         if sub is _AS_IS:
             out[key] = value
-        elif sub is None or not isinstance(value, dict):
-            out[key] = _i(value)
-        else:
-            out[key] = _project(value, sub)
-    return out
+            parts = None
+            continue
+        value = _i(value) if sub is None or not isinstance(value, dict) else _project(value, sub, shared)
+        out[key] = value
+        if parts is not None:
+            kind = type(value)
+            if kind is Shared:
+                parts += (key, kind, id(value))
+            elif kind in _SCALARS:
+                parts += (key, kind, value)  # True is not 1 here, nor 1 1.0
+            else:  # a list or a dict kept whole: this object's own
+                parts = None
+    if parts is None:
+        return out
+    content = tuple(parts)
+    have = shared.get(content)
+    if have is None:
+        if len(shared) >= SHARED_MAX:
+            shared.clear()
+        have = shared[content] = Shared(out)
+    return have

@@ -10,10 +10,25 @@ buckets it read changes.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
+from typing import Protocol, runtime_checkable
 
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.kinds import FollowedKinds, KindState
 from kustodian.policy.objects import RawObject
+
+
+@runtime_checkable
+class WatchedView(Protocol):
+    """A view whose reads are served by watch caches (:class:`CacheView`), which a reader may hear
+    change (the deletion guard's memo); a view over plain lists (``ListView``) has none."""
+
+    @property
+    def caches(self) -> Mapping[str, WatchCache]: ...
+
+
+def caches_of(view: object) -> Mapping[str, WatchCache]:
+    """The watch caches behind ``view`` (held by reference: they follow CRDs), ``{}`` for a plain view."""
+    return view.caches if isinstance(view, WatchedView) else {}
 
 
 class CacheView:

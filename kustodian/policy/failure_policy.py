@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from kustodian.errors import ConfigError, FieldProblem
 from kustodian.policy.objects import RawObject, map_field, str_field
 
 __all__ = [
@@ -44,8 +45,11 @@ DISARMED = "Ignore"
 Policy = Literal["Fail", "Ignore"]
 
 
-class FailurePolicyError(ValueError):
+class FailurePolicyError(ConfigError):
     """A ``name=Policy,...`` text that does not parse (a flag's value or an annotation)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__("", [FieldProblem("", message)])
 
 
 def parse_policies(text: str) -> dict[str, Policy]:

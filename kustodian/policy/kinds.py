@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass
 
 __all__ = ["BUILTIN_GROUPS", "BUILTIN_KINDS", "KNOWN_CRD_KINDS", "KnownKind", "chart_table", "close_kinds",
-           "kind_problem", "known_kind", "match_kind", "suggestions"]
+           "english_plural", "kind_problem", "known_kind", "match_kind", "resource_name", "suggestions"]
 
 
 @dataclass(frozen=True)
@@ -112,6 +112,7 @@ BUILTIN_GROUPS: frozenset[str] = frozenset(k.group for k in BUILTIN_KINDS) | fro
 """Groups whose kinds are fixed by the Kubernetes release: a kind there not in the table does not exist."""
 
 _ROOK = "ceph.rook.io"
+_CEPH_CSI = "csi.ceph.io"
 KNOWN_CRD_KINDS: tuple[KnownKind, ...] = (
     _k("snapshot.storage.k8s.io", "VolumeSnapshot", "volumesnapshots", True, "vs"),
     _k("snapshot.storage.k8s.io", "VolumeSnapshotContent", "volumesnapshotcontents", False, "vsc"),
@@ -143,6 +144,14 @@ KNOWN_CRD_KINDS: tuple[KnownKind, ...] = (
     _k(_ROOK, "CephObjectStoreAccount", "cephobjectstoreaccounts", True),
     _k(_ROOK, "CephNVMeOFGateway", "cephnvmeofgateways", True, "nvmeof"),
     _k(_ROOK, "CephCOSIDriver", "cephcosidrivers", True, "cephcosi"),
+    # ceph-csi-operator (Rook's CSI drivers since v1.18; the admin's objects since v1.20): its CRDs
+    # declare no short names
+    _k(_CEPH_CSI, "ClientProfile", "clientprofiles", True),
+    _k(_CEPH_CSI, "ClientProfileMapping", "clientprofilemappings", True),
+    _k(_CEPH_CSI, "ClientProfileReplication", "clientprofilereplications", True),
+    _k(_CEPH_CSI, "CephConnection", "cephconnections", True),
+    _k(_CEPH_CSI, "Driver", "drivers", True),
+    _k(_CEPH_CSI, "OperatorConfig", "operatorconfigs", True),
     _k("longhorn.io", "Volume", "volumes", True, "lhv"),
     _k("longhorn.io", "Replica", "replicas", True, "lhr"),
     _k("longhorn.io", "Engine", "engines", True, "lhe"),
@@ -151,7 +160,8 @@ KNOWN_CRD_KINDS: tuple[KnownKind, ...] = (
     _k("longhorn.io", "RecurringJob", "recurringjobs", True, "lhrj"),
 )
 """CRDs Kustodian's users install (external-snapshotter, COSI, lib-bucket-provisioner, Rook,
-Longhorn): not served by every cluster, but spelt here so a wrong letter case is caught offline."""
+ceph-csi-operator, Longhorn): not served by every cluster, but spelt here so a wrong letter case is
+caught offline."""
 
 _ALL = BUILTIN_KINDS + KNOWN_CRD_KINDS
 _BY_KEY = {k.key: k for k in _ALL}
@@ -159,6 +169,27 @@ _BY_KEY = {k.key: k for k in _ALL}
 
 def known_kind(key: str) -> KnownKind | None:
     return _BY_KEY.get(key)
+
+
+def english_plural(kind: str) -> str:
+    """English plural of a Kind: ``CephNFS`` -> ``CephNFSes``, ``StorageClass`` -> ``StorageClasses``,
+    ``Policy`` -> ``Policies`` (the rule a CRD's author usually follows for its resource name)."""
+    if kind == "Endpoints":
+        return kind
+    lower = kind.lower()
+    if lower.endswith(("s", "x", "z", "ch", "sh")):
+        return kind + "es"
+    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u", ""):
+        return kind[:-1] + "ies"
+    return kind + "s"
+
+
+def resource_name(key: str) -> str:
+    """The resource (plural) the API serves kind ``key`` under, as the chart's webhook rules name it
+    (``kustodian.kindResource``): the table's for a known kind, else the lower-cased English plural.
+    Discovery knows better for a served CRD; this is what is known offline."""
+    known = _BY_KEY.get(key)
+    return known.plural if known is not None else english_plural(key.partition(".")[0]).lower()
 
 
 def _aliases() -> dict[str, str]:

@@ -8,16 +8,40 @@ from kustodian.runtime.health import Checks, HealthServer
 from kustodian.runtime.manager import (
     AfterSync,
     CacheFactory,
-    HasCaches,
     HasPrimary,
     LeaderElection,
     Manager,
     Reconciler,
     Resyncs,
+    leader_election,
 )
-from kustodian.runtime.runnables import Loop, Runnable, Service, Syncs
+from kustodian.runtime.metrics import CacheCollector, with_process_metrics
+from kustodian.runtime.periodic import Periodic, SystemTimer, Timer
+from kustodian.runtime.runnables import Loop, Runnable, Service, Syncs, sync_report
 from kustodian.runtime.workqueue import ControllerMetrics, Result, WorkQueue
 
-__all__ = ["AfterSync", "CacheFactory", "Checks", "ControllerMetrics", "HasCaches", "HasPrimary",
-           "HealthServer", "LeaderElection", "Loop", "Manager", "Reconciler", "Result", "Resyncs", "Runnable",
-           "Service", "Syncs", "WorkQueue"]
+__all__ = [
+    "AfterSync",
+    "CacheCollector",
+    "CacheFactory",
+    "Checks",
+    "ControllerMetrics",
+    "HasPrimary",
+    "HealthServer",
+    "LeaderElection",
+    "Loop",
+    "Manager",
+    "Periodic",
+    "Reconciler",
+    "Result",
+    "Resyncs",
+    "Runnable",
+    "Service",
+    "Syncs",
+    "SystemTimer",
+    "Timer",
+    "WorkQueue",
+    "leader_election",
+    "sync_report",
+    "with_process_metrics",
+]

@@ -2,10 +2,18 @@
 
 One per process (webhook, controllers, node-cleanup, node-agent).  It owns
 
-* **one watch cache per kind** (per kind + namespace + selectors): every user asks
-  ``manager.cache(PERSISTENT_VOLUME_CLAIMS, indexers=...)`` and gets the same cache, with
-  the indexes of all users merged, so reclaim propagation and node cleanup no longer keep two
-  copies of every PVC in one process;
+* **one watch cache per kind** (per kind + namespace + selectors), controller-runtime's
+  ``cache.Options{ByObject: ...}``: every component asks
+  ``manager.cache(PERSISTENT_VOLUME_CLAIMS, indexers=..., transform=...)`` and gets the same
+  cache, with the indexes of all users merged, so each kind is listed and watched once per
+  process whatever is enabled; no component builds a cache of its own.  A cached object keeps
+  the kind's one slim shape (``kube.slim.TRANSFORMS``) unless the first asker names another;
+  two components that would slim a kind differently are refused at assembly (they must agree
+  on one shape in ``kube.slim``).  A cache asked for once the caches run (a CRD served later)
+  starts at once; ``forget_cache`` stops and drops one (its CRD went away).  Caches start
+  under the Lease (``caches_need_leader=True``: nothing acts before every one has synced) or,
+  for a process where every replica serves from them (the webhook), at once with the
+  runnables that need no leader, ``/readyz`` saying when they are in;
 * **runnables** (:mod:`kustodian.runtime.runnables`): reconcilers
   (``manager.add(NodeCleanup(manager.cache, ...))``), each a work queue with retry by default
   and a periodic resync; loops and components (``manager.add_runnable(...)``).  Those that do
@@ -20,7 +28,8 @@ One per process (webhook, controllers, node-cleanup, node-agent).  It owns
 * **one health/metrics server** (:class:`HealthServer`): ``/healthz``, ``/readyz`` and metrics.
 
 A reconciler's optional behaviour is a typed protocol it implements (:class:`Resyncs`,
-:class:`AfterSync`, :class:`HasCaches`, :class:`HasPrimary`), never an attribute probed by name.
+:class:`AfterSync`, :class:`HasPrimary`), never an attribute probed by name.  A periodic
+resync is a :class:`~kustodian.runtime.periodic.Periodic`, like every other timer.
 
 ``run()`` returns the process exit code (0 stopped on request, 1 could not sync or lost the
 Lease; a restarted pod campaigns again with fresh caches).
@@ -38,30 +47,29 @@ from typing import Protocol, runtime_checkable
 
 from prometheus_client import CollectorRegistry, Gauge
 
-from kustodian.kube.cache import Indexer, WatchCache, object_key
-from kustodian.kube.client import KubeClient
+from kustodian.kube.cache import CacheFactory, Indexer, WatchCache, object_key
+from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.leader import LeaderElector
 from kustodian.kube.resources import Resource
+from kustodian.kube.slim import TRANSFORMS
 from kustodian.runtime.health import Checks, HealthServer
 from kustodian.runtime.metrics import CacheCollector, RestClientMetrics, register_process_collectors
+from kustodian.runtime.periodic import Periodic
 from kustodian.runtime.runnables import Loop, Runnable, Syncs
 from kustodian.runtime.workqueue import ControllerMetrics, Result, WorkQueue
 from kustodian.settings import LeaderElectionGroup
 
-__all__ = ["AfterSync", "CacheFactory", "HasCaches", "HasPrimary", "LeaderElection", "Manager", "Reconciler",
-           "Resyncs", "leader_election"]
+__all__ = ["AfterSync", "CacheFactory", "HasPrimary", "LeaderElection", "Manager", "Reconciler", "Resyncs",
+           "leader_election"]
 
 log = logging.getLogger(__name__)
 
 Enqueue = Callable[[str], None]
+CacheKey = tuple[str, str, str | None, str | None, str | None]  # kind, version, namespace, fields, labels
 
 
-class CacheFactory(Protocol):
-    """``manager.cache``: what a reconciler's constructor takes to get its (shared) caches."""
-
-    def __call__(self, resource: Resource, *, namespace: str | None = None,
-                 indexers: Mapping[str, Indexer] | None = None, field_selector: str | None = None,
-                 label_selector: str | None = None) -> WatchCache: ...
+def _name_of(transform: Callable[[Obj], Obj] | None) -> str:
+    return "the whole object" if transform is None else repr(transform)
 
 
 @runtime_checkable
@@ -99,14 +107,6 @@ class AfterSync(Protocol):
     def after_sync(self) -> None: ...
 
 
-@runtime_checkable
-class HasCaches(Protocol):
-    """Caches a reconciler built itself (not through ``manager.cache``): started, synced, stopped here."""
-
-    @property
-    def caches(self) -> Sequence[WatchCache]: ...
-
-
 @dataclass(frozen=True)
 class LeaderElection:
     namespace: str
@@ -139,7 +139,8 @@ class Controller:
         self.reconciler = reconciler
         self.queue = queue
         self.resync = resync
-        self._resync_loop = Loop(f"{reconciler.name}-resync", self._resync_every)
+        self._resync_loop = Periodic(f"{reconciler.name}-resync", self.resync_now, resync,
+                                     immediate=False) if resync > 0 else None
 
     def __repr__(self) -> str:
         return f"Controller({self.name!r})"
@@ -148,16 +149,13 @@ class Controller:
         if isinstance(self.reconciler, AfterSync):
             self.reconciler.after_sync()
         self.queue.start()
-        if self.resync > 0:
+        if self._resync_loop is not None:
             self._resync_loop.start()
 
     def stop(self) -> None:
         self.queue.stop()
-        self._resync_loop.stop()
-
-    def _resync_every(self, stop: threading.Event) -> None:
-        while not stop.wait(self.resync):
-            self.resync_now()
+        if self._resync_loop is not None:
+            self._resync_loop.stop()
 
     def resync_now(self) -> None:
         if isinstance(self.reconciler, Resyncs):
@@ -181,7 +179,7 @@ class Manager:
     def __init__(self, client: KubeClient | None, *, name: str, registry: CollectorRegistry | None = None,
                  leader_election: LeaderElection | None = None, sync_timeout: float = 300.0,
                  health_address: str = "", metrics_path: str = "/metrics", workers: int = 2,
-                 resync_period: float = 600.0) -> None:
+                 resync_period: float = 600.0, caches_need_leader: bool = True) -> None:
         self.client = client
         self.name = name
         self.registry = registry if registry is not None else CollectorRegistry()
@@ -191,12 +189,17 @@ class Manager:
         self.metrics_path = metrics_path
         self.workers = workers
         self.resync_period = resync_period
+        self.caches_need_leader = caches_need_leader
         self.readiness = Checks()
         self.liveness = Checks()
         self._controller_metrics: ControllerMetrics | None = None
         self.elector: LeaderElector | None = None
         self.health: HealthServer | None = None
-        self._caches: dict[tuple[str, str | None, str | None, str | None], WatchCache] = {}
+        self._caches: dict[CacheKey, WatchCache] = {}
+        self._waited: set[CacheKey] = set()  # the caches readiness and acting wait for (not conveniences)
+        self._caches_running = False  # set while the caches run: a cache asked for now starts at once
+        self._cache_lock = threading.RLock()
+        self._cache_names: Callable[[], Mapping[str, WatchCache]] = self._caches_by_name
         self._cache_metrics = False
         self._runnables: list[Runnable] = []
         self._started: list[Runnable] = []  # leader runnables started, in order
@@ -226,29 +229,69 @@ class Manager:
     # -- assembly -------------------------------------------------------------------------------
 
     def cache(self, resource: Resource, *, namespace: str | None = None,
-              indexers: Mapping[str, Indexer] | None = None, field_selector: str | None = None,
-              label_selector: str | None = None) -> WatchCache:
-        """The process's one cache of ``resource`` (per namespace and selectors), indexes merged."""
-        key = (resource.key, namespace, field_selector, label_selector)
-        cache = self._caches.get(key)
-        if cache is None:
-            cache = WatchCache(self.client, resource, namespace=namespace, indexers=indexers,
-                               field_selector=field_selector, label_selector=label_selector)
-            self._own_cache(key, cache)
-        elif indexers:
-            cache.add_indexers(indexers)
+              indexers: Mapping[str, Indexer] | None = None, transform: Callable[[Obj], Obj] | None = None,
+              field_selector: str | None = None, label_selector: str | None = None,
+              backoff_max: float | None = None, waited: bool = True) -> WatchCache:
+        """The process's one cache of ``resource`` (per namespace and selectors), indexes merged.
+
+        ``transform`` is what a cached object is cut down to: the kind's one slim shape
+        (``kube.slim.TRANSFORMS``) when not given.  A second asker naming another shape is a bug of
+        assembly (one copy cannot be two shapes): refused.  ``backoff_max``: how soon a lost watch
+        is retried at most (the shortest any asker names).  ``waited=False``: a convenience the
+        process follows but never waits for (csi-addons' ConfigMap: read when it can be, its
+        defaults in force until then): left out of ``/readyz``'s ``caches-synced`` and of the
+        caches the leader waits on before acting, unless another asker waits for it.
+        """
+        key: CacheKey = (resource.key, resource.api_version, namespace, field_selector, label_selector)
+        with self._cache_lock:
+            cache = self._caches.get(key)
+            if cache is None:
+                cache = WatchCache(self.client, resource, namespace=namespace, indexers=indexers,
+                                   transform=transform, field_selector=field_selector,
+                                   label_selector=label_selector)
+                self._caches[key] = cache
+                start = self._caches_running
+            else:
+                wanted = transform if transform is not None else TRANSFORMS.get(resource.key)
+                if wanted is not cache.transform:
+                    raise ValueError(f"{self.name}: the {resource.key} cache is asked for with two shapes "
+                                     f"({_name_of(cache.transform)} and {_name_of(wanted)}); components "
+                                     "sharing a kind agree on one slim shape (kube.slim)")
+                if indexers:
+                    cache.add_indexers(indexers)
+                start = False
+            if waited:
+                self._waited.add(key)
+            if backoff_max is not None:
+                cache.shorten_backoff(backoff_max)
+            if not self._cache_metrics:
+                self._cache_metrics = True
+                self.registry.register(CacheCollector(self._named_caches))
+        if start:
+            cache.start()
         return cache
 
-    def _own_cache(self, key: tuple[str, str | None, str | None, str | None], cache: WatchCache) -> None:
-        self._caches[key] = cache
-        if not self._cache_metrics:  # a process whose caches are not the Manager's reports its own
-            self._cache_metrics = True
-            self.registry.register(CacheCollector(self._caches_by_name))
+    def forget_cache(self, cache: WatchCache) -> None:
+        """Stop ``cache`` and drop it (its CRD went away): asked for again, a new one is made."""
+        with self._cache_lock:
+            for key, held in list(self._caches.items()):
+                if held is cache:
+                    del self._caches[key]
+                    self._waited.discard(key)
+        cache.stop(timeout=0)
+
+    def _named_caches(self) -> Mapping[str, WatchCache]:
+        return self._cache_names()
+
+    def name_caches(self, names: Callable[[], Mapping[str, WatchCache]]) -> None:
+        """Name the caches in ``kustodian_cache_*{kind}`` as ``names`` does (the webhook keys its two
+        one-object ConfigMap caches apart); by kind, and scope when a kind has several, by default."""
+        self._cache_names = names
 
     def _caches_by_name(self) -> dict[str, WatchCache]:
         """The caches by kind, told apart by namespace and selectors when a kind has several."""
         out: dict[str, WatchCache] = {}
-        for (_, namespace, fields, labels), cache in list(self._caches.items()):
+        for (_, _, namespace, fields, labels), cache in list(self._caches.items()):
             name = cache.kind_key
             if name in out:
                 extra = ",".join(p for p in (namespace, fields, labels) if p)
@@ -256,9 +299,22 @@ class Manager:
             out[name] = cache
         return out
 
+    def describe_caches(self) -> list[str]:
+        """Every cache of the process, by kind (with its namespace and selectors, when it has any)."""
+        out = []
+        for (kind, _, namespace, fields, labels) in list(self._caches):
+            scope = ",".join(p for p in (namespace and f"namespace={namespace}", fields, labels) if p)
+            out.append(f"{kind} ({scope})" if scope else kind)
+        return sorted(out)
+
     @property
     def caches(self) -> list[WatchCache]:
         return list(self._caches.values())
+
+    def waited_caches(self) -> list[WatchCache]:
+        """The caches readiness and acting wait for: every one but the conveniences (``waited=False``)."""
+        with self._cache_lock:
+            return [c for k, c in self._caches.items() if k in self._waited]
 
     @property
     def reconcilers(self) -> list[Reconciler]:
@@ -278,13 +334,6 @@ class Manager:
         """Run ``reconciler`` under this manager: a work queue, its workers, its periodic resync."""
         queue = WorkQueue(reconciler.name, reconciler.reconcile, metrics=self.controller_metrics,
                           workers=self.workers if workers is None else workers)
-        # a reconciler that built caches of its own (not through ``cache``) still has them
-        # started, synced and stopped here
-        if isinstance(reconciler, HasCaches):
-            known = {id(c) for c in self._caches.values()}
-            for own in reconciler.caches:
-                if id(own) not in known:
-                    self._own_cache((own.kind_key, f"#{id(own)}", None, None), own)
         self.add_runnable(Controller(reconciler, queue, self.resync_period if resync is None else resync))
         return queue
 
@@ -331,10 +380,10 @@ class Manager:
         return (elector.campaign_error or None) if elector is not None else None
 
     def _caches_ready(self) -> str | None:
-        if self.leader_election is not None and not self._acting.is_set():
+        if self.caches_need_leader and self.leader_election is not None and not self._acting.is_set():
             return None  # a standby replica is ready: it serves probes and waits for the Lease
         pending = sorted(c.kind_key + (f" ({c.last_error})" if c.last_error else "")
-                         for c in self._caches.values() if not c.synced.is_set())
+                         for c in self.waited_caches() if not c.synced.is_set())
         pending += sorted(r.name for r in self._started if isinstance(r, Syncs) and not r.wait_synced(0))
         return f"not synced: {', '.join(pending)}" if pending else None
 
@@ -347,8 +396,8 @@ class Manager:
         for controller in leading:
             if isinstance(controller, Controller):  # before the caches: the first list enqueues
                 controller.reconciler.wire(controller.queue.enqueue)
-        for cache in self._caches.values():
-            cache.start()
+        if self.caches_need_leader:
+            self.start_caches()
         syncing = [r for r in leading if isinstance(r, Syncs)]
         for syncer in syncing:
             syncer.start()
@@ -366,10 +415,26 @@ class Manager:
         log.info("%s running: %s", self.name, ", ".join(r.name for r in self._runnables) or "-")
         return True
 
+    def start_caches(self) -> None:
+        """Start every cache; one asked for from now on starts at once (``Manager.run`` calls this)."""
+        with self._cache_lock:
+            self._caches_running = True
+            caches = list(self._caches.values())
+        for cache in caches:
+            cache.start()
+
+    def stop_caches(self) -> None:
+        with self._cache_lock:
+            self._caches_running = False
+            caches = list(self._caches.values())
+        for cache in caches:
+            cache.stop(timeout=1)
+
     def _wait_synced(self, syncing: Sequence[Syncs]) -> bool:
         deadline = time.monotonic() + self.sync_timeout
-        waited: list[tuple[str, Callable[[float], bool]]] = [(c.kind_key, c.wait_synced)
-                                                             for c in self._caches.values()]
+        waited: list[tuple[str, Callable[[float], bool]]] = []
+        if self.caches_need_leader:
+            waited += [(c.kind_key, c.wait_synced) for c in self.waited_caches()]
         waited += [(r.name, r.wait_synced) for r in syncing]
         for _, wait in waited:
             # in slices, so a SIGTERM while a kind is not served (yet) stops the process at once
@@ -379,7 +444,8 @@ class Manager:
                 if time.monotonic() < deadline:
                     continue
                 pending = sorted(c.kind_key + (f" ({c.last_error})" if c.last_error else "")
-                                 for c in self._caches.values() if not c.synced.is_set())
+                                 for c in self.waited_caches()
+                                 if self.caches_need_leader and not c.synced.is_set())
                 pending += sorted(r.name for r in syncing if not r.wait_synced(0))
                 log.error("%s: caches did not sync within %ss, refusing to act on a partial view: %s",
                           self.name, self.sync_timeout, "; ".join(pending))
@@ -403,8 +469,8 @@ class Manager:
                 runnable.stop()
             except Exception:  # one runnable failing to stop must not keep the others running
                 log.exception("%s: stopping %s failed", self.name, runnable.name)
-        for cache in self._caches.values():
-            cache.stop(timeout=1)
+        if self.caches_need_leader:
+            self.stop_caches()
 
     def run(self, stop: threading.Event | None = None) -> int:
         """Serve health, start what needs no leader, act (while leading, when elected), block until
@@ -424,6 +490,8 @@ class Manager:
         fence, timeout = (self.client.fence, self.client.timeout) if self.client is not None else (None, 0.0)
         always: list[Runnable] = []
         try:
+            if not self.caches_need_leader:  # every replica serves from them: they start first
+                self.start_caches()
             for runnable in self._runnables:
                 if not runnable.needs_leader and not done.is_set():
                     runnable.start()
@@ -441,6 +509,8 @@ class Manager:
                     runnable.stop()
                 except Exception:
                     log.exception("%s: stopping %s failed", self.name, runnable.name)
+            if not self.caches_need_leader:
+                self.stop_caches()
             if self.client is not None:  # an embedding caller (a test) shares the client
                 self.client.fence = fence
                 self.client.set_timeout(timeout)

@@ -19,13 +19,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
 from urllib.parse import urlsplit
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, PlatformCollector, ProcessCollector
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient
 
 __all__ = ["CacheCollector", "RestClientMetrics", "register_process_collectors", "with_process_metrics"]
@@ -62,18 +62,11 @@ class RestClientMetrics:
         client.observers.append(observe)
 
 
-def _fresh(cache: Any) -> bool:
-    fresh = getattr(cache, "fresh", None)
-    if fresh is None:
-        return bool(cache.synced.is_set())
-    return bool(fresh() if callable(fresh) else fresh.is_set() if hasattr(fresh, "is_set") else fresh)
-
-
 class CacheCollector(Collector):
     """Size, sync state, freshness, staleness and relists of the watch caches ``caches()`` returns
-    by name; the freshness figures come from the cache when it reports them (``WatchCache``)."""
+    by name."""
 
-    def __init__(self, caches: Callable[[], Mapping[str, Any]]) -> None:
+    def __init__(self, caches: Callable[[], Mapping[str, WatchCache]]) -> None:
         self._caches = caches
 
     def collect(self) -> Iterable[Metric]:
@@ -92,13 +85,10 @@ class CacheCollector(Collector):
         for kind, cache in list(self._caches().items()):
             size.add_metric([kind], float(len(cache)))
             synced.add_metric([kind], 1.0 if cache.synced.is_set() else 0.0)
-            fresh.add_metric([kind], 1.0 if _fresh(cache) else 0.0)
+            fresh.add_metric([kind], 1.0 if cache.fresh else 0.0)
             relists.add_metric([kind], float(cache.relists))
-            stale_for = getattr(cache, "stale_for", None)
-            if stale_for is not None:
-                stale.add_metric([kind], float(stale_for()))
-            last_event_age = getattr(cache, "last_event_age", None)
-            last = last_event_age() if last_event_age is not None else None
+            stale.add_metric([kind], cache.stale_for())
+            last = cache.last_event_age()
             if last is not None:
-                age.add_metric([kind], float(last))
+                age.add_metric([kind], last)
         yield from (size, synced, fresh, stale, age, relists)

@@ -60,9 +60,10 @@ S = TypeVar("S", bound=Settings)
 
 ENV_PREFIX = "KUSTODIAN_"
 INVALID = "invalid settings, refusing to start"
-# KUSTODIAN_* variables that are not settings (the test kit and CI read them)
+# KUSTODIAN_* variables that are not settings (the test kit and CI read them; setup.py reads
+# KUSTODIAN_BUILD_COMMIT at build time)
 NOT_SETTINGS = ("KUSTODIAN_KTS_", "KUSTODIAN_UPSTREAM_", "KUSTODIAN_TOOLS_", "KUSTODIAN_TEST_",
-                "KUSTODIAN_REQUIRE_")
+                "KUSTODIAN_REQUIRE_", "KUSTODIAN_BUILD_")
 # Kubernetes' Docker-link variables for a Service named kustodian[-...] (KUSTODIAN_PORT=tcp://...,
 # KUSTODIAN_SERVICE_HOST): not settings, and never spelled with the groups' double underscore
 _SERVICE_LINK = re.compile(r"[A-Z0-9_]+_(SERVICE_HOST|SERVICE_PORT(_[A-Z0-9_]+)?|PORT(_\d+_(TCP|UDP|SCTP)"

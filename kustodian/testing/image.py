@@ -11,8 +11,14 @@
 3. builds the project's wheels and their dependencies on the host (``pip wheel``, which reaches
    the package index the host is configured for) into ``~/.cache/kustodian-image/wheels``, with
    those of its build requirements (setuptools, Cython);
-4. ``podman build`` with those wheels bind-mounted and ``PIP_NO_INDEX=1``;
+4. ``podman build`` with those wheels bind-mounted and ``PIP_NO_INDEX=1``, the version
+   (pyproject.toml's) and the git commit as build arguments (the image's
+   ``org.opencontainers.image.*`` labels and ``kustodian version``), tagged ``localhost/kustodian:ci``
+   and ``localhost/kustodian:<version>``;
 5. reports the image size (budget :data:`SIZE_BUDGET_MB`) and the build time.
+
+``--oci-archive FILE`` then writes the image as an OCI archive (``podman save --format oci-archive``,
+named ``ghcr.io/kustodian/kustodian:<version>`` inside): ``make dist``'s image artifact.
 
 podman runs with ``--runtime runc`` (crun fails on hybrid cgroup hosts) and a
 ``containers.conf`` of its own with ``default_ulimits = []`` (the default raises nofile above
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import hashlib
+import json
 import os
 import shutil
 import subprocess
@@ -35,6 +42,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("KUSTODIAN_IMAGE_CACHE", Path.home() / ".cache" / "kustodian-image"))
 IMAGE = "localhost/kustodian:ci"
+#: where a release publishes the image (the chart's image.repository default)
+PUBLISHED = "ghcr.io/kustodian/kustodian"
 SIZE_BUDGET_MB = 150.0
 SUITE = "bookworm"
 MIRROR = "http://deb.debian.org/debian"
@@ -62,6 +71,9 @@ class Built:
     size_bytes: int
     seconds: float
     base: str
+    #: what this build made, whatever the tag names later (podman's store is per machine: another
+    #: checkout's build may retag ``image``)
+    image_id: str = ""
 
     @property
     def size_mb(self) -> float:
@@ -148,23 +160,43 @@ def ensure_base() -> str:
     return tag
 
 
+def project_version() -> str:
+    """``[project] version`` of pyproject.toml: the one version (kustodian/version.py)."""
+    with (REPO / "pyproject.toml").open("rb") as f:
+        return str(tomllib.load(f)["project"]["version"])
+
+
+def source_commit() -> str:
+    """The checkout's commit for the image's revision label ("" outside a checkout: none claimed)."""
+    from kustodian.version import git_commit
+
+    return git_commit(REPO) or ""
+
+
 def build_requires() -> list[str]:
     """``[build-system] requires`` of pyproject.toml: setuptools and Cython."""
     with (REPO / "pyproject.toml").open("rb") as f:
         return list(tomllib.load(f)["build-system"]["requires"])
 
 
+def dependencies() -> list[str]:
+    """``[project] dependencies`` of pyproject.toml."""
+    with (REPO / "pyproject.toml").open("rb") as f:
+        return list(tomllib.load(f)["project"]["dependencies"])
+
+
 def ensure_wheels() -> Path:
     """Wheels of the project's dependencies and of its build requirements, on the host.
 
-    The build requirements are no dependency of anything, so ``pip wheel`` of the project alone
-    leaves them out; the image's build (no index) installs them into pip's isolated build
-    environment from here.
+    The build requirements are no dependency of anything, so they are asked for by name; the
+    image's build (no index) installs them into pip's isolated build environment from here. The
+    dependencies are asked for as pyproject.toml lists them, not through the project, so that
+    resolving them does not compile the project (its wheel is built by make dist and in the image).
     """
     wheels = CACHE / "wheels"
     wheels.mkdir(parents=True, exist_ok=True)
-    _run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(wheels), str(REPO), *build_requires()],
-         "pip wheel (the project's dependencies)")
+    _run([sys.executable, "-m", "pip", "wheel", "-q", "--wheel-dir", str(wheels), *dependencies(),
+          *build_requires()], "pip wheel (the project's dependencies)")
     for own in wheels.glob("kustodian-*.whl"):  # built from source inside the image, never reused
         own.unlink()
     return wheels
@@ -180,11 +212,36 @@ def build(image: str = IMAGE, base: str | None = None) -> Built:
     ensure_tools()
     base = base or ensure_base()
     wheels = ensure_wheels()
+    version = project_version()
+    iidfile = CACHE / f"iid-{os.getpid()}"
     podman("build", "--pull=never", "--layers", "-f", str(REPO / "Dockerfile"), "-t", image,
+           "-t", f"localhost/kustodian:{version}", "--iidfile", str(iidfile),
            "--build-arg", f"BASE={base}", "--build-arg", "PIP_NO_INDEX=1",
            "--build-arg", "PIP_FIND_LINKS=/wheels", "-v", f"{wheels}:/wheels:ro",
+           "--build-arg", f"VERSION={version}", "--build-arg", f"REVISION={source_commit()}",
            str(REPO), what="podman build")
-    return Built(image, image_size(image), time.monotonic() - started, base)
+    image_id = iidfile.read_text().strip()
+    iidfile.unlink()
+    return Built(image, image_size(image_id), time.monotonic() - started, base, image_id)
+
+
+def save_oci_archive(image: str, target: Path) -> Path:
+    """``image`` (a name or, better, the ID a build made) as an OCI archive at ``target``, named as a
+    release publishes it
+    (``ghcr.io/kustodian/kustodian:<version>``): what ``podman load`` / ``skopeo copy oci-archive:``
+    take, and what the release workflow's registry gets."""
+    name = f"{PUBLISHED}:{project_version()}"
+    podman("tag", image, name, what="podman tag")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.unlink(missing_ok=True)
+    podman("save", "--format", "oci-archive", "-o", str(target), name, what="podman save")
+    return target
+
+
+def labels(image: str) -> dict[str, str]:
+    out = podman("image", "inspect", "--format", "{{json .Labels}}", image, what="podman image inspect").stdout
+    found: dict[str, str] = json.loads(out) or {}
+    return found
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -192,15 +249,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--image", default=IMAGE)
     parser.add_argument("--enforce-budget", action="store_true",
                         help=f"exit 1 when the image is larger than {SIZE_BUDGET_MB:.0f} MB")
+    parser.add_argument("--oci-archive", metavar="FILE", type=Path,
+                        help="also write the image to FILE as an OCI archive (make dist)")
     args = parser.parse_args(argv)
     try:
         built = build(args.image)
+        archive = save_oci_archive(built.image_id, args.oci_archive) if args.oci_archive else None
     except (ImageError, subprocess.TimeoutExpired) as exc:
         sys.stderr.write(f"image: {exc}\n")
         return 1
     verdict = "within" if built.within_budget else "OVER"
     sys.stdout.write(f"image: built {built.image} (base {built.base}) in {built.seconds:.0f}s; "
                      f"size {built.size_mb:.1f} MB, {verdict} the {SIZE_BUDGET_MB:.0f} MB budget\n")
+    if archive is not None:
+        sys.stdout.write(f"image: saved as {archive} ({archive.stat().st_size / 1e6:.1f} MB)\n")
     return 1 if args.enforce_budget and not built.within_budget else 0
 
 

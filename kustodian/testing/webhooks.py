@@ -28,8 +28,7 @@ from typing import Any
 
 import yaml
 
-from kustodian.policy.deletion import RuleSet
-from kustodian.policy.deletion.message import plural
+from kustodian.policy.deletion import RuleSet, plural
 from kustodian.policy.failure_policy import POLICIES, parse_policies
 from kustodian.testing.tools import ensure_tools
 

@@ -30,7 +30,7 @@ from starlette.requests import ClientDisconnect
 
 from kustodian.kube.kinds import FollowedKinds
 from kustodian.logs import about
-from kustodian.runtime.health import Checks
+from kustodian.runtime import Checks
 from kustodian.webhook.metrics import WebhookMetrics
 from kustodian.webhook.registry import PendingAnswer, Registry
 from kustodian.webhook.review import (

@@ -5,7 +5,9 @@ configurations (a watch on each, by name), asks ``policy.failure_policy.decide_a
 replica should change, and writes it: arms the intended policies when it serves the very
 configuration they belong to, disarms an arm made for another one. It looks again on every change
 of either configuration and every second (readiness changes are not events), so a ``helm upgrade``
-that put ``Ignore`` back is armed again as soon as a replica sees it.
+that put ``Ignore`` back is armed again as soon as a replica sees it.  Its two caches are the
+process's Manager's, followed but never waited for (arming waits for the replica to be ready, so
+they cannot hold its readiness), and its loop is a periodic runnable, woken by their events.
 
 How it writes (``kube.managed_fields``): a ``failurePolicy`` that an applier owns (Helm 4, ``kubectl
 apply --server-side``) is written by applying, as that manager, exactly what it owns with the new
@@ -19,17 +21,16 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
-from kustodian.kube.cache import WatchCache
+from kustodian.kube.cache import CacheFactory
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import Conflict, KubeError, NotFound
 from kustodian.kube.managed_fields import applier_of, owned
 from kustodian.kube.resources import MUTATING_WEBHOOKS, VALIDATING_WEBHOOKS, Resource
 from kustodian.policy.failure_policy import ARMED_FOR, Arming, Policy, decide_arming
-from kustodian.runtime.runnables import Loop
+from kustodian.runtime import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -42,30 +43,25 @@ class FailurePolicyArming:
     name = "failure-policy-arming"
     needs_leader = False
 
-    def __init__(self, client: KubeClient, *, configuration: str, checksum: str, policies: str,
-                 serving: Callable[[], bool], interval: float = 1.0) -> None:
+    def __init__(self, client: KubeClient, caches: CacheFactory, *, configuration: str, checksum: str,
+                 policies: str, serving: Callable[[], bool], interval: float = 1.0) -> None:
         self.client = client
         self.configuration = configuration
         self.checksum, self.policies = checksum, policies
         self.serving = serving
         self.interval = interval
-        self._wake = threading.Event()
-        self.caches = {res: WatchCache(client, res, field_selector=f"metadata.name={configuration}")
+        self._loop = Periodic(self.name, self._pass, interval, needs_leader=False)
+        self.caches = {res: caches(res, field_selector=f"metadata.name={configuration}", waited=False)
                        for res in (VALIDATING_WEBHOOKS, MUTATING_WEBHOOKS)}
         for cache in self.caches.values():
-            cache.add_handler(lambda *_: self._wake.set())
+            cache.add_handler(lambda *_: self._loop.wake())
         self._states: dict[str, str] = {}
-        self._loop = Loop(self.name, self._run, needs_leader=False, on_stop=self._wake.set)
 
     def start(self) -> None:
-        for cache in self.caches.values():
-            cache.start()
         self._loop.start()
 
     def stop(self) -> None:
         self._loop.stop()
-        for cache in self.caches.values():
-            cache.stop(timeout=1)
 
     def status(self) -> str:
         """One line per configuration, for /readyz (a note: arming never makes a replica unready)."""
@@ -76,25 +72,22 @@ class FailurePolicyArming:
             self._states[what] = state
             log.info("%s: %s", what, state)
 
-    def _run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            for res, cache in self.caches.items():
-                what = f"{res.kind}/{self.configuration}"
-                if not cache.synced.is_set():
-                    self._say(what, f"not read yet ({cache.last_error or 'listing'})")
-                    continue
-                obj = cache.get(None, self.configuration)
-                if obj is None:
-                    self._say(what, "not found")
-                    continue
-                try:
-                    self.reconcile(res, obj)
-                except Conflict:
-                    log.debug("%s changed while it was written; reading it again", what)
-                except KubeError as exc:
-                    self._say(what, f"cannot write it: {exc}")
-            self._wake.wait(self.interval)
-            self._wake.clear()
+    def _pass(self) -> None:
+        for res, cache in self.caches.items():
+            what = f"{res.kind}/{self.configuration}"
+            if not cache.synced.is_set():
+                self._say(what, f"not read yet ({cache.last_error or 'listing'})")
+                continue
+            obj = cache.get(None, self.configuration)
+            if obj is None:
+                self._say(what, "not found")
+                continue
+            try:
+                self.reconcile(res, obj)
+            except Conflict:
+                log.debug("%s changed while it was written; reading it again", what)
+            except KubeError as exc:
+                self._say(what, f"cannot write it: {exc}")
 
     def decide(self, obj: Obj) -> Arming:
         return decide_arming(obj, checksum=self.checksum, policies=self.policies, serving=self.serving())

@@ -36,9 +36,7 @@ from kustodian.policy.deletion import RuleSet, load_rules, rook_rules
 from kustodian.policy.kinds import known_kind
 from kustodian.policy.modes import Mode
 from kustodian.policy.store import Indexer
-from kustodian.runtime.health import Checks
-from kustodian.runtime.manager import Manager
-from kustodian.runtime.runnables import Loop, Runnable, Service, sync_report
+from kustodian.runtime import Checks, Loop, Manager, Periodic, Runnable, Service, sync_report
 from kustodian.settings import WebhookSettings
 from kustodian.webhook.app import add_freshness, create_app
 from kustodian.webhook.features.backstop import RecordWriter, build_backstop
@@ -57,7 +55,7 @@ from kustodian.webhook.server import CertReloader, RequestLimits, TLSFiles, buil
 from kustodian.webhook.trust import ExistingObjectsRecorder
 
 if TYPE_CHECKING:
-    from kustodian.certs.manager import CertManager
+    from kustodian.certs import CertManager
     from kustodian.webhook.features.reclaim import ReclaimPolicyWebhook
 
 log = logging.getLogger(__name__)
@@ -97,6 +95,7 @@ class Webhook:
     view: CacheView
     recorder: EventRecorder | None
     readiness: Checks
+    manager: Manager  # whose caches these are (the process's, or one of its own when embedded)
     extra: dict[str, object] = field(default_factory=dict)
     kinds: FollowedKinds | None = None
     guard: DeletionGuard | None = None  # its warmer runs while the caches do
@@ -107,37 +106,29 @@ class Webhook:
     components: list[Runnable] = field(default_factory=list)  # what runs while the app serves
 
     def start_caches(self) -> None:
-        """Start the components in order (a test embedding the app; a process has its Manager do it)."""
+        """Start the caches, then the components in order (a test embedding the app; a process has
+        its Manager do it)."""
+        self.manager.start_caches()
         for component in self.components:
             component.start()
 
     def stop(self) -> None:
         for component in reversed(self.components):
             component.stop()
+        self.manager.stop_caches()
         if self.recorder is not None:
             self.recorder.close()
 
 
 def _components(hook: Webhook) -> list[Runnable]:
-    """The caches (followed kinds first), the guard's warmer, the provider-metrics loop, the
-    deletion backstop's record reader and writer."""
-
-    def start_caches() -> None:
-        if hook.kinds is not None:
-            hook.kinds.start()
-        for cache in list(hook.caches.values()):
-            cache.start()
-
-    def stop_caches() -> None:
-        if hook.kinds is not None:
-            hook.kinds.stop()
-        for cache in list(hook.caches.values()):
-            cache.stop(timeout=1)
-
-    out: list[Runnable] = [Service("followed-kinds", start_caches, stop_caches, needs_leader=False)]
+    """The API liveness probe, the guard's warmer, the provider-metrics loop, the policy reports'
+    writer, the deletion backstop's record reader and writer (the caches are the Manager's own)."""
+    out: list[Runnable] = []
     if hook.liveness is not None:
-        out.append(Loop("api-liveness", hook.liveness.run, needs_leader=False,
-                        join_timeout=hook.liveness.probe_timeout + 1))
+        liveness = hook.liveness
+        # every ``interval`` from one start to the next, whatever a round trip cost
+        out.append(Periodic("api-liveness", liveness.check, liveness.interval, needs_leader=False,
+                            sliding=False, join_timeout=liveness.probe_timeout + 1))
     if hook.guard is not None:
         out.append(Service("deletion-guard-warmer", hook.guard.start, hook.guard.stop, needs_leader=False))
     if hook.provider_metrics is not None:
@@ -150,7 +141,15 @@ def _components(hook: Webhook) -> list[Runnable]:
 
 
 def build_webhook(settings: WebhookSettings, client: KubeClient, *,
-                  metrics_registry: CollectorRegistry | None = None) -> Webhook:
+                  metrics_registry: CollectorRegistry | None = None,
+                  manager: Manager | None = None) -> Webhook:
+    """The app and its components; the caches from ``manager`` (the process's; without one, a
+    Manager of the webhook's own, whose caches :meth:`Webhook.start_caches` starts)."""
+    if manager is None:
+        manager = Manager(client, name=COMPONENT, registry=metrics_registry, caches_need_leader=False)
+    elif manager.caches_need_leader:
+        raise ValueError(f"{manager.name}: the webhook serves from its caches on every replica: its Manager "
+                         "must start them at once (caches_need_leader=False)")
     registry = Registry()
     needs: dict[str, dict[str, Indexer]] = {}
     rules: RuleSet | None = None
@@ -164,7 +163,6 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
             load_deletion_rules(settings.deletion_guard.rules_file, served_kinds(client, groups))
         _merge(needs, needed_kinds(rules))
     reclaim = None
-    csi_addons: WatchCache | None = None
     if settings.reclaim.enabled:
         from kustodian.webhook.features.reclaim import ReclaimPolicyWebhook
 
@@ -179,16 +177,20 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
     shapes = {} if rules is None else {
         kind: projection(paths) for kind, paths in cache_projections(
             rules, reclaim.needed_kinds() if reclaim is not None else ()).items()}
-    kinds = FollowedKinds(client, needs, resolve(client, needs), transforms=shapes)
+    kinds = FollowedKinds(client, needs, resolve(client, needs), transforms=shapes, registry=manager)
     caches = kinds.caches
     recorder = EventRecorder(client, "kustodian-webhook")
     if reclaim is not None:
         reclaim.recorder = recorder
         # just our ConfigMap (field selector), under its own key: a kind-wide ConfigMap cache
         # that admin deletion rules may need stays separate
-        caches.update(reclaim.config_caches(client))
-        csi_addons = reclaim.csi_addons_cache(client)
+        caches.update(reclaim.config_caches(manager.cache))
+        # csi-addons' ConfigMap is followed, never waited for (the convenience path)
+        reclaim.csi_addons_cache(manager.cache)
     view = CacheView(caches, kinds)
+    # a kind's reviews are routed by the resource discovery serves it under (a CRD may not
+    # follow the English plural the chart's rules assume); ``caches`` follows CRDs as they come
+    registry.discovered = lambda kind: caches[kind].resource.plural if kind in caches else None
     liveness = None
     if rules is not None:  # the guard never allows on a connection it has not proven alive (issue 32)
         web = settings.webhook
@@ -221,8 +223,9 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
     add_freshness(readiness, kinds)
     if liveness is not None:
         readiness.add("api-server-answers", liveness.problem)
-    metrics = WebhookMetrics(lambda: view.caches, cert_file=lambda: settings.tls.cert_file, kinds=kinds,
-                             registry=metrics_registry)
+    manager.name_caches(lambda: view.caches)  # kustodian_cache_*{kind}, from the Manager's registry
+    metrics = WebhookMetrics(None, cert_file=lambda: settings.tls.cert_file, kinds=kinds,
+                             registry=manager.registry)
     metrics.registry.register(outcomes)
     provider_metrics = None
     backstop = None
@@ -243,13 +246,10 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
         readiness.note("policy reports", policy_reports.status)
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
-    hook = Webhook(app, registry, caches, view, recorder, readiness, kinds=kinds, guard=guard,
+    hook = Webhook(app, registry, caches, view, recorder, readiness, manager, kinds=kinds, guard=guard,
                    provider_metrics=provider_metrics, policy_reports=policy_reports, liveness=liveness,
                    backstop=backstop)
     hook.components = _components(hook)
-    if csi_addons is not None:  # followed, never waited for (the convenience path)
-        hook.components.append(Service("csi-addons-config", csi_addons.start,
-                                       lambda: csi_addons.stop(timeout=1), needs_leader=False))
     return hook
 
 
@@ -275,14 +275,16 @@ def _policy_reports(settings: WebhookSettings, client: KubeClient, guard: Deleti
 
 class CertMaintenance:
     """The built-in cert manager as a runnable: the pair exists when ``start`` returns (the server,
-    started after it, cannot start without it), then it is renewed in a loop."""
+    started after it, cannot start without it), then it is checked again at its renewal time (and
+    every 10 minutes at most), as a periodic runnable."""
 
     name = "cert-manager"
     needs_leader = False  # every replica serves, so every replica needs its pair
 
     def __init__(self, certs: CertManager) -> None:
         self.certs = certs
-        self._loop = Loop(self.name, lambda stop: certs.run(), needs_leader=False, on_stop=certs.stop)
+        self._loop = Periodic(self.name, certs.check_once, certs.seconds_to_next_check, needs_leader=False,
+                              immediate=False)
 
     def start(self) -> None:
         self.certs.ensure()
@@ -356,10 +358,10 @@ def install(manager: Manager, settings: WebhookSettings) -> Webhook:
     """
     client = manager.client
     assert client is not None, "the webhook's caches follow the API server"
-    hook = build_webhook(settings, client, metrics_registry=manager.registry)
+    hook = build_webhook(settings, client, manager=manager)
     tls_settings = settings.tls
     if tls_settings.mode == "builtin":
-        from kustodian.certs.manager import CertManager
+        from kustodian.certs import CertManager
 
         name = tls_settings.webhook_configuration_name
         manager.add_runnable(CertMaintenance(CertManager(
@@ -378,7 +380,7 @@ def install(manager: Manager, settings: WebhookSettings) -> Webhook:
     if web.configuration_name:  # the chart's configurations: arm them once this replica serves
         from kustodian.webhook.arming import FailurePolicyArming
 
-        arming = FailurePolicyArming(client, configuration=web.configuration_name,
+        arming = FailurePolicyArming(client, manager.cache, configuration=web.configuration_name,
                                      checksum=web.configuration_checksum, policies=web.failure_policies,
                                      serving=lambda: https.serving() and not manager.readiness.failing())
         manager.add_runnable(arming)
@@ -389,7 +391,7 @@ def install(manager: Manager, settings: WebhookSettings) -> Webhook:
 def build_manager(settings: WebhookSettings, client: KubeClient) -> tuple[Manager, Webhook]:
     """The webhook process's one Manager, everything installed, nothing started."""
     manager = Manager(client, name=COMPONENT, health_address=settings.metrics.listen_address,
-                      metrics_path=settings.metrics.path)
+                      metrics_path=settings.metrics.path, caches_need_leader=False)
     return manager, install(manager, settings)
 
 

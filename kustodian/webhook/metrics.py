@@ -15,7 +15,8 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from kustodian.runtime.metrics import CacheCollector, with_process_metrics
+from kustodian.kube.cache import WatchCache
+from kustodian.runtime import CacheCollector, with_process_metrics
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.002, 0.005, 0.01, 0.015, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 
@@ -61,7 +62,7 @@ class RuleKindsCollector(Collector):
 
 
 class WebhookMetrics:
-    def __init__(self, caches: Callable[[], Mapping[str, Any]] = dict,
+    def __init__(self, caches: Callable[[], Mapping[str, WatchCache]] | None = dict,
                  cert_file: Callable[[], str | None] | None = None, kinds: Any = None,
                  registry: CollectorRegistry | None = None) -> None:
         self.registry = with_process_metrics(registry if registry is not None else CollectorRegistry())
@@ -87,7 +88,8 @@ class WebhookMetrics:
             "kustodian_webhook_certificate_expiry_timestamp_seconds",
             "When the serving certificate in force expires (Unix time)", registry=self.registry,
         )
-        self.registry.register(CacheCollector(caches))
+        if caches is not None:  # else the caches' Manager reports them on this registry
+            self.registry.register(CacheCollector(caches))
         if kinds is not None:
             self.registry.register(RuleKindsCollector(kinds))
         if cert_file is not None:

@@ -5,6 +5,14 @@ Handlers are keyed by kind key (``"PersistentVolumeClaim"``,
 registered is allowed untouched: the webhook configurations scope what the API
 server sends, and an unknown kind must never be denied by accident.
 
+What a request is about is the resource the API server routed it by (``request.resource``:
+group and plural, what the webhook configuration's rules match), not ``request.kind``:
+a review whose kind disagrees with its resource was not sent by an API server, and is
+refused as inconsistent when either names a registered kind (mutators: no patch, said
+so), so no decision ever rests on a field that disagrees with the routing.  A kind's
+resource is the one the chart's rules name (``policy.kinds.resource_name``), or the one
+discovery served it under (``discovered``).
+
 Failure policy on an unexpected exception (the answer always echoes the uid):
 * validating: denied with code 500 (fail closed: a guarded DELETE is never let
   through because our code broke);
@@ -20,10 +28,12 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from kustodian.logs import about
+from kustodian.policy.kinds import resource_name
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied, patched
 from kustodian.webhook.trust import identity_problem, nesting_problem
 
@@ -48,6 +58,7 @@ class PendingAnswer:
 Validator = Callable[[AdmissionRequest], Answer | PendingAnswer]
 
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+_H = TypeVar("_H", Validator, Handler)
 
 
 @dataclass
@@ -56,16 +67,50 @@ class Registry:
     mutators: dict[tuple[str, str], list[Handler]] = field(default_factory=dict)
     # every registered kind, for the /readyz cache checks and the chart rules
     kinds: set[str] = field(default_factory=set)
+    #: ``(group, resource)`` -> the registered kind served there, as the chart's rules name it
+    routes: dict[tuple[str, str], str] = field(default_factory=dict)
+    #: the resource (plural) discovery serves a kind under, None when not served: a CRD whose
+    #: plural is not the English one still routes (set by the webhook's wiring)
+    discovered: Callable[[str], str | None] | None = None
 
     def validate(self, kind: str, operations: Iterable[str], handler: Validator) -> None:
         for op in self._operations(operations):
             self.validators.setdefault((kind, op), []).append(handler)
-        self.kinds.add(kind)
+        self._register(kind)
 
     def mutate(self, kind: str, operations: Iterable[str], handler: Handler) -> None:
         for op in self._operations(operations):
             self.mutators.setdefault((kind, op), []).append(handler)
+        self._register(kind)
+
+    def _register(self, kind: str) -> None:
         self.kinds.add(kind)
+        self.routes[(kind.partition(".")[2], resource_name(kind))] = kind
+
+    def routed_kind(self, req: AdmissionRequest) -> str | None:
+        """The registered kind ``req.resource`` names, or None (a resource nobody registered)."""
+        group, resource = req.resource.group, req.resource.resource
+        kind = self.routes.get((group, resource))
+        if kind is None and self.discovered is not None:
+            # a miss costs one pass over the registered kinds (a few dozen), never the cluster
+            kind = next((k for k in sorted(self.kinds)
+                         if k.partition(".")[2] == group and self.discovered(k) == resource), None)
+        return kind
+
+    def _route(self, req: AdmissionRequest, table: Mapping[tuple[str, str], Sequence[_H]]
+               ) -> tuple[Sequence[_H], str | None]:
+        """``(handlers, problem)``: the handlers of ``table`` for the kind ``req.resource`` routes to,
+        or why the review is inconsistent: its kind is not the kind of its resource, and one of the
+        two has handlers for the operation (a review no handler of either claims passes untouched)."""
+        routed = self.routed_kind(req)
+        handlers = table.get((routed, req.operation), ()) if routed is not None else ()
+        named = req.kind_key
+        if routed == named or not (handlers or table.get((named, req.operation))):
+            return handlers, None
+        res = req.resource
+        where = f"{res.group}/{res.resource}" if res.group else res.resource
+        serves = f"serves {routed}" if routed is not None else "is not a resource this webhook judges"
+        return (), f"request.kind is {named[:100]!r} but request.resource {where[:100]!r} {serves}"
 
     @staticmethod
     def _operations(operations: Iterable[str]) -> list[str]:
@@ -78,10 +123,10 @@ class Registry:
     def run_validation(self, req: AdmissionRequest) -> Answer | PendingAnswer:
         """The answer of every handler for ``req``, checked once against forgery; ``PendingAnswer`` when
         a handler has no answer ready (the rest of the handlers then run in ``compute``)."""
-        handlers = self.validators.get((req.kind_key, req.operation))
-        if not handlers:
+        handlers, problem = self._route(req, self.validators)
+        if not handlers and problem is None:
             return allowed()
-        problem = _untrusted(req)
+        problem = problem or _untrusted(req)
         if problem is not None:  # fail closed: a guarded request is refused, never judged on a forgery
             log.warning("refused an inconsistent %s %s review (uid %s): %s", req.operation,
                         req.kind_key[:100], req.uid[:64], problem)
@@ -121,10 +166,10 @@ class Registry:
         return answer.compute() if isinstance(answer, PendingAnswer) else answer
 
     def run_mutation(self, req: AdmissionRequest) -> Answer:
-        handlers = self.mutators.get((req.kind_key, req.operation))
-        if not handlers:
+        handlers, problem = self._route(req, self.mutators)
+        if not handlers and problem is None:
             return allowed()
-        problem = _untrusted(req)
+        problem = problem or _untrusted(req)
         if problem is not None:  # mutators fail open: no patch, said so
             log.warning("no defaults for an inconsistent %s %s review (uid %s): %s", req.operation,
                         req.kind_key[:100], req.uid[:64], problem)

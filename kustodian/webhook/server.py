@@ -46,7 +46,7 @@ from cryptography import x509
 from fastapi import FastAPI
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from kustodian.runtime.runnables import Loop
+from kustodian.runtime import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -305,7 +305,8 @@ class CertReloader:
         self.in_force: ServingPair | None = None
         self._stamp = self._mtimes()
         self._refused_stamp = (0, 0)
-        self._loop = Loop("cert-reloader", self._watch, needs_leader=False, join_timeout=1)
+        self._loop = Periodic("cert-reloader", self._check_once, interval, needs_leader=False,
+                              immediate=False, join_timeout=1)
         try:  # uvicorn loaded the initial pair from these files
             self.in_force = describe_pair(self._read()[0])
         except (OSError, ValueError) as exc:
@@ -380,13 +381,12 @@ class CertReloader:
         log.warning("new serving certificate in %s refused, the previous one stays in force: %s",
                     self.files.cert, why)
 
-    def _watch(self, stop: threading.Event) -> None:
-        while not stop.wait(self.interval):
-            try:
-                if not self.check() and self._on_loaded is not None:
-                    self._on_loaded(self.in_force)  # expiry is also watched between changes
-            except Exception:  # the reloader must outlive one bad file
-                log.exception("certificate reload failed; the previous pair stays in force")
+    def _check_once(self) -> None:
+        try:
+            if not self.check() and self._on_loaded is not None:
+                self._on_loaded(self.in_force)  # expiry is also watched between changes
+        except Exception:  # the reloader must outlive one bad file
+            log.exception("certificate reload failed; the previous pair stays in force")
 
     def start(self) -> None:
         self._loop.start()
@@ -403,12 +403,10 @@ def build_server(app: FastAPI, *, host: str, port: int, tls: TLSFiles | None,
                  ) -> tuple[uvicorn.Server, CertReloader | None]:
     """A uvicorn server for ``app`` with request limits; with ``tls`` the certificates are hot-reloaded."""
     limits = limits or RequestLimits()
-    metrics = getattr(app.state, "metrics", None)
-    counter = getattr(metrics, "rejected_connections", None)
+    counter = app.state.metrics.rejected_connections  # every app is ``webhook.app.create_app``'s
 
     def rejected(reason: str) -> None:
-        if counter is not None:
-            counter.labels(reason).inc()
+        counter.labels(reason).inc()
 
     config = uvicorn.Config(
         app, host=host, port=port, loop="uvloop", http=limited_protocol(limits, rejected), lifespan="off",
@@ -424,9 +422,7 @@ def build_server(app: FastAPI, *, host: str, port: int, tls: TLSFiles | None,
         reloader = CertReloader(config.ssl, tls, reload_interval, expected_names=expected_names,
                                 on_loaded=on_cert_loaded)
         reloader.start()
-        readiness = getattr(app.state, "readiness", None)
-        if readiness is not None:
-            readiness.add("certificates-usable", reloader.usable)
+        app.state.readiness.add("certificates-usable", reloader.usable)
     server = LimitedServer(config)
     server.handshake_timeout = limits.handshake_timeout
     app.state.body_limit = limits.max_body_bytes

@@ -35,6 +35,7 @@ import yaml
 from kustodian.testing.testserver import free_port
 from kustodian.testing.tools import ensure_helm3
 from tests.conftest import KubeApi, serve_api, unavailable
+from tests.docs.published import PUBLISHED_CHART, local_chart
 from tests.e2e.stories import SCHEDULE, rbd_pv
 from tests.support import eventually, wait_while_running
 
@@ -69,12 +70,25 @@ def sh_blocks(path: Path) -> list[str]:
 
 
 def readme_command(starts: str) -> list[str]:
-    """The README's one command that starts with ``starts``, continuation lines joined, as words."""
+    """The README's one command that starts with ``starts``, continuation lines joined, as words;
+    the published chart (``oci://... --version X``, which cannot be pulled here) replaced by the
+    directory it stands for (tests/docs/published.py: a release pushes this tree's chart as its
+    version), which is also the README's own "before the first release" substitution."""
     for block in sh_blocks(README):
         for command in block.replace("\\\n", " ").splitlines():
             if command.strip().startswith(starts):
-                return shlex.split(command)
+                return _local(shlex.split(command))
     raise AssertionError(f"README.md has no command starting {starts!r}")
+
+
+def _local(words: list[str]) -> list[str]:
+    if PUBLISHED_CHART not in words:
+        return words
+    i = words.index(PUBLISHED_CHART)
+    version = words[i + 2] if words[i + 1:i + 2] == ["--version"] else None
+    chart = local_chart(PUBLISHED_CHART, version)
+    assert isinstance(chart, Path), chart
+    return [*words[:i], str(chart.relative_to(REPO)), *words[i + (3 if version else 1):]]
 
 
 @pytest.fixture(scope="module")

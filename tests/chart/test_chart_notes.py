@@ -95,13 +95,15 @@ def test_notes_say_what_each_mode_shows_and_what_to_run_next(guard: str, reclaim
     if soft:
         upgrade = "helm upgrade knotes charts/kustodian -n kustodian --reuse-values " + "".join(
             f"\\\n    --set {s}" + ("" if i == len(soft) - 1 else " ") for i, s in enumerate(soft))
-        assert upgrade + "\n  helm test knotes -n kustodian" in text
+        # the upgrade rolls the webhook out before helm test proves it armed for the new configuration
+        assert upgrade + "\n  kubectl -n kustodian rollout status deployment/knotes-kustodian" \
+                         "\n  helm test knotes -n kustodian" in text
         assert "kustodian report --since 24h" in text
         assert f"helm test knotes -n kustodian    # the schedule validator answers ({reclaim} mode)" in text
     else:
         assert "helm upgrade" not in text and "kustodian report" not in text
-        assert "Prove it answers (a malformed schedule refused, a PVC given its schedule; dry runs):\n" \
-               "  helm test knotes -n kustodian" in text
+        assert "Prove it answers (a malformed schedule refused, a PVC given its schedule; dry runs) and is " \
+               "armed:\n  helm test knotes -n kustodian" in text
 
 
 def test_notes_name_only_what_is_installed(tmp_path: Path) -> None:

@@ -1,4 +1,5 @@
-"""Issue 36: the chart as users get it: `helm package`d, then `helm install`ed from the .tgz into an
+"""Issue 36: the chart as users get it: `helm package`d (in CI: the release artifact of `make dist`),
+then `helm install`ed from the .tgz into an
 API server that enforces RBAC (kube-testserver, KTS_AUTHORIZATION=RBAC). Every object the packaged
 chart renders is accepted and stored, and the node agent's metrics port is what the rendered
 PodMonitor, and (on `helm upgrade` without it) the ServiceMonitor through the agent's Service,
@@ -10,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import os
 import tarfile
 import uuid
 from collections.abc import Iterator
@@ -75,10 +77,18 @@ def minimal_crd(plural: str, kind: str) -> Doc:
 
 @pytest.fixture(scope="module")
 def packaged(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The release artifact when ``KUSTODIAN_TEST_DIST`` names a ``make dist`` folder (CI: the ``.tgz`` a
+    tag would push is the one installed here; it must be there), else the chart packaged now."""
+    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
+    name = f"kustodian-{chart['version']}.tgz"
+    dist = os.environ.get("KUSTODIAN_TEST_DIST")
+    if dist:
+        tgz = Path(dist) / name
+        assert tgz.is_file(), f"KUSTODIAN_TEST_DIST={dist} holds no {name}: run make dist"
+        return tgz
     out = tmp_path_factory.mktemp("package")
     proc = helm("package", str(CHART), "--destination", str(out))
-    chart = yaml.safe_load((CHART / "Chart.yaml").read_text())
-    tgz = out / f"kustodian-{chart['version']}.tgz"
+    tgz = out / name
     assert tgz.is_file(), proc.stdout
     return tgz
 

@@ -524,12 +524,16 @@ def test_rules_in_values_derive_their_admission_rules_and_read_access(extra: dic
     rule_with_skip = {"provider": "Widget.example.com", "dependent": "Policy.example.com",
                       "match": {"type": "same-namespace"},
                       "skipIf": {"kind": "Switch.example.com", "field": "spec.off", "equals": True}}
-    docs = render({"deletionGuard": {"rules": [README_RULE, rule_with_skip], **extra}}, tmp_path)
+    rule_via = {"provider": "Widget.example.com", "dependent": "Gadget.example.com",
+                "match": {"type": "via-ref", "via": {"kind": "Part.example.com", "field": "spec.widget"},
+                          "field": "spec.part"}}
+    docs = render({"deletionGuard": {"rules": [README_RULE, rule_with_skip, rule_via], **extra}}, tmp_path)
     assert {("storage.k8s.io", "storageclasses"), ("example.com", "widgets")} <= _deletable(docs)
     assert ("example.com", "policies") not in _deletable(docs)  # dependents are read, not guarded
     reads = _grants(_rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook"))
     for group, resource in [("", "persistentvolumeclaims"), ("storage.k8s.io", "storageclasses"),
-                            ("example.com", "widgets"), ("example.com", "policies"), ("example.com", "switches")]:
+                            ("example.com", "widgets"), ("example.com", "policies"), ("example.com", "switches"),
+                            ("example.com", "gadgets"), ("example.com", "parts")]:
         assert {(group, resource, "list"), (group, resource, "watch")} <= reads, resource
     # without rules, nothing beyond the built-ins
     bare = render({}, tmp_path / "bare")

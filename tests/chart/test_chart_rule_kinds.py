@@ -54,6 +54,16 @@ def test_helm_template_fails_on_a_skip_if_kind_too(tmp_path: Path) -> None:
     assert '(did you mean "CephCluster.ceph.rook.io"?)' in proc.stderr
 
 
+def test_helm_template_fails_on_a_via_ref_kind_too(tmp_path: Path) -> None:
+    rule = {"provider": "CephObjectStoreAccount.ceph.rook.io", "dependent": "ObjectBucket.objectbucket.io",
+            "match": {"type": "via-ref", "via": {"kind": "CephObjectStoreUser", "field": "spec.accountRef.name"},
+                      "field": "spec.additionalState.cephUser"}}
+    proc = _template([rule], tmp_path)
+    assert proc.returncode != 0
+    assert 'deletionGuard.rules[0].match.via.kind: "CephObjectStoreUser" is not' in proc.stderr
+    assert '(did you mean "CephObjectStoreUser.ceph.rook.io"?)' in proc.stderr
+
+
 def test_a_kind_with_its_group_renders_its_groups_delete_rule_and_access(tmp_path: Path) -> None:
     rules = [README_RULE,
              {"provider": "Widget.example.com", "dependent": "VolumeSnapshot.snapshot.storage.k8s.io",

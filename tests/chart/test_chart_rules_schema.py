@@ -17,7 +17,7 @@ from kustodian.policy.deletion.rules import load_rules
 
 from .conftest import CHART, NAMESPACE, RELEASE, helm, one, render
 
-MATCHERS = (schema.SameNamespace, schema.FieldRef, schema.PoolRef, schema.CapsPool, schema.CsiVolume,
+MATCHERS = (schema.SameNamespace, schema.FieldRef, schema.ViaRef, schema.PoolRef, schema.CapsPool, schema.CsiVolume,
             schema.StorageClassRef, schema.CosiBucket, schema.MultisitePeerZones)
 
 

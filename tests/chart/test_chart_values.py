@@ -383,7 +383,7 @@ def test_host_network_serves_the_webhook_on_the_nodes_network(toggled: dict[str,
     # the Service and the NetworkPolicy follow the ports (the policy is rendered as before; most
     # CNIs do not enforce it on host-network pods, which the value's comment says)
     svc = one(docs, "Service", FULLNAME)
-    assert {p["targetPort"] for p in svc["spec"]["ports"]} == {"https", "metrics"}
+    assert {p["targetPort"] for p in svc["spec"]["ports"]} == {9443, "metrics"}  # the webhook's by number
     policy = one(docs, "NetworkPolicy", f"{FULLNAME}-webhook")
     assert [p["port"] for rule in policy["spec"]["ingress"] for p in rule["ports"]] == [9443, 9080]
     # only the webhook: the controllers are never called by the API server

@@ -8,6 +8,10 @@
   schema) and is not a deprecated name, except in a paragraph that says "deprecated" or "renamed" or in
   a section whose heading says "deprecated" (where the old names are listed for upgraders);
 - every values YAML block and every ``--set`` line renders with the real ``helm template``;
+- every chart a helm command names is this chart: ``charts/kustodian``, or the published
+  ``oci://ghcr.io/kustodian/charts/kustodian`` pinned to this tree's version, which cannot be pulled
+  offline and is rendered from ``charts/kustodian`` instead (``tests/docs/published.py`` says why
+  that is the same chart); another reference or version fails;
 - a ``--flag`` named in prose is one of the CLI's (or, listed below, another tool's);
 - a ``KUSTODIAN_*`` variable is one of the settings tree's (the configuration reference's data).
 
@@ -38,6 +42,7 @@ from kustodian.cli.main import build_parser
 from kustodian.settings import flag_table
 from kustodian.settings.flags import NOT_SETTINGS
 from tests.chart.conftest import helm_binary
+from tests.docs.published import PUBLISHED_CHART, local_chart
 
 REPO = Path(__file__).resolve().parents[2]
 CHART = REPO / "charts" / "kustodian"
@@ -255,6 +260,28 @@ def test_every_chart_value_named_in_the_docs_exists_and_is_current() -> None:
                 problems.append(f"{where}: {name}: {why}")
     assert problems == []
     assert count > 100, count
+
+
+def test_every_chart_a_helm_command_names_is_this_chart() -> None:
+    """The values blocks and ``--set`` lines below are rendered from ``charts/kustodian`` whatever
+    chart their page's command names; this holds that name to it, so the published reference is
+    mapped to the local chart, not skipped."""
+    found = [(where, ref, version) for _, claims in all_claims() for where, ref, version in claims.charts]
+    problems = [f"{where}: {why}" for where, ref, version in found if isinstance(why := local_chart(ref, version), str)]
+    assert problems == []
+    assert sum(ref == PUBLISHED_CHART for _, ref, _ in found) >= 5, found  # the README's install, read
+
+
+@pytest.mark.parametrize(("ref", "version", "expected"), [
+    (PUBLISHED_CHART, "0.0.1", "this tree publishes"),
+    (PUBLISHED_CHART, None, "without --version"),
+    ("oci://registry.example.com/kustodian", "1.0.0", "neither charts/kustodian"),
+], ids=["published-other-version", "published-unpinned", "foreign-chart"])
+def test_a_chart_reference_that_is_not_this_chart_is_caught(ref: str, version: str | None, expected: str) -> None:
+    page = f"```sh\nhelm install kustodian {ref} {'--version ' + version if version else ''} -n kustodian\n```\n"
+    ((_, found_ref, found_version),) = extract(page, "broken.md", roots()).charts
+    why = local_chart(found_ref, found_version)
+    assert isinstance(why, str) and expected in why, why
 
 
 def _render(where: Where, args: list[str], tmp: Path) -> str | None:

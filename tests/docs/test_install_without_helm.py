@@ -25,6 +25,7 @@ from docsgen import manifests
 from kustodian.kube.resources import MUTATING_WEBHOOKS, SECRETS, VALIDATING_WEBHOOKS
 from tests.chart.conftest import helm_binary, webhook_command
 from tests.conftest import KubeApi, serve_api
+from tests.docs.published import chart_version
 from tests.support import wait_while_running
 
 REPO = Path(__file__).resolve().parents[2]
@@ -164,7 +165,7 @@ def installed_as_promised(api: KubeApi) -> None:
     assert {h["failurePolicy"] for h in config["webhooks"]} == {"Ignore"}
     image = api.kubectl("-n", "kustodian", "get", "deployment", "kustodian", "-o",
                         "jsonpath={.spec.template.spec.containers[0].image}").stdout
-    assert image == "registry.example.com/kustodian:0.1.0"
+    assert image == f"registry.example.com/kustodian:{chart_version()}"  # the page's newTag, the release's
 
 
 def test_a_step_that_fails_fails_the_test(own_api: KubeApi, tmp_path: Path) -> None:

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from kustodian.kube.liveness import ApiLiveness
+from kustodian.runtime import Periodic
+from kustodian.testing.clock import ManualTimer
 
 
 class Clock:
@@ -154,15 +156,17 @@ def test_a_silent_server_restarts_every_cache_once_and_wakes_them_when_it_answer
 
 
 @pytest.mark.parametrize("ok", [True, False])
-def test_run_probes_until_stopped(ok: bool) -> None:
-    live, trips, _ = liveness()
+def test_the_periodic_probe_checks_every_interval_until_stopped(ok: bool) -> None:
+    """As the webhook runs it: ``check`` every ``interval`` from one start to the next."""
+    live, trips, clock = liveness()
     if not ok:
         trips.fail = OSError("down")
-    stop = threading.Event()
-    live.interval = 0.01
-    done = threading.Thread(target=live.run, args=(stop,))
-    done.start()
-    assert trips.entered.wait(5)
-    stop.set()
-    done.join(5)
-    assert not done.is_alive() and trips.calls >= 1
+    timer = ManualTimer()
+    probe = Periodic("api-liveness", live.check, live.interval, sliding=False, timer=timer)
+    probe.start()
+    timer.wait_for_waits(1)
+    clock.now += live.interval  # the probe's own clock: a round trip from before counts no more
+    timer.advance(live.interval)
+    timer.wait_for_waits(2)
+    probe.stop()
+    assert not probe.alive() and trips.calls == (2 if ok else 4)  # a failing check tries twice

@@ -146,3 +146,62 @@ def test_followed_caches_keep_the_projection_and_retry_soon() -> None:
     for name, fn in needs["PersistentVolume"].items():
         assert set(pvs.index_keys(name)) == set(fn(whole)), name
     assert pvs._backoff[1] == RETRY_MAX and kinds.crds._backoff[1] == RETRY_MAX
+
+
+def _pv(i: int, pool: str, **attrs: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "PersistentVolume",
+            "metadata": {"name": f"pvc-{i}", "uid": f"u-{i}", "resourceVersion": str(i)},
+            "spec": {"storageClassName": f"sc-{pool}", "claimRef": {"name": f"data-{i}"},
+                     "csi": {"driver": "rook-ceph.rbd.csi.ceph.com", "volumeHandle": f"0001-{i}",
+                             "volumeAttributes": {"clusterID": "rook-ceph", "pool": pool,
+                                                  "imageName": f"csi-vol-{i}", **attrs}}}}
+
+
+def test_volumes_of_one_pool_share_their_projected_spec() -> None:
+    """What every PV of a pool holds alike is kept once (issue 46: 1.3 -> 0.75 KiB a PV in the
+    webhook's cache); what names a PV is its own, and the copies decide as before (above)."""
+    shape = SHAPES["PersistentVolume"]
+    a, b, other = shape(_pv(1, "fast")), shape(_pv(2, "fast")), shape(_pv(3, "slow"))
+    assert a["spec"] is b["spec"] and a["spec"]["csi"] is b["spec"]["csi"]
+    assert other["spec"] is not a["spec"] and other["spec"]["csi"]["driver"] is a["spec"]["csi"]["driver"]
+    assert a["metadata"] is not b["metadata"] and a is not b
+    assert a == {"apiVersion": "v1", "kind": "PersistentVolume",
+                 "metadata": {"name": "pvc-1", "uid": "u-1", "resourceVersion": "1"},
+                 "spec": {"storageClassName": "sc-fast", "csi": {"driver": "rook-ceph.rbd.csi.ceph.com",
+                                                                 "volumeAttributes": {"clusterID": "rook-ceph",
+                                                                                      "pool": "fast"}}}}
+
+
+def test_a_shared_part_cannot_be_changed_in_place_and_its_copies_can() -> None:
+    shape = SHAPES["PersistentVolume"]
+    spec = shape(_pv(1, "fast"))["spec"]
+    changes = [lambda: spec.__setitem__("x", 1), lambda: spec.__delitem__("csi"), lambda: spec.update(x=1),
+               lambda: spec.pop("csi"), lambda: spec.setdefault("x", 1), spec.clear, spec.popitem,
+               lambda: spec["csi"]["volumeAttributes"].__setitem__("pool", "slow")]
+    for change in changes:
+        with pytest.raises(TypeError, match="read-only"):
+            change()
+    assert shape(_pv(2, "fast"))["spec"]["csi"]["volumeAttributes"]["pool"] == "fast"
+    for copied in (copy.deepcopy(spec), copy.copy(spec), dict(spec)):
+        assert type(copied) is dict and copied == spec
+    deep = copy.deepcopy(spec)
+    deep["csi"]["volumeAttributes"]["pool"] = "mine"
+    assert spec["csi"]["volumeAttributes"]["pool"] == "fast"
+
+
+def test_equal_values_of_other_types_are_not_shared() -> None:
+    make = projection([("metadata", "name"), ("spec", "a")])
+    one, true, float_one = (make({"metadata": {"name": "x"}, "spec": {"a": v}})["spec"]["a"] for v in (1, True, 1.0))
+    assert (type(one), type(true), type(float_one)) == (int, bool, float)
+
+
+def test_unique_sub_objects_are_kept_as_they_are_and_the_table_stays_bounded() -> None:
+    """A CephFS volume's subvolumePath names it: its attributes are its own.  Past SHARED_MAX
+    different ones, what many hold alike is still shared."""
+    from kustodian.kube.slim import SHARED_MAX
+
+    shape = SHAPES["PersistentVolume"]
+    unique = [shape(_pv(i, "fs", subvolumePath=f"/volumes/csi/csi-vol-{i}")) for i in range(SHARED_MAX + 10)]
+    assert unique[0]["spec"]["csi"]["volumeAttributes"]["subvolumePath"] == "/volumes/csi/csi-vol-0"
+    first, second = shape(_pv(1, "fast")), shape(_pv(2, "fast"))
+    assert first["spec"] is second["spec"]

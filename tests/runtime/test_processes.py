@@ -38,6 +38,8 @@ ALLOWED = {
     # the completion helper is a one-shot process a shell starts on <TAB>: an alarm is its hard
     # deadline, so a hanging API server never hangs the shell (no Manager, nothing long-running)
     "cli/completion.py": {"signal.signal("},
+    # test support, never run by a command: the request-logging proxy's socket pumps
+    "testing/apiproxy.py": {"Thread("},
 }
 
 
@@ -63,10 +65,11 @@ def test_the_webhook_is_one_manager_and_nothing_in_it_needs_the_leader(kube_api:
     settings = WebhookSettings(kube={"kubeconfig": str(kube_api.kubeconfig)}, tls={"mode": "builtin"})
     manager, _ = build_webhook(settings, kube_api.client)
     assert manager.leader_election is None
-    assert manager.describe() == [("cert-manager", False), ("followed-kinds", False), ("api-liveness", False),
+    assert manager.describe() == [("cert-manager", False), ("api-liveness", False),
                                   ("deletion-guard-warmer", False), ("provider-metrics", False),
-                                  ("csi-addons-config", False), ("cache-sync-report", False),
+                                  ("policy-reports", False), ("cache-sync-report", False),
                                   ("https-server", False)]
+    assert not manager.caches_need_leader  # the caches start first, on every replica
     assert manager.reconcilers == []
 
 
@@ -77,9 +80,12 @@ def test_the_webhook_with_certificate_files_and_no_guard_runs_no_cert_manager_no
                                tls={"cert_file": "tls.crt", "key_file": "tls.key"},
                                deletion_guard={"enabled": False})
     manager, _ = build_webhook(settings, kube_api.client)
-    # csi-addons' ConfigMap is followed apart from the caches that gate readiness (the convenience path)
-    assert manager.describe() == [("followed-kinds", False), ("csi-addons-config", False),
-                                  ("cache-sync-report", False), ("https-server", False)]
+    assert manager.describe() == [("policy-reports", False), ("cache-sync-report", False), ("https-server", False)]
+    # csi-addons' ConfigMap is the Manager's cache too, followed apart from the caches that gate
+    # readiness (the convenience path)
+    assert "ConfigMap (namespace=csi-addons-system,metadata.name=csi-addons-config)" in manager.describe_caches()
+    assert [c for c in manager.caches if c not in manager.waited_caches()] == [
+        c for c in manager.caches if c.kind_key == "ConfigMap" and c.namespace == "csi-addons-system"]
 
 
 @pytest.mark.api
@@ -118,8 +124,8 @@ def test_kustodian_node_agent_is_one_manager(kube_api: KubeApi, recorder: EventR
                                  node_agent={"node_name": "node-1", "disks": ["disk1=/var/lib/longhorn"]})
     manager, _ = build_node_agent(settings, kube_api.client, recorder=recorder)
     assert manager.leader_election is None
-    assert manager.describe() == [("replica-tracker", True), ("orphans", True), ("disk-monitor", True),
-                                  ("orphan-sizer", True), ("heartbeat", True)]
+    assert manager.describe() == [("replica-tracker", True), ("orphans", True), ("orphan-sync", True),
+                                  ("disk-monitor", True), ("orphan-sizer", True), ("heartbeat", True)]
 
 
 def test_runnables_that_need_no_leader_start_first_and_names_are_unique() -> None:

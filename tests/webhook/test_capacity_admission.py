@@ -10,11 +10,16 @@ from kustodian.webhook.features import capacity
 from kustodian.webhook.registry import Registry
 from tests.webhook.conftest import RunningServer
 
+# the resources the CRDs serve (../shared/upstream/csi-baremetal/crds): what the API server routes by
+PLURALS = {"AvailableCapacity": "availablecapacities",
+           "AvailableCapacityReservation": "availablecapacityreservations"}
+
 
 def review(kind: str, obj: dict[str, Any]) -> dict[str, Any]:
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "request": {"uid": "cap-1", "kind": {"group": "csi-baremetal.dell.com", "version": "v1", "kind": kind},
-                        "resource": {"group": "csi-baremetal.dell.com", "version": "v1", "resource": "x"},
+                        "resource": {"group": "csi-baremetal.dell.com", "version": "v1",
+                                     "resource": PLURALS[kind]},
                         "name": obj["metadata"]["name"], "operation": "CREATE", "object": obj}}
 
 

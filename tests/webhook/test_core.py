@@ -90,6 +90,57 @@ def test_unknown_kinds_and_operations_are_allowed_without_patch(running: tuple[R
             assert resp == {"uid": "u-1", "allowed": True}
 
 
+def routed(kind: tuple[str, str], resource: tuple[str, str], operation: str = "DELETE") -> dict[str, Any]:
+    """A review whose ``request.kind`` (group, kind) and ``request.resource`` (group, plural) are given apart."""
+    body = review(operation, kind[1], kind[0], obj={} if operation != "DELETE" else None)
+    body["request"]["resource"] = {"group": resource[0], "version": "v1", "resource": resource[1]}
+    return body
+
+
+POOL_KIND, POOLS = ("ceph.rook.io", "CephBlockPool"), ("ceph.rook.io", "cephblockpools")
+WIDGET_KIND = ("example.com", "Widget")
+
+
+@pytest.mark.parametrize(("path", "kind", "resource", "discovered", "want"), [
+    ("/validate", POOL_KIND, POOLS, None, "judged"),
+    ("/validate", ("", "CephBlockPool"), POOLS, None, "inconsistent"),
+    ("/validate", ("ceph.rook.io", "x"), POOLS, None, "inconsistent"),
+    ("/validate", POOL_KIND, ("ceph.rook.io", "x"), None, "inconsistent"),
+    ("/validate", ("", "ConfigMap"), POOLS, None, "inconsistent"),
+    ("/validate", ("", "Secret"), ("", "secrets"), None, "untouched"),
+    # a CRD whose plural is not the English one: routed by what discovery serves it as
+    ("/validate", WIDGET_KIND, ("example.com", "widgetz"), "widgetz", "judged"),
+    ("/validate", WIDGET_KIND, ("example.com", "widgetz"), None, "inconsistent"),
+    ("/mutate", ("", "PersistentVolumeClaim"), ("", "persistentvolumeclaims"), None, "judged"),
+    ("/mutate", ("", "ConfigMap"), ("", "persistentvolumeclaims"), None, "inconsistent"),
+], ids=["kind-of-its-resource", "empty-kind-group", "forged-kind", "foreign-resource", "other-kind",
+        "nobodys", "discovered-plural", "undiscovered-plural", "mutator", "mutator-forged-kind"])
+def test_a_request_is_about_the_resource_it_was_routed_by(
+        running: tuple[RunningServer, Registry], path: str, kind: tuple[str, str], resource: tuple[str, str],
+        discovered: str | None, want: str) -> None:
+    srv, registry = running
+    registry.validate("CephBlockPool.ceph.rook.io", ["DELETE"], lambda req: denied(f"judged {req.kind_key}"))
+    registry.validate("Widget.example.com", ["DELETE"], lambda req: denied(f"judged {req.kind_key}"))
+    registry.validate("ConfigMap", ["DELETE"], lambda req: denied("judged"))
+    registry.mutate("PersistentVolumeClaim", ["CREATE"], lambda req: patched([{"op": "add", "path": "/x",
+                                                                               "value": 1}]))
+    registry.discovered = lambda k: discovered if k == "Widget.example.com" else None
+    body = routed(kind, resource, "CREATE" if path == "/mutate" else "DELETE")
+    with srv.client() as client:
+        resp = client.post(path, json=body).json()["response"]
+    if want == "untouched":
+        assert resp == {"uid": "u-1", "allowed": True}
+    elif path == "/mutate":
+        assert resp["allowed"] is True
+        assert ("patch" in resp) == (want == "judged"), resp
+        assert ("inconsistent admission review" in " ".join(resp.get("warnings", []))) == (want != "judged")
+    elif want == "judged":
+        assert resp["allowed"] is False and resp["status"]["message"].startswith("judged"), resp
+    else:
+        assert resp["allowed"] is False and resp["status"]["code"] == 400, resp
+        assert "inconsistent admission review: request.kind is" in resp["status"]["message"], resp
+
+
 def test_mutation_returns_a_base64_json_patch(running: tuple[RunningServer, Registry]) -> None:
     srv, registry = running
     ops = [{"op": "add", "path": "/metadata/annotations", "value": {"a~1b": "c"}}]

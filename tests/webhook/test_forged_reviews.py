@@ -137,7 +137,8 @@ def reviews(draw: st.DrawFn) -> dict[str, Any]:
     req: dict[str, Any] = {
         "uid": "u-" + str(draw(st.integers(0, 10**9))),
         "kind": {"group": group, "version": "v1", "kind": kind},
-        "resource": {"group": group, "version": "v1", "resource": "x"},
+        "resource": {"group": group, "version": "v1",
+                     "resource": "cephblockpools" if kind == "CephBlockPool" else "namespaces"},
         "name": name, "namespace": namespace, "operation": "DELETE",
         "userInfo": {"username": draw(st.one_of(text(30), st.just("eve\nINFO forged line")))},
         "oldObject": draw(old_objects(kind)),

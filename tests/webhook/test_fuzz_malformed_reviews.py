@@ -105,7 +105,8 @@ def review(operation: str, obj: dict[str, Any] | None, old: dict[str, Any] | Non
     group, _, version = api_version.rpartition("/")
     meta = subject["metadata"]
     resource = {"PersistentVolumeClaim": "persistentvolumeclaims", "StorageClass": "storageclasses",
-                "Namespace": "namespaces", "ConfigMap": "configmaps"}.get(kind, kind.lower() + "s")
+                "Namespace": "namespaces", "ConfigMap": "configmaps",
+                "AvailableCapacity": "availablecapacities"}.get(kind, kind.lower() + "s")
     namespace = meta.get("namespace", "") if kind != "Namespace" else meta["name"]
     gvk = {"group": group, "version": version, "kind": kind}
     gvr = {"group": group, "version": version, "resource": resource}
@@ -420,6 +421,57 @@ def random_cases(count: int) -> list[tuple[str, str, Any]]:
     return out
 
 
+# -- regression rows: the API server's routing, not request.kind, says what is deleted ------------------
+
+#: the kind each guarded DELETE seed's resource serves (its CRD's or the API's own names)
+ROUTED = {("ceph.rook.io", "cephblockpools"): ("ceph.rook.io", "CephBlockPool"),
+          ("ceph.rook.io", "cephclusters"): ("ceph.rook.io", "CephCluster"),
+          ("storage.k8s.io", "storageclasses"): ("storage.k8s.io", "StorageClass"),
+          ("", "namespaces"): ("", "Namespace")}
+#: fuzz cases an earlier webhook *allowed*: a DELETE the API server routed to a guarded resource
+#: (``request.resource``), with ``request.kind`` emptied or forged, was dispatched by the kind, found
+#: no handler and passed untouched; each is ``<seed>:<path>=<index into VALUES>`` as the fuzz names it
+FORGED_KIND = [f"{seed}:request.kind.{part}={i}"
+               for seed in ("pool-delete", "cluster-delete", "storageclass-delete")
+               for part, values in (("group", (0, 1, 5, 6, 7, 8)), ("kind", (6, 7, 8)))
+               for i in values] + [f"namespace-delete:request.kind.{part}={i}"
+                                    for part in ("group", "kind") for i in (6, 7, 8)]
+
+
+def fuzz_case(case: str) -> tuple[str, Any]:
+    """The endpoint and body of fuzz case ``case`` (a single mutation), as ``single_mutations`` makes it."""
+    seed_name, _, rest = case.partition(":")
+    where, _, index = rest.rpartition("=")
+    endpoint, seed = next((e, s) for n, e, s in SEEDS if n == seed_name)
+    path = tuple(where.split("."))
+    assert _envelope_path(path) == where, case
+    return endpoint, mutated(seed, path, VALUES[int(index)])
+
+
+@pytest.mark.parametrize("case", FORGED_KIND, ids=FORGED_KIND)
+def test_a_delete_routed_to_a_guarded_resource_is_never_allowed_under_a_forged_kind(case: str) -> None:
+    endpoint, doc = fuzz_case(case)
+    request = doc["request"]
+    assert request["operation"] == "DELETE" and not oracle(doc), "the row must be a well-formed DELETE"
+    resource = request["resource"]
+    assert (request["kind"].get("group"), request["kind"]["kind"]) != ROUTED[(resource["group"],
+                                                                              resource["resource"])]
+    ((status, body),) = asyncio.run(post_all(create_app(registry()), [(case, endpoint, doc)]))
+    assert judge(case, doc, status, body) == "denied", body[:300]
+    message = json.loads(body)["response"]["status"]["message"]
+    assert "inconsistent admission review: request.kind is" in message, message
+
+
+def routed_elsewhere(doc: Any) -> bool:
+    """A well-formed DELETE routed to a guarded resource whose ``request.kind`` is not that resource's kind."""
+    request = doc["request"]
+    resource = request["resource"]
+    routed = ROUTED.get((resource.get("group") or "", resource["resource"]))
+    kind = request["kind"]
+    return (request["operation"] == "DELETE" and routed is not None
+            and (kind.get("group") or "", kind["kind"]) != routed)
+
+
 def test_every_malformed_review_is_a_400_naming_its_fields_and_nothing_is_an_internal_error(
         tracebacks: Tracebacks, tls_dir: Path) -> None:
     cases = list(single_mutations())
@@ -428,11 +480,16 @@ def test_every_malformed_review_is_a_400_naming_its_fields_and_nothing_is_an_int
     app = create_app(registry())
     answers = asyncio.run(post_all(app, cases))
     outcomes: dict[str, int] = {}
+    forged = 0
     for (case, _, doc), (status, body) in zip(cases, answers, strict=True):
         outcome = judge(case, doc, status, body)
         outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        if outcome != "400" and routed_elsewhere(doc):  # what the resource routes is judged, never skipped
+            forged += 1
+            assert outcome == "denied", f"{case}: a guarded resource under a forged kind was allowed"
     assert tracebacks.bad == [], tracebacks.bad[:5]
-    print(f"fuzz: {len(cases)} cases: {outcomes}")
+    print(f"fuzz: {len(cases)} cases: {outcomes}, {forged} routed to a guarded resource under another kind")
+    assert forged >= len(FORGED_KIND), forged
     # the mutations reached every channel: malformed bodies, allowed and refused answers
     assert outcomes["400"] > 2_000 and outcomes["allowed"] > 1_000 and outcomes["denied"] > 500, outcomes
 

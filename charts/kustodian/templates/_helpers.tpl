@@ -440,7 +440,8 @@ Called with (list $ KEY PATH). A kind of a CRD group not in the table passes (gu
 {{- end -}}
 
 {{/*
-Checks every kind deletionGuard.rules names (providers, dependents, skipIf) before anything renders them.
+Checks every kind deletionGuard.rules names (providers, dependents, skipIf, a via-ref's via) before anything
+renders them.
 */}}
 {{- define "kustodian.checkRules" -}}
 {{- range $i, $rule := .Values.deletionGuard.rules -}}
@@ -448,6 +449,7 @@ Checks every kind deletionGuard.rules names (providers, dependents, skipIf) befo
 {{- include "kustodian.checkKind" (list $ $rule.provider (printf "%s.provider" $path)) -}}
 {{- include "kustodian.checkKind" (list $ $rule.dependent (printf "%s.dependent" $path)) -}}
 {{- if $rule.skipIf }}{{ include "kustodian.checkKind" (list $ $rule.skipIf.kind (printf "%s.skipIf.kind" $path)) }}{{ end -}}
+{{- if and $rule.match $rule.match.via }}{{ include "kustodian.checkKind" (list $ $rule.match.via.kind (printf "%s.match.via.kind" $path)) }}{{ end -}}
 {{- end -}}
 {{- end -}}
 
@@ -473,7 +475,7 @@ Admission rules (DELETE) for the providers named by deletionGuard.rules, one per
 {{- end -}}
 
 {{/*
-Read access (list/watch) for every kind deletionGuard.rules names (providers, dependents, skipIf).
+Read access (list/watch) for every kind deletionGuard.rules names (providers, dependents, skipIf, via).
 */}}
 {{- define "kustodian.ruleReadRules" -}}
 {{- include "kustodian.checkRules" . -}}
@@ -482,6 +484,7 @@ Read access (list/watch) for every kind deletionGuard.rules names (providers, de
 {{- range .Values.deletionGuard.rules -}}
 {{- $kinds := list .provider .dependent -}}
 {{- if .skipIf }}{{ $kinds = append $kinds .skipIf.kind }}{{ end -}}
+{{- if and .match .match.via }}{{ $kinds = append $kinds .match.via.kind }}{{ end -}}
 {{- range $kinds -}}
 {{- $gr := splitList "|" (include "kustodian.kindResource" (list $root .)) -}}
 {{- $g := index $gr 0 -}}
@@ -496,8 +499,8 @@ Read access (list/watch) for every kind deletionGuard.rules names (providers, de
 {{- end -}}
 
 {{/*
-The DELETE admission rules of every guarded provider: the built-in Rook providers (kept equal to
-rook_rules() by tests/chart), those deletionGuard.rules name, and deletionGuard.extraAdmissionRules.
+The DELETE admission rules of every guarded provider: the built-in Rook and ceph-csi-operator
+providers (kept equal to rook_rules() by tests/chart), those deletionGuard.rules name, and deletionGuard.extraAdmissionRules.
 Shared by the deletion guard's webhooks and the deletion backstop's policy, which must match the same.
 */}}
 {{- define "kustodian.guardedResourceRules" -}}
@@ -519,6 +522,16 @@ Shared by the deletion guard's webhooks and the deletion backstop's policy, whic
     - cephobjectzonegroups
     - cephobjectzones
     - cephrbdmirrors
+  scope: "*"
+- apiGroups: [csi.ceph.io]
+  apiVersions: ["*"]
+  operations: [DELETE]
+  # ceph-csi-operator's objects Rook's CSI drivers run under (tests/chart: kept equal too)
+  resources:
+    - cephconnections
+    - clientprofilemappings
+    - clientprofiles
+    - drivers
   scope: "*"
 {{- with include "kustodian.ruleAdmissionRules" . | trim }}
 {{ . }}

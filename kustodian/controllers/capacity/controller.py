@@ -14,18 +14,9 @@ against *every* other reservation:
   with the resourceVersion it was computed from.  The runtime never runs one key on two
   workers, so batches never overlap.  A 409 means the ACR changed under us: it is
   re-read and the *whole* batch is planned again.
-- ``release``: a pod bound to a node (``spec.nodeName``) needs only that node's
-  reservations; the others are handed back at once (``narrow_to_node``), so
-  reservations stop hoarding capacity.  The Kubernetes node is mapped to its
-  csi-baremetal node ID by the ``nodes.csi-baremetal.dell.com/uuid`` annotation/label.
-  One frozen ``ReservationReleaseInput`` gathered from the caches, the pure
-  ``decide_reservation_release``, each write carrying the resourceVersion judged on.
-- ``gc``: ACRs whose pod (``<namespace>-<pod>``) is gone or Running, and RESERVED ACRs
-  past the TTL since their last status change, are deleted with a UID precondition and
-  a Warning event.  Gather -> decide -> act: one frozen ``ReservationGcInput`` from the
-  caches (:mod:`controllers.capacity.gather`), the pure ``decide_reservation_gc``, and each
-  delete confirmed by the same decision on that ACR and its pod read from the API server.
-  Requeued every ``gc_interval``; pod events wake it at once.
+- ``release`` and ``gc``: a bound pod's reservations on the other nodes handed back, stale
+  reservations collected, each gather -> decide -> act with its deletes confirmed on the API
+  server (:mod:`controllers.capacity.housekeeping`).
 
 A REJECTED decision is final, so it is never written on the AC cache alone: the cache
 may not yet show ACs created just before the ACR (two watches are not ordered with each
@@ -58,23 +49,14 @@ from kustodian.controllers.capacity.gather import (
     ReservationApiSource,
     ReservationCacheSource,
     ReservationSource,
-    gather,
-    gather_release,
 )
-from kustodian.kube.cache import WatchCache, slim
+from kustodian.controllers.capacity.housekeeping import Housekeeping
+from kustodian.kube.cache import CacheFactory, StandaloneCaches, WatchCache, slim
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import Conflict, NotFound
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import NODES, PODS, Resource
 from kustodian.policy.capacity import (
-    CapacityPlanner,
-    PlanOptions,
-    ReservationDecision,
-    apply_decision,
-    pod_key,
-)
-from kustodian.policy.capacity.gc import confirms, decide_reservation_gc
-from kustodian.policy.capacity.model import (
     AC_KIND_KEY,
     ACR_KIND_KEY,
     LVG_KIND_KEY,
@@ -83,51 +65,28 @@ from kustodian.policy.capacity.model import (
     REQUESTED,
     RESERVED,
     WAIT,
+    CapacityPlanner,
+    PlanOptions,
+    ReservationDecision,
+    apply_decision,
+    plannable,
+    pod_key,
 )
-from kustodian.policy.capacity.planner import plannable
-from kustodian.policy.capacity.release import decide_reservation_release
-from kustodian.policy.capacity.stale import StaleReservation
 from kustodian.policy.jsonpatch import merge_diff
 from kustodian.policy.objects import RawObject, name, str_field, uid
-from kustodian.runtime.workqueue import Result
+from kustodian.runtime import Result
 
 log = logging.getLogger(__name__)
 
 PLAN_KEY: Final = "plan"
 GC_KEY: Final = "gc"
 RELEASE_KEY: Final = "release"
-EVENT_RELEASED: Final = "ReservationNarrowed"
 POD_INDEX: Final = "pod"
-EVENT_COLLECTED: Final = "ReservationCollected"
 # Lower bound of a WAIT requeue: a zero delay would spin at the deadline.
 _MIN_REQUEUE: Final = 0.1
 
 Enqueue = Callable[[str], None]
 Clock = Callable[[], datetime]  # re-exported: kustodian.clock's, as every component uses it
-
-
-def pod_identity(pod: Obj) -> Obj:
-    """Cached form of a Pod: who it is, where it is bound and its phase, nothing else."""
-    meta = pod.get("metadata") or {}
-    keys = ("name", "namespace", "uid", "resourceVersion", "deletionTimestamp")
-    kept: Obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {k: meta[k] for k in keys if k in meta}}
-    node_name = (pod.get("spec") or {}).get("nodeName")
-    if isinstance(node_name, str) and node_name:
-        kept["spec"] = {"nodeName": node_name}
-    phase = (pod.get("status") or {}).get("phase")
-    if isinstance(phase, str) and phase:
-        kept["status"] = {"phase": phase}
-    return kept
-
-
-def node_identity(node: Obj, key: str = NODE_ID_KEY) -> Obj:
-    """Cached form of a Node: its name and csi-baremetal node ID (annotation, else label)."""
-    meta = node.get("metadata") or {}
-    node_id = (meta.get("annotations") or {}).get(key) or (meta.get("labels") or {}).get(key)
-    kept: Obj = {"name": meta.get("name", ""), "resourceVersion": meta.get("resourceVersion", "")}
-    if isinstance(node_id, str) and node_id:
-        kept["annotations"] = {key: node_id}
-    return {"apiVersion": "v1", "kind": "Node", "metadata": kept}
 
 
 def _pod_index(acr: Mapping[str, Any]) -> tuple[str, ...]:
@@ -172,7 +131,8 @@ class CapacityReservations:
                  reservation_ttl: timedelta = timedelta(hours=1),
                  gc_interval: timedelta = timedelta(minutes=1),
                  recorder: EventRecorder | None = None, clock: Clock = utc_now,
-                 max_rounds: int = 5, node_id_key: str = NODE_ID_KEY) -> None:
+                 max_rounds: int = 5, node_id_key: str = NODE_ID_KEY,
+                 caches: CacheFactory | None = None) -> None:
         self.client = client
         self.ac_resource = resources[AC_KIND_KEY]
         self.acr_resource = resources[ACR_KIND_KEY]
@@ -183,37 +143,71 @@ class CapacityReservations:
         self.recorder = recorder
         self.clock = clock
         self.max_rounds = max_rounds
-        self.acs = WatchCache(client, self.ac_resource)
-        self.acrs = WatchCache(client, self.acr_resource, indexers={POD_INDEX: _pod_index})
-        self.pods = WatchCache(client, PODS, transform=pod_identity)
-        self.nodes = WatchCache(client, NODES, transform=lambda n: node_identity(n, node_id_key))
+        # the process's caches (``manager.cache``): Pods and Nodes are shared with node cleanup,
+        # in their one slim shape (``kube.slim``), which keeps what reservations read
+        cache = caches if caches is not None else StandaloneCaches(client)
+        self.acs = cache(self.ac_resource)
+        self.acrs = cache(self.acr_resource, indexers={POD_INDEX: _pod_index})
+        self.pods = cache(PODS)
+        self.nodes = cache(NODES)
         # Without the LVG CRD nothing can mark a volume group failed: plan without it.
         lvg_resource = resources.get(LVG_KIND_KEY)
-        self.lvgs = WatchCache(client, lvg_resource) if lvg_resource is not None else None
-        # where garbage collection gathers from: the caches, and the API server to confirm a delete
-        self.cache_source: ReservationSource = ReservationCacheSource(self.snapshot, self.pods, self.nodes,
-                                                                      self.acs, node_id_key)
-        self.api_source: ReservationSource = ReservationApiSource(client, self.acr_resource, self.ac_resource,
-                                                                  node_id_key)
+        self.lvgs = cache(lvg_resource) if lvg_resource is not None else None
         self._lock = threading.Lock()
+        # collection and release gather from the caches, and from the API server to confirm a delete
+        self.housekeeping = Housekeeping(
+            client, self.acr_resource,
+            cache_source=ReservationCacheSource(self.snapshot, self.pods, self.nodes, self.acs, node_id_key),
+            api_source=ReservationApiSource(client, self.acr_resource, self.ac_resource, node_id_key),
+            recorder=recorder, clock=clock, reservation_ttl=reservation_ttl, gc_interval=gc_interval,
+            remember=self._remember)
         # The kept planner, and the AC/LVG changes it has not seen yet (AC name -> the AC
         # now, None once deleted; any LVG event): applied in place before the next pass.
         self._planner: CapacityPlanner | None = None
         self._ac_changes: dict[str, Obj | None] = {}
         self._lvgs_changed = False
         self.rebuilds = 0
-        self.released = 0
         self._written: dict[str, _Written] = {}
         # counters, for tests and logs
         self.writes = 0
         self.conflicts = 0
-        self.collected = 0
         self.confirmations = 0  # passes whose rejections were checked on a fresh AC list
         self.overturned = 0  # rejections the fresh list showed premature (then re-planned)
 
     @property
     def caches(self) -> list[WatchCache]:
         return [self.acs, self.acrs, self.pods, self.nodes] + ([self.lvgs] if self.lvgs is not None else [])
+
+    # what the housekeeping holds, read (and, in tests, replaced) here as before
+
+    @property
+    def cache_source(self) -> ReservationSource:
+        return self.housekeeping.cache_source
+
+    @cache_source.setter
+    def cache_source(self, source: ReservationSource) -> None:
+        self.housekeeping.cache_source = source
+
+    @property
+    def api_source(self) -> ReservationSource:
+        return self.housekeeping.api_source
+
+    @api_source.setter
+    def api_source(self, source: ReservationSource) -> None:
+        self.housekeeping.api_source = source
+
+    @property
+    def collected(self) -> int:
+        return self.housekeeping.collected
+
+    @property
+    def released(self) -> int:
+        return self.housekeeping.released
+
+    def _remember(self, written: Obj, older_rv: str) -> None:
+        """An ACR as we just wrote it, preferred over the cache until the cache catches up."""
+        with self._lock:
+            self._written[name(written)] = _Written(slim(written), older_rv)
 
     def synced(self) -> bool:
         return all(c.synced.is_set() for c in self.caches)
@@ -267,9 +261,9 @@ class CapacityReservations:
         if key == PLAN_KEY:
             return self.plan()
         if key == GC_KEY:
-            return self.collect_garbage()
+            return self.housekeeping.collect_garbage() if self.synced() else Result(requeue_after=0.5)
         if key == RELEASE_KEY:
-            return self.release_unchosen()
+            return self.housekeeping.release_unchosen() if self.synced() else Result(requeue_after=0.5)
         log.warning("capacity: unknown key %r ignored", key)
         return None
 
@@ -415,78 +409,3 @@ class CapacityReservations:
         else:
             log.info("ACR %s: waiting: %s", acr_name, decision.reason, extra=extra)
         return True
-
-    # -- garbage collection --------------------------------------------------------------------
-
-    def collect_garbage(self) -> Result:
-        """Delete ACRs whose pod is gone or Running, and RESERVED ACRs past the TTL.
-
-        Gathered from the caches, decided, and each delete confirmed by the same decision on
-        that ACR and its pod read from the API server (the pod cache may be behind the ACR cache).
-        """
-        if not self.synced():
-            return Result(requeue_after=0.5)
-        observed = gather(self.cache_source, self.reservation_ttl)
-        now = self.clock()
-        by_name = {name(a): a for a in observed.reservations}
-        for stale in decide_reservation_gc(observed, now):
-            self._collect(by_name[stale.name], stale, now)
-        return Result(requeue_after=self.gc_interval.total_seconds())
-
-    def _collect(self, acr: RawObject, stale: StaleReservation, now: datetime) -> None:
-        """Delete ``acr`` if the decision on a gather from the API server collects it too."""
-        fresh = decide_reservation_gc(gather(self.api_source, self.reservation_ttl, (stale.name,)), now)
-        if not confirms(fresh, stale):
-            log.debug("ACR %s: %s in the caches, not on the API server; kept", stale.name, stale.why,
-                      extra={"kind": "AvailableCapacityReservation", "object": stale.name})
-            return
-        self._delete(acr, next(s.why for s in fresh if s.name == stale.name))
-
-    # -- releasing what the scheduler did not pick ---------------------------------------------
-
-    def release_unchosen(self) -> Result | None:
-        """Narrow every RESERVED ACR whose pod is bound to that node's reservations.
-
-        Gathered from the caches, decided, written with the resourceVersion it was judged on.
-        """
-        if not self.synced():
-            return Result(requeue_after=0.5)
-        retry = False
-        for release in decide_reservation_release(gather_release(self.cache_source)):
-            acr, node_id = release.reservation, release.node_id
-            acr_name = name(acr)
-            patch = merge_diff(acr, release.narrowed)
-            patch.setdefault("metadata", {})["resourceVersion"] = _rv(acr)
-            extra = {"kind": "AvailableCapacityReservation", "object": acr_name}
-            try:
-                written = self.client.patch(self.acr_resource, acr_name, patch)
-            except NotFound:
-                continue
-            except Conflict:
-                retry = True  # changed under us: look again with the fresh copy
-                continue
-            with self._lock:
-                self.released += 1
-                self._written[acr_name] = _Written(slim(written), _rv(acr))
-            message = f"pod bound to node {node_id}: reservations on the other nodes released"
-            log.info("ACR %s: %s", acr_name, message, extra=extra)
-            if self.recorder is not None:
-                self.recorder.record(written, "Normal", EVENT_RELEASED, message)
-        return Result(requeue_after=0.2) if retry else None
-
-    def _delete(self, acr: RawObject, why: str) -> None:
-        acr_name = name(acr)
-        extra = {"kind": "AvailableCapacityReservation", "object": acr_name}
-        try:
-            self.client.delete(self.acr_resource, acr_name, uid=uid(acr) or None)
-        except NotFound:
-            return
-        except Conflict:  # another ACR of the same name now: not the one we judged
-            log.info("ACR %s: recreated since it was found stale; kept", acr_name, extra=extra)
-            return
-        with self._lock:
-            self.collected += 1
-        message = f"stale reservation deleted: {why}"
-        log.warning("ACR %s: %s", acr_name, message, extra=extra)
-        if self.recorder is not None:
-            self.recorder.record(acr, "Warning", EVENT_COLLECTED, message)

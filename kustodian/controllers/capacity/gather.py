@@ -19,10 +19,7 @@ from kustodian.kube.cache import WatchCache
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import NODES, PODS, Resource
-from kustodian.policy.capacity.gc import ReservationGcInput
-from kustodian.policy.capacity.model import RESERVED
-from kustodian.policy.capacity.release import ReservationReleaseInput
-from kustodian.policy.capacity.stale import PodState, pod_key
+from kustodian.policy.capacity import RESERVED, PodState, ReservationGcInput, ReservationReleaseInput, pod_key
 from kustodian.policy.objects import RawObject, list_field, map_field, name, str_field
 
 

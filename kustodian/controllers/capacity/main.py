@@ -12,17 +12,15 @@ collects garbage every ``capacity_gc_interval``.
 
 from __future__ import annotations
 
-import threading
-
 from kustodian.clock import Clock, utc_now
 from kustodian.controllers.capacity.controller import GC_KEY, PLAN_KEY, CapacityReservations
 from kustodian.errors import ConfigError
+from kustodian.kube.cache import CacheFactory
 from kustodian.kube.client import KubeClient
 from kustodian.kube.discovery import resolve
 from kustodian.kube.events import EventRecorder
-from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY, LVG_KIND_KEY
-from kustodian.runtime.manager import Manager
-from kustodian.runtime.runnables import Loop
+from kustodian.policy.capacity import AC_KIND_KEY, ACR_KIND_KEY, LVG_KIND_KEY
+from kustodian.runtime import Manager, Periodic
 from kustodian.settings import CapacityGroup
 
 NAME = "capacity"
@@ -34,7 +32,13 @@ class CapacityCrdsMissing(ConfigError):
 
 def build(settings: CapacityGroup, client: KubeClient, recorder: EventRecorder | None = None, *,
           clock: Clock = utc_now) -> CapacityReservations:
-    """The controller, wired to nothing and started nowhere."""
+    """The controller on its own (caches of its own, which the caller starts), wired to nothing."""
+    return reservations(settings, client, recorder, clock, None)
+
+
+def reservations(settings: CapacityGroup, client: KubeClient, recorder: EventRecorder | None, clock: Clock,
+                 caches: CacheFactory | None) -> CapacityReservations:
+    """The controller, its caches from ``caches`` (the Manager's, under one), wired to nothing."""
     resources = resolve(client, (AC_KIND_KEY, ACR_KIND_KEY, LVG_KIND_KEY))
     missing = sorted({AC_KIND_KEY, ACR_KIND_KEY} - resources.keys())
     if missing:
@@ -45,7 +49,7 @@ def build(settings: CapacityGroup, client: KubeClient, recorder: EventRecorder |
     return CapacityReservations(
         client, resources, options=settings.plan_options(),
         reservation_ttl=settings.reservation_ttl, gc_interval=settings.gc_interval,
-        recorder=recorder, clock=clock, node_id_key=settings.node_id_key)
+        recorder=recorder, clock=clock, node_id_key=settings.node_id_key, caches=caches)
 
 
 def install(manager: Manager, settings: CapacityGroup, *, recorder: EventRecorder | None = None,
@@ -57,14 +61,13 @@ def install(manager: Manager, settings: CapacityGroup, *, recorder: EventRecorde
     """
     client = manager.client
     assert client is not None, "the capacity controller reads and writes through the API server"
-    capacity = build(settings, client, recorder, clock=clock)
+    capacity = reservations(settings, client, recorder, clock, manager.cache)
     queue = manager.add(capacity, resync=0)  # the timer below is its resync
-    every = settings.gc_interval.total_seconds()
 
-    def tick(stop: threading.Event) -> None:
-        while not stop.wait(every):
-            queue.enqueue(PLAN_KEY)
-            queue.enqueue(GC_KEY)
+    def tick() -> None:
+        queue.enqueue(PLAN_KEY)
+        queue.enqueue(GC_KEY)
 
-    manager.add_runnable(Loop(f"{NAME}-timer", tick))
+    manager.add_runnable(Periodic(f"{NAME}-timer", tick, settings.gc_interval.total_seconds(),
+                                  immediate=False))
     return capacity

@@ -32,23 +32,17 @@ from typing import Any, Literal
 from prometheus_client import CollectorRegistry, Counter
 
 from kustodian.clock import Clock, utc_now
-from kustodian.controllers.node_cleanup.gather import (
-    NodeCleanupApiSource,
-    NodeCleanupCacheSource,
-    NodeCleanupSource,
-    gather,
-)
-from kustodian.controllers.node_cleanup.recovery import CleanedClaims
+from kustodian.controllers.node_cleanup.gather import NodeCleanupSource, gather
+from kustodian.controllers.node_cleanup.shared import CleanupShared
 from kustodian.controllers.node_cleanup.timers import NodeMissingTimers, TimersInMemory, TimersOnVolume
-from kustodian.kube.cache import WatchCache, standalone_caches
+from kustodian.kube.cache import CacheFactory, StandaloneCaches, WatchCache
 from kustodian.kube.client import KubeClient
 from kustodian.kube.errors import Conflict, KubeError, NotFound
 from kustodian.kube.events import EventRecorder
-from kustodian.kube.resources import NODES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+from kustodian.kube.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 from kustodian.policy.node_cleanup import (
     EVENT_REASON_NODE_DELETED,
     HOSTNAME_LABEL,
-    INDEXERS,
     PV_BY_CLAIM,
     PV_BY_NODE,
     ClaimAction,
@@ -65,8 +59,7 @@ from kustodian.policy.node_cleanup import (
     decide_node_cleanup,
 )
 from kustodian.policy.objects import field, str_field
-from kustodian.runtime.manager import CacheFactory
-from kustodian.runtime.workqueue import Result
+from kustodian.runtime import Result
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +86,9 @@ class NodeCleanupMetrics:
 class NodeCleanup:
     """The claim reconciler for the Manager: PV keys; ``resync`` re-examines every opted-in PV.
 
-    It owns what both reconcilers share: the caches, the two sources, the timer store and
-    the metrics; :attr:`stale_volumes` is the PV reconciler over the same.
+    It builds what node cleanup's reconcilers share (:attr:`shared`: the caches, the two sources,
+    the clock, the PVCs it deleted) and owns the timer store and the metrics;
+    :attr:`stale_volumes` is the PV reconciler over the same.
     """
 
     name = "node-cleanup"
@@ -109,15 +103,12 @@ class NodeCleanup:
         self.recorder = recorder
         self.clock = clock
         self.metrics = NodeCleanupMetrics(registry)
-        cache = caches if caches is not None else standalone_caches(client)
-        self.cache_factory = cache
+        self.shared = CleanupShared.build(client, caches if caches is not None else StandaloneCaches(client),
+                                          clock, recorder)
         # the PVCs this cleanup deleted: the StatefulSet pods left waiting for them are recovered
-        self.cleaned = CleanedClaims()
-        self.nodes = cache(NODES)
-        self.pvs = cache(PERSISTENT_VOLUMES, indexers=dict(INDEXERS["PersistentVolume"]))
-        self.pvcs = cache(PERSISTENT_VOLUME_CLAIMS)
-        self.cached = NodeCleanupCacheSource(self.nodes, self.pvs, self.pvcs)
-        self.api = NodeCleanupApiSource(client)
+        self.cleaned = self.shared.cleaned
+        self.nodes, self.pvs, self.pvcs = self.shared.nodes, self.shared.pvs, self.shared.pvcs
+        self.cached, self.api = self.shared.cached, self.shared.api
         # "memory": the node-missing annotations are kept here, per PV UID, not on the PV
         # (upstream's ClusterRole grants no patch on PVs); a restart restarts the delay
         self.timer = timer

@@ -22,8 +22,7 @@ from kustodian.kube.access import can_i
 from kustodian.kube.client import KubeClient
 from kustodian.kube.config import load_config
 from kustodian.kube.events import EventRecorder
-from kustodian.runtime.manager import Manager, leader_election
-from kustodian.runtime.workqueue import WorkQueue
+from kustodian.runtime import Manager, WorkQueue, leader_election
 from kustodian.settings import NodeCleanupGroup, NodeCleanupSettings
 
 log = logging.getLogger(__name__)
@@ -102,7 +101,7 @@ def install(manager: Manager, cleaning: NodeCleanupGroup, *, recorder: EventReco
     # one worker, as upstream's deleter: PVs are cleaned in response to Node and PV events
     manager.add(cleanup.stale_volumes, workers=1, resync=0)
     if may_recover_pods(client):
-        manager.add(PodRecovery(cleanup, registry=manager.registry), workers=1, resync=0)
+        manager.add(PodRecovery(cleanup.shared, registry=manager.registry), workers=1, resync=0)
     return cleanup, queue
 
 

@@ -9,7 +9,7 @@ made only when the same decision on a fresh read from the API server (the pod, w
 still have the same UID, its claims, its Node and StorageClasses) deletes the same pod; the
 DELETE itself carries the pod's UID as a precondition.
 
-Which PVCs Kustodian deleted is kept in memory (:class:`CleanedClaims`, bounded, for a day):
+Which PVCs Kustodian deleted is kept in memory (``shared.CleanedClaims``, bounded, for a day):
 a stuck pod is found within seconds of the PVC's deletion (its events, or the deletion
 itself, enqueue it), so the record only has to outlive that; a restart or a change of leader
 in between forgets it, and such a pod is left for a person, as before this feature.  Watching
@@ -23,13 +23,13 @@ claim Kustodian deleted reaches that read, which is rare.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
-from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from datetime import datetime
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Histogram
 
+from kustodian.controllers.node_cleanup.shared import CleanupShared
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.errors import Conflict, KubeError, NotFound
 from kustodian.kube.resources import PERSISTENT_VOLUME_CLAIMS, PODS, STORAGE_CLASSES
@@ -48,50 +48,13 @@ from kustodian.policy.node_cleanup import (
     statefulset_owner,
 )
 from kustodian.policy.objects import str_field
-from kustodian.runtime.workqueue import Result
-
-if TYPE_CHECKING:
-    from kustodian.controllers.node_cleanup.controller import NodeCleanup
+from kustodian.runtime import Result
 
 log = logging.getLogger(__name__)
 
 Obj = dict[str, Any]
 
-_KEPT_FOR = timedelta(days=1)
-_KEPT_MAX = 10_000
 _CACHE_LAG_RECHECK = 1.0
-
-
-class CleanedClaims:
-    """The PVCs node cleanup deleted, by ``(namespace, name)``; listeners hear of each new one."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._claims: dict[tuple[str, str], CleanedClaim] = {}
-        self._listeners: list[Callable[[CleanedClaim], None]] = []
-
-    def listen(self, listener: Callable[[CleanedClaim], None]) -> None:
-        self._listeners.append(listener)
-
-    def add(self, claim: CleanedClaim) -> None:
-        with self._lock:
-            self._expire(claim.deleted_at)
-            self._claims[(claim.namespace, claim.name)] = claim
-        for listener in list(self._listeners):
-            listener(claim)
-
-    def of(self, namespace: str, names: list[str], now: datetime) -> tuple[CleanedClaim, ...]:
-        with self._lock:
-            found = (self._claims.get((namespace, n)) for n in names)
-            return tuple(c for c in found if c is not None and now - c.deleted_at <= _KEPT_FOR)
-
-    def _expire(self, now: datetime) -> None:
-        if len(self._claims) < _KEPT_MAX:
-            return
-        for key, claim in sorted(self._claims.items(), key=lambda kv: kv[1].deleted_at):
-            if len(self._claims) < _KEPT_MAX // 2 and now - claim.deleted_at <= _KEPT_FOR:
-                break
-            del self._claims[key]
 
 
 class PodRecoveryMetrics:
@@ -110,10 +73,10 @@ class PodRecovery:
 
     name = "node-cleanup-pods"
 
-    def __init__(self, cleanup: NodeCleanup, registry: CollectorRegistry | None = None) -> None:
+    def __init__(self, cleanup: CleanupShared, registry: CollectorRegistry | None = None) -> None:
         self.cleanup = cleanup
         self.client = cleanup.client
-        self.pods = cleanup.cache_factory(PODS, indexers=dict(INDEXERS["Pod"]))
+        self.pods = cleanup.caches(PODS, indexers=dict(INDEXERS["Pod"]))
         self.metrics = PodRecoveryMetrics(registry)
 
     @property

@@ -22,6 +22,8 @@ from kustodian.kube.resources import Resource
 from kustodian.policy.objects import str_field
 from kustodian.policy.orphans import (
     ORPHAN_BY_NODE,
+    PARAM_DATA_NAME,
+    PARAM_DISK_PATH,
     DirProbe,
     DiskScan,
     OrphanCleanupInput,
@@ -29,9 +31,9 @@ from kustodian.policy.orphans import (
     OrphanSyncInput,
     Ownership,
     QuarantineProbe,
+    orphan_param,
     safe_target,
 )
-from kustodian.policy.orphans.resource import PARAM_DATA_NAME, PARAM_DISK_PATH, orphan_param
 
 Scans = Callable[[], Sequence[DiskScan]]
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
@@ -45,7 +44,7 @@ from kustodian.policy.orphans import (
     agent_gone,
     agent_gone_condition,
 )
-from kustodian.runtime.runnables import Loop
+from kustodian.runtime import Periodic
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +53,7 @@ def _micro_time(when: datetime) -> str:
 
 
 class Heartbeat:
-    """This node's heartbeat, and the watch over the other nodes' Orphans (a runnable loop)."""
+    """This node's heartbeat, and the watch over the other nodes' Orphans (a periodic runnable)."""
 
     def __init__(self, client: KubeClient, registry: DiskRegistry, *, node: str, namespace: str,
                  longhorn_namespace: str, orphans: WatchCache, orphan_resource: Resource,
@@ -67,16 +66,9 @@ class Heartbeat:
         self.interval, self.timeout = interval, timeout
         self.passes = 0  # read by tests
 
-    def loop(self) -> Loop:
-        return Loop("heartbeat", self._run, join_timeout=10)
-
-    def _run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            try:
-                self.beat_once()
-            except Exception:  # the heartbeat must outlive any one bad pass
-                log.exception("node %s: heartbeat pass failed", self.node)
-            stop.wait(self.interval.total_seconds())
+    def loop(self) -> Periodic:
+        """A pass every ``interval`` (one that fails is logged; the next one comes all the same)."""
+        return Periodic("heartbeat", self.beat_once, self.interval.total_seconds(), join_timeout=10)
 
     def beat_once(self) -> None:
         """Renew this node's heartbeat, then speak for the nodes whose heartbeat expired."""

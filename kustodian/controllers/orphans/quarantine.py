@@ -46,8 +46,13 @@ from kustodian.controllers.orphans.scan import _meta_error as meta_error
 from kustodian.controllers.orphans.scan import _read_disk_uuid as read_disk_uuid
 from kustodian.controllers.orphans.scan import _remove_tree as remove_tree
 from kustodian.controllers.orphans.scan import _UnsafeToRemoveError as UnsafeToRemoveError
-from kustodian.policy.orphans import REPLICAS_DIR, QuarantineProbe, quarantine_path, safe_target
-from kustodian.policy.orphans.quarantine import QUARANTINE_DIR
+from kustodian.policy.orphans import (
+    QUARANTINE_DIR,
+    REPLICAS_DIR,
+    QuarantineProbe,
+    quarantine_path,
+    safe_target,
+)
 
 __all__ = ["apparent_size", "probe_quarantine", "purge_quarantined", "quarantine_replica_dir",
            "restore_quarantined"]

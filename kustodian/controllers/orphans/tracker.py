@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from kustodian.kube.cache import WatchCache
+from kustodian.kube.cache import CacheFactory, StandaloneCaches, WatchCache
 from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.errors import Forbidden, KubeError, NotFound
 from kustodian.kube.resources import Resource
@@ -96,12 +96,14 @@ class NoTracker:
 
 
 class LonghornWatch:
-    """A watch cache of one Longhorn resource in ``namespace``, started once the API serves it."""
+    """A watch cache of one Longhorn resource in ``namespace``, asked of ``caches`` (the process's
+    Manager) once the API serves it."""
 
     def __init__(self, client: KubeClient, resource: Resource, namespace: str, *,
                  field_selector: str | None = None, recheck_interval: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, caches: CacheFactory | None = None) -> None:
         self.client = client
+        self._caches = caches if caches is not None else StandaloneCaches(client)
         self.resource = resource
         self.namespace = namespace
         self.field_selector = field_selector
@@ -144,10 +146,9 @@ class LonghornWatch:
                 self.why_unknown = f"{self.resource.key} is not served (Longhorn not installed?)"
                 log.info("%s: no directory is an orphan", self.why_unknown)
                 return None
-            cache = WatchCache(self.client, self.resource, namespace=self.namespace,
-                               field_selector=self.field_selector)
+            cache = self._caches(self.resource, namespace=self.namespace, field_selector=self.field_selector)
             cache.add_handler(self._notify)
-            self._cache = cache.start()
+            self._cache = cache.start()  # started already when the Manager's caches run
             return self._cache
 
     def start(self) -> None:
@@ -179,8 +180,9 @@ class LonghornReplicas(LonghornWatch):
     """Longhorn ``Replica`` objects (``longhorn.io/v1beta2``) in ``namespace``."""
 
     def __init__(self, client: KubeClient, namespace: str, *, recheck_interval: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(client, REPLICAS, namespace, recheck_interval=recheck_interval, clock=clock)
+                 clock: Callable[[], float] = time.monotonic, caches: CacheFactory | None = None) -> None:
+        super().__init__(client, REPLICAS, namespace, recheck_interval=recheck_interval, clock=clock,
+                         caches=caches)
 
     def tracked(self, *, fresh: bool = False) -> frozenset[TrackedReplica] | None:
         if not fresh:
@@ -204,15 +206,16 @@ class Longhorn:
     needs_leader = True  # started with the caches, after which the Manager waits for it
 
     def __init__(self, client: KubeClient, namespace: str, node: str, *, recheck_interval: float = 30.0,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, caches: CacheFactory | None = None) -> None:
         self.client = client
         self.namespace = namespace
         self.node = node
-        self.replicas = LonghornReplicas(client, namespace, recheck_interval=recheck_interval, clock=clock)
+        self.replicas = LonghornReplicas(client, namespace, recheck_interval=recheck_interval, clock=clock,
+                                         caches=caches)
         self.nodes = LonghornWatch(client, LONGHORN_NODES, namespace, field_selector=f"metadata.name={node}",
-                                   recheck_interval=recheck_interval, clock=clock)
+                                   recheck_interval=recheck_interval, clock=clock, caches=caches)
         self.settings = LonghornWatch(client, LONGHORN_SETTINGS, namespace, recheck_interval=recheck_interval,
-                                      clock=clock)
+                                      clock=clock, caches=caches)
         self._parts = (self.replicas, self.nodes, self.settings)
 
     @property

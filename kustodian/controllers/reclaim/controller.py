@@ -33,7 +33,7 @@ from kustodian.controllers.reclaim.gather import (
     ReclaimSource,
     gather,
 )
-from kustodian.kube.cache import NAMESPACE_INDEX, WatchCache, standalone_caches
+from kustodian.kube.cache import NAMESPACE_INDEX, CacheFactory, StandaloneCaches, WatchCache
 from kustodian.kube.client import KubeClient
 from kustodian.kube.discovery import resolve
 from kustodian.kube.errors import Conflict, NotFound
@@ -57,7 +57,7 @@ from kustodian.policy.reclaim.upstream import (
     CsiAddonsConfig,
     CsiAddonsConfigTracker,
 )
-from kustodian.runtime.manager import CacheFactory, Manager
+from kustodian.runtime import Manager
 from kustodian.settings import ReclaimGroup
 
 log = logging.getLogger(__name__)
@@ -87,7 +87,7 @@ class ReclaimPropagation:
         self.keyrotation = keyrotation  # the same machinery for keyrotation.csiaddons.openshift.io (opt-in)
         self.recorder = recorder
         self.config_ref = (config_namespace, config_name)
-        cache = caches if caches is not None else standalone_caches(client)
+        cache = caches if caches is not None else StandaloneCaches(client)
         self.pvcs = cache(PERSISTENT_VOLUME_CLAIMS, indexers=dict(INDEXERS["PersistentVolumeClaim"]))
         self.primary = self.pvcs
         self.namespaces = cache(NAMESPACES)

@@ -22,21 +22,79 @@ from kustodian.policy.deletion.decision import (
     decide_delete,
     decide_namespace_delete,
     dependents_table,
+    gather_namespace,
 )
-from kustodian.policy.deletion.message import MESSAGE_LIMIT
+from kustodian.policy.deletion.dependents import (
+    BucketRead,
+    DependentsOfProvider,
+    decide_namespace_teardown,
+    decide_provider_delete,
+)
+from kustodian.policy.deletion.findings import (
+    NAMESPACE_RULE,
+    deleting_since,
+    namespace_finding,
+    provider_finding,
+)
+from kustodian.policy.deletion.findings import POLICY as GUARD_POLICY
+from kustodian.policy.deletion.live import LiveDependents
+from kustodian.policy.deletion.message import MESSAGE_LIMIT, plural, short_kind
+from kustodian.policy.deletion.modes import refusal_mode
+from kustodian.policy.deletion.projection import FieldPath, fields_read
+from kustodian.policy.deletion.refusals import (
+    EFFECTS,
+    REASONS,
+    RefusedDeletes,
+    Window,
+    by_mode,
+    refused_deletes,
+    summary,
+)
+from kustodian.policy.deletion.report import SeriesCap, cap_series, protections, provider_dict
 from kustodian.policy.deletion.rules import RuleError, RuleSet, load_rules
+from kustodian.policy.deletion.verdict import NamedGroup, Override, read_override
 
 __all__ = [
     "ALLOW_ANNOTATION",
+    "EFFECTS",
+    "GUARD_POLICY",
     "MESSAGE_LIMIT",
+    "NAMESPACE_RULE",
+    "REASONS",
     "ROOK_RULES",
+    "BucketRead",
     "DeleteDecision",
+    "DependentsOfProvider",
+    "FieldPath",
+    "LiveDependents",
+    "NamedGroup",
     "ObjectRef",
+    "Override",
+    "RefusedDeletes",
     "RuleError",
     "RuleSet",
+    "SeriesCap",
+    "Window",
+    "by_mode",
+    "cap_series",
     "decide_delete",
     "decide_namespace_delete",
+    "decide_namespace_teardown",
+    "decide_provider_delete",
+    "deleting_since",
     "dependents_table",
+    "fields_read",
+    "gather_namespace",
     "load_rules",
+    "namespace_finding",
+    "plural",
+    "protections",
+    "provider_dict",
+    "provider_finding",
+    "read_override",
+    "refusal_mode",
+    "refused_deletes",
     "rook_rules",
+    "short_kind",
+    "summary",
 ]

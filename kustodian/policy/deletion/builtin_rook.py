@@ -15,7 +15,8 @@ block.
 Kinds Rook grew since the design, checked against its code (d0c3b9c):
 
 * CephObjectStoreAccount (``spec.store``) owns RGW users and their buckets: it
-  blocks its store, and users naming it in ``spec.accountRef.name`` block it.
+  blocks its store, and users naming it in ``spec.accountRef.name`` block it, as do the
+  ObjectBuckets those users own.
 * CephNVMeOFGateway keeps its state in the ``.nvmeof`` pool (``nvmeofPoolName``,
   fixed in ``nvmeof/controller.go``): it blocks that CephBlockPool.
 * CephBucketTopic (``spec.objectStoreName``/``objectStoreNamespace``) lives in its
@@ -25,6 +26,9 @@ Kinds Rook grew since the design, checked against its code (d0c3b9c):
 
 Kustodian also blocks the CephCluster on accounts and NVMe-oF gateways, which
 Rook's ``cephClusterDependentListKinds`` has not caught up with.
+
+The ceph-csi-operator objects Rook's CSI drivers run under (ClientProfile, Driver,
+CephConnection, ClientProfileMapping) are in ``builtin_ceph_csi`` and part of the same set.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
+from kustodian.policy.deletion.builtin_ceph_csi import CEPH_CSI_RULES
 from kustodian.policy.deletion.rules import RuleSet, load_rules
 
 _ALLOW_UNINSTALL_WITH_VOLUMES = {
@@ -453,12 +458,26 @@ ROOK_RULES: list[dict[str, Any]] = [
         "match": {"type": "cosi-bucket"},
         "skipInPeerZone": True,
     },
-    # CephObjectStoreAccount: its users (their buckets are the store's ObjectBuckets).
+    # CephObjectStoreAccount: its users, and the buckets they own (Rook's provisioner writes the
+    # owner in the ObjectBucket's spec.additionalState.cephUser, the user CR's name); Ceph refuses
+    # to delete an account that still holds either (ceph-object-accounts.md), which would leave the
+    # CR Terminating, and rook.io/force-deletion deletes them with it.
     {
         "name": "rook/objectstoreaccount-users",
         "provider": "CephObjectStoreAccount.ceph.rook.io",
         "dependent": "CephObjectStoreUser.ceph.rook.io",
         "match": {"type": "field-ref", "field": "spec.accountRef.name"},
+    },
+    {
+        "name": "rook/objectstoreaccount-objectbuckets",
+        "provider": "CephObjectStoreAccount.ceph.rook.io",
+        "dependent": "ObjectBucket.objectbucket.io",
+        "match": {
+            "type": "via-ref",
+            "via": {"kind": "CephObjectStoreUser.ceph.rook.io", "field": "spec.accountRef.name"},
+            "field": "spec.additionalState.cephUser",
+            "namespaceField": "spec.additionalState.objectStoreNamespace",
+        },
     },
     # CephBucketTopic: the notifications that publish to it.
     {
@@ -542,6 +561,8 @@ ROOK_RULES: list[dict[str, Any]] = [
         "dependent": "CephFilesystem.ceph.rook.io",
         "match": _MIRRORED,
     },
+    # Rook's CSI objects since v1.18, the admin's since v1.20 (builtin_ceph_csi).
+    *CEPH_CSI_RULES,
 ]
 
 

@@ -223,4 +223,5 @@ def decide_namespace_teardown(gathered: ProvidersInNamespace) -> DeleteDecision:
                   for ref, groups in per_provider)
     if blocking:
         return DeleteDecision(False, message, grouped, providers=providers, named=named)
-    return DeleteDecision(True, message, grouped, overridden=True, providers=providers, named=named)
+    return DeleteDecision(True, message, grouped, overridden=True, providers=providers, named=named,
+                          override=ALLOW_ANNOTATION)

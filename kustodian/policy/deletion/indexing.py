@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from typing import Any
 
-from kustodian.policy.deletion.pools import PoolSet, provider_pools
-from kustodian.policy.deletion.schema import Condition, FieldRef, Rule, SameNamespace, SkipIf
+from kustodian.policy.deletion.pools import PoolSet, provider_pools, values_at
+from kustodian.policy.deletion.schema import Condition, FieldRef, Rule, SameNamespace, SkipIf, ViaRef
 from kustodian.policy.objects import RawObject, field, name, namespace, str_field
 from kustodian.policy.store import ClusterView, Indexer
 
@@ -162,6 +162,32 @@ def field_ref_indexes(rule: Rule, m: FieldRef) -> list[IndexSpec]:
 
 
 def leaves_field_ref(rule: Rule, m: FieldRef, provider: Provider, view: ClusterView) -> list[Leaf]:
-    values = [t.format(name=provider.name, namespace=provider.namespace) for t in m.values]
+    if m.values_from:
+        values = sorted({v for f in m.values_from for v in values_at(provider.obj, f)})
+    else:
+        values = [t.format(name=provider.name, namespace=provider.namespace) for t in m.values]
     keys = values if m.scope == "cluster" else [f"{provider.namespace}/{v}" for v in values]
     return [(field_index(rule.dependent, m), keys)]
+
+
+# --- via-ref: dependents naming an object that names the provider -----------------------------
+
+
+def _via_indexes(rule: Rule, m: ViaRef) -> tuple[IndexSpec, IndexSpec]:
+    hop = field_index(m.via.kind, FieldRef(type="field-ref", field=m.via.field))
+    last = field_index(rule.dependent, FieldRef.model_validate(
+        {"type": "field-ref", "field": m.field, "namespaceField": m.namespace_field}))
+    return hop, last
+
+
+def via_ref_indexes(rule: Rule, m: ViaRef) -> list[IndexSpec]:
+    return list(_via_indexes(rule, m))
+
+
+def leaves_via_ref(rule: Rule, m: ViaRef, provider: Provider, view: ClusterView) -> list[Leaf]:
+    """Two lookups: the ``via`` objects naming the provider (a hop), then the dependents naming them."""
+    hop, last = _via_indexes(rule, m)
+    if not provider.namespace or not view.has_kind(m.via.kind):
+        return []
+    via = hop.lookup(view, [f"{provider.namespace}/{provider.name}"])
+    return [(last, sorted({f"{namespace(o)}/{name(o)}" for o in via}))]

@@ -14,9 +14,11 @@ from kustodian.policy.deletion.indexing import (
     field_ref_indexes,
     leaves_field_ref,
     leaves_same_namespace,
+    leaves_via_ref,
     lookup_leaves,
     same_namespace_indexes,
     skip_index,
+    via_ref_indexes,
 )
 from kustodian.policy.deletion.indexing import rule_skipped as skip_if_holds
 from kustodian.policy.deletion.rook_matchers import (
@@ -45,6 +47,7 @@ from kustodian.policy.deletion.schema import (
     Rule,
     SameNamespace,
     StorageClassRef,
+    ViaRef,
 )
 from kustodian.policy.objects import RawObject
 from kustodian.policy.store import ClusterView
@@ -57,6 +60,8 @@ def index_specs(rule: Rule) -> list[IndexSpec]:
             specs = same_namespace_indexes(rule, m)
         case FieldRef() as m:
             specs = field_ref_indexes(rule, m)
+        case ViaRef() as m:
+            specs = via_ref_indexes(rule, m)
         case PoolRef() as m:
             specs = pool_ref_indexes(rule, m)
         case CapsPool() as m:
@@ -91,6 +96,8 @@ def find_leaves(rule: Rule, provider: Provider, view: ClusterView) -> list[Leaf]
             return leaves_same_namespace(rule, m, provider, view)
         case FieldRef() as m:
             return leaves_field_ref(rule, m, provider, view)
+        case ViaRef() as m:
+            return leaves_via_ref(rule, m, provider, view)
         case PoolRef() as m:
             return leaves_pool_ref(rule, m, provider, view)
         case CapsPool() as m:

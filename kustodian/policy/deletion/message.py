@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from kustodian.policy.kinds import english_plural
+
 MESSAGE_LIMIT = 1024  # bytes, UTF-8
-_IRREGULAR_PLURALS = {"Endpoints": "Endpoints"}
 
 
 def short_kind(kind_key: str) -> str:
@@ -23,14 +24,7 @@ def short_kind(kind_key: str) -> str:
 
 def plural(kind: str) -> str:
     """English plural of a Kind: ``CephNFS`` -> ``CephNFSes``, ``StorageClass`` -> ``StorageClasses``."""
-    if kind in _IRREGULAR_PLURALS:
-        return _IRREGULAR_PLURALS[kind]
-    lower = kind.lower()
-    if lower.endswith(("s", "x", "z", "ch", "sh")):
-        return kind + "es"
-    if lower.endswith("y") and lower[-2:-1] not in ("a", "e", "i", "o", "u", ""):
-        return kind[:-1] + "ies"
-    return kind + "s"
+    return english_plural(kind)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from kustodian.policy.deletion.schema import (
     Rule,
     SameNamespace,
     StorageClassRef,
+    ViaRef,
 )
 
 FieldPath = tuple[str, ...]
@@ -51,8 +52,8 @@ def _dependent_reads(rule: Rule) -> set[FieldPath] | None:
     match rule.match:
         case SameNamespace() as m:
             return _where(m.where)
-        case FieldRef() as m:
-            reads = {path(m.field)} | _where(m.where)
+        case FieldRef() | ViaRef() as m:
+            reads = {path(m.field)} | (_where(m.where) if isinstance(m, FieldRef) else set())
             if m.namespace_field:
                 reads.add(path(m.namespace_field))
             return reads

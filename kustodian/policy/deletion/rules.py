@@ -33,6 +33,7 @@ from kustodian.policy.deletion.schema import (
     PoolRef,
     Rule,
     StorageClassRef,
+    ViaRef,
 )
 from kustodian.policy.kinds import kind_problem
 from kustodian.policy.store import Indexer, Indexers
@@ -159,6 +160,8 @@ def _kind_problems(rule: Rule, served: Mapping[str, Set[str]] | None) -> list[Fi
     named = [("provider", rule.provider), ("dependent", rule.dependent)]
     if rule.skip_if is not None:
         named.append(("skipIf.kind", rule.skip_if.kind))
+    if isinstance(rule.match, ViaRef):
+        named.append(("match.via.kind", rule.match.via.kind))
     problems: list[FieldProblem] = []
     for path, key in named:
         why = kind_problem(key, served)

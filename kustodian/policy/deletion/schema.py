@@ -116,12 +116,15 @@ class FieldRef(_Model):
     ``scope: namespace`` also requires the dependent to live in the provider's namespace, or to
     name that namespace in ``namespaceField`` (CephObjectStoreUser ``spec.clusterNamespace``);
     ``scope: cluster`` ignores namespaces (a PVC in any namespace naming a StorageClass).
+    ``valuesFrom`` takes the values from fields of the provider instead (a ``*`` segment walks a
+    list): a ClientProfileMapping's ``spec.mappings.*.localClientProfile``.
     """
 
     type: Literal["field-ref"]
     field: FieldPath
     scope: Literal["namespace", "cluster"] = "namespace"
     values: tuple[Template, ...] = ("{name}",)
+    values_from: tuple[ListFieldPath, ...] = ()
     namespace_field: FieldPath | None = None
     where: tuple[Condition, ...] = ()
 
@@ -129,7 +132,32 @@ class FieldRef(_Model):
     def _needs_values(self) -> FieldRef:
         if not self.values:
             raise ValueError("values must not be empty (default: ['{name}'])")
+        if self.values_from and "values" in self.model_fields_set:
+            raise ValueError("give values or valuesFrom, not both")
         return self
+
+
+class Hop(_Model):
+    """Objects of ``kind`` whose ``field`` names the provider, in the provider's namespace."""
+
+    kind: KindKey
+    field: FieldPath
+
+
+class ViaRef(_Model):
+    """The dependent's ``field`` names an object that refers to the provider (``via``).
+
+    Two hops, both indexed: the ``via`` objects naming the provider (CephObjectStoreUsers whose
+    ``spec.accountRef.name`` is the account), then the dependents naming one of them by
+    ``namespace/name``, the namespace read from ``namespaceField`` or the dependent's own
+    (ObjectBuckets whose ``spec.additionalState.cephUser`` is one of those users, in
+    ``spec.additionalState.objectStoreNamespace``).
+    """
+
+    type: Literal["via-ref"]
+    via: Hop
+    field: FieldPath
+    namespace_field: FieldPath | None = None
 
 
 class PoolRef(_Model):
@@ -236,6 +264,7 @@ class MultisitePeerZones(_Model):
 Matcher = Annotated[
     SameNamespace
     | FieldRef
+    | ViaRef
     | PoolRef
     | CapsPool
     | CsiVolume
@@ -247,6 +276,7 @@ Matcher = Annotated[
 MATCHER_TYPES = (
     "same-namespace",
     "field-ref",
+    "via-ref",
     "pool-ref",
     "caps-pool",
     "csi-volume",

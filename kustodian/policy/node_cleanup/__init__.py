@@ -47,6 +47,7 @@ from kustodian.policy.node_cleanup.inputs import (
     decide_node_cleanup,
 )
 from kustodian.policy.node_cleanup.nodes import NodeDirectory, NodeSnapshot, node_exists, node_uid
+from kustodian.policy.node_cleanup.plan import PlannedVolume, plan_node_cleanup
 from kustodian.policy.node_cleanup.reasons import NodeCleanupReason
 from kustodian.policy.node_cleanup.recovery import (
     ANNOTATION_RECOVER_PODS,
@@ -93,6 +94,7 @@ __all__ = [
     "NodeDirectory",
     "NodeSnapshot",
     "PVStatus",
+    "PlannedVolume",
     "PodRecoveryDecision",
     "PodRecoveryInput",
     "RecoverPod",
@@ -110,6 +112,7 @@ __all__ = [
     "node_exists",
     "node_uid",
     "parse_rfc3339",
+    "plan_node_cleanup",
     "pod_claim_names",
     "pv_delete_decision",
     "pvc_cleanup_decision",

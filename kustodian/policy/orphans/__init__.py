@@ -11,12 +11,13 @@ names nobody checked.
 This package holds every decision and none of the I/O: the node agent scans disks
 into :class:`DiskScan` (``controllers.orphans.scan``), lists Replica objects into
 :class:`TrackedReplica`, and asks :func:`find_orphans` / :func:`sync_orphans` what to
-report and :func:`decide_orphan_cleanup` (over one frozen :class:`OrphanCleanupInput`)
-what to remove.  Paths are computed here with
-string arithmetic only (:func:`safe_target`), and the agent re-verifies the disk
+report, :func:`decide_brakes` which disks hold auto-deletion, and
+:func:`decide_orphan_cleanup` (over one frozen :class:`OrphanCleanupInput`) what to remove.
+Paths are computed here with string arithmetic only (:func:`safe_target`), and the agent re-verifies the disk
 identity right before it removes anything.
 """
 
+from kustodian.policy.orphans.brakes import BrakeChange, BrakeInput, Brakes, decide_brakes
 from kustodian.policy.orphans.cleanup import (
     Cleanability,
     DeleteOrphan,
@@ -120,7 +121,11 @@ from kustodian.policy.orphans.resource import (
     ORPHAN_FINALIZER,
     ORPHAN_KIND,
     ORPHAN_KIND_KEY,
+    PARAM_DATA_NAME,
+    PARAM_DISK_NAME,
+    PARAM_DISK_PATH,
     orphan_object,
+    orphan_param,
 )
 
 DISK_CONFIG_FILE = "longhorn-disk.cfg"
@@ -137,6 +142,9 @@ __all__ = [
     "ORPHAN_FINALIZER",
     "ORPHAN_KIND",
     "ORPHAN_KIND_KEY",
+    "PARAM_DATA_NAME",
+    "PARAM_DISK_NAME",
+    "PARAM_DISK_PATH",
     "QUARANTINE_DIR",
     "REPLICAS_DIR",
     "RESTORE_REFUSED",
@@ -147,6 +155,9 @@ __all__ = [
     "STATE_RESTORED",
     "VOLUME_META_FILE",
     "AutoDeletion",
+    "BrakeChange",
+    "BrakeInput",
+    "Brakes",
     "Cleanability",
     "DeleteOrphan",
     "DirProbe",
@@ -187,6 +198,7 @@ __all__ = [
     "confirms_prune",
     "data_cleanability",
     "data_cleanable_condition",
+    "decide_brakes",
     "decide_orphan_cleanup",
     "decide_orphan_sync",
     "deferred_delete",
@@ -201,6 +213,7 @@ __all__ = [
     "normalize_disk_path",
     "orphan_name",
     "orphan_object",
+    "orphan_param",
     "ownership",
     "parse_replica_dir_name",
     "parse_volume_meta",

@@ -7,8 +7,12 @@ size above int64) and answers with every problem and its field path at once.
 
 from __future__ import annotations
 
-from kustodian.policy.capacity.model import AC_KIND_KEY, ACR_KIND_KEY
-from kustodian.policy.capacity.validation import validate_available_capacity, validate_reservation
+from kustodian.policy.capacity import (
+    AC_KIND_KEY,
+    ACR_KIND_KEY,
+    validate_available_capacity,
+    validate_reservation,
+)
 from kustodian.webhook.registry import Registry
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied
 

@@ -28,11 +28,9 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from kustodian.kube.view import CacheView
-from kustodian.policy.deletion import DeleteDecision, RuleSet
-from kustodian.policy.deletion.decision import ObjectRef
-from kustodian.policy.deletion.report import SeriesCap, cap_series
+from kustodian.policy.deletion import DeleteDecision, ObjectRef, RuleSet, SeriesCap, cap_series
 from kustodian.policy.objects import RawObject, name, namespace
-from kustodian.runtime.runnables import Loop
+from kustodian.runtime import Periodic
 
 __all__ = ["FOLDED", "ProviderDependents"]
 
@@ -62,8 +60,10 @@ class ProviderDependents(Collector):
         self._counts: dict[ObjectRef, int] = {}
         self._cap = SeriesCap((), 0, 0)
         self._lock = threading.Lock()
-        # the periodic refresh, a runnable of the webhook's Manager
-        self.loop = Loop("provider-metrics", self._refresh_every, needs_leader=False)
+        # the periodic refresh, a runnable of the webhook's Manager: until a pass finds every kind
+        # fresh (start-up, a re-list), the next one comes within a second
+        self.loop = Periodic("provider-metrics", self._pass, needs_leader=False,
+                             interval=lambda: self.interval if self.complete else min(self.interval, 1.0))
         self.passes = 0
         self.complete = False  # the last pass found every provider kind fresh
         self.last_pass_seconds = 0.0
@@ -119,15 +119,11 @@ class ProviderDependents(Collector):
         seconds.add_metric([], self.last_pass_seconds)
         yield from (dependents, folded, total, seconds)
 
-    def _refresh_every(self, stop: threading.Event) -> None:
-        while True:
-            try:
-                self.refresh()
-            except Exception:  # a cache swapped under us: the next pass retries
-                log.warning("computing the per-provider dependents metric failed", exc_info=True)
-            # until a pass finds every kind fresh (start-up, a re-list), retry within a second
-            if stop.wait(self.interval if self.complete else min(self.interval, 1.0)):
-                return
+    def _pass(self) -> None:
+        try:
+            self.refresh()
+        except Exception:  # a cache swapped under us: the next pass retries
+            log.warning("computing the per-provider dependents metric failed", exc_info=True)
 
     def start(self) -> None:
         self.loop.start()

@@ -31,8 +31,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
-from kustodian.kube.cache import WatchCache
-from kustodian.kube.client import KubeClient
+from kustodian.kube.cache import CacheFactory, WatchCache
 from kustodian.kube.events import EventRecorder
 from kustodian.kube.resources import CONFIG_MAPS
 from kustodian.kube.view import CacheView
@@ -106,18 +105,18 @@ class ReclaimPolicyWebhook:
     def needed_kinds(self) -> dict[str, dict[str, Indexer]]:
         return {KIND_NAMESPACE: {}, KIND_STORAGECLASS: {}, CSI_ADDONS_NODE: {}}
 
-    def config_cache(self, client: KubeClient) -> WatchCache:
+    def config_cache(self, caches: CacheFactory) -> WatchCache:
         """A cache of just the central ConfigMap (a field selector, not every ConfigMap)."""
         ns, name = self.config_ref
-        self._config_cache = WatchCache(client, CONFIG_MAPS, namespace=ns,
-                                        field_selector=f"metadata.name={name}")
+        self._config_cache = caches(CONFIG_MAPS, namespace=ns, field_selector=f"metadata.name={name}")
         return self._config_cache
 
-    def config_caches(self, client: KubeClient) -> dict[str, WatchCache]:
-        """Kustodian's ConfigMap (one object): its cache gates readiness like every other."""
-        return {"ConfigMap#reclaim-config": self.config_cache(client)}
+    def config_caches(self, caches: CacheFactory) -> dict[str, WatchCache]:
+        """Kustodian's ConfigMap (one object), from ``caches`` (the process's Manager): its cache gates
+        readiness like every other."""
+        return {"ConfigMap#reclaim-config": self.config_cache(caches)}
 
-    def csi_addons_cache(self, client: KubeClient) -> WatchCache | None:
+    def csi_addons_cache(self, caches: CacheFactory) -> WatchCache | None:
         """csi-addons' own ``csi-addons-config`` (one object), None when it is not to be read.
 
         The convenience path: it never gates readiness. Until it is read (no access granted,
@@ -128,8 +127,8 @@ class ReclaimPolicyWebhook:
                      "defaults apply (schedule-precedence %s)", CsiAddonsConfig().precedence)
             return None
         ns, name = self.csi_addons_ref
-        self._csi_addons_cache = WatchCache(client, CONFIG_MAPS, namespace=ns,
-                                            field_selector=f"metadata.name={name}")
+        self._csi_addons_cache = caches(CONFIG_MAPS, namespace=ns, field_selector=f"metadata.name={name}",
+                                        waited=False)
         return self._csi_addons_cache
 
     def stored_config(self) -> tuple[bool, RawObject | None]:

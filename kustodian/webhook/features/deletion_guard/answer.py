@@ -13,13 +13,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from kustodian.policy.deletion import DeleteDecision, RuleSet
-from kustodian.policy.deletion.modes import refusal_mode
+from kustodian.policy.deletion import DeleteDecision, RuleSet, refusal_mode
 from kustodian.policy.modes import Mode
 from kustodian.webhook.outcomes import Outcomes, judged
 from kustodian.webhook.review import AdmissionRequest, Answer, allowed, denied
 
-__all__ = ["DeletionAnswer", "DeletionEvent", "answer_provider_delete", "answer_refusal", "stale_answer",
+__all__ = ["DeletionAnswer", "DeletionEvent", "answer_delete", "answer_refusal", "stale_answer",
            "stale_message", "unproven_answer"]
 
 # the Event reason of a refusal in each mode (``policy.deletion.refusals.REASONS`` reads them back)
@@ -89,17 +88,19 @@ def answer_refusal(req: AdmissionRequest, about: Mapping[str, Any], decision: De
     return DeletionAnswer(answer, _events(req, event), let_through=answer.allowed)
 
 
-def answer_provider_delete(req: AdmissionRequest, provider: Mapping[str, Any], decision: DeleteDecision,
-                           *, rules: RuleSet, mode: Mode, outcomes: Outcomes | None) -> DeletionAnswer:
-    """The answer to the DELETE of one provider, given its decision."""
+def answer_delete(req: AdmissionRequest, about: Mapping[str, Any], decision: DeleteDecision,
+                  provider_kinds: Iterable[str], *, rules: RuleSet, mode: Mode,
+                  outcomes: Outcomes | None) -> DeletionAnswer:
+    """The answer to the DELETE of ``about`` (a provider, or a Namespace holding ``provider_kinds``),
+    given its decision: refused by the mode, or allowed, with a warning and an Event when an
+    override let it through (a provider's own, or the waiver of every provider a Namespace holds)."""
     if not decision.allowed:
-        return answer_refusal(req, provider, decision, (req.kind_key,), rules=rules, mode=mode,
-                              outcomes=outcomes)
+        return answer_refusal(req, about, decision, provider_kinds, rules=rules, mode=mode, outcomes=outcomes)
     if decision.overridden:
         who = req.user_info.username or "an unknown user"
-        # the decision already says "is being deleted despite its dependents": add only who
+        # the decision already says "is being deleted despite/although ...": add only who
         note = f"{decision.message} (by {who})"
         return DeletionAnswer(allowed(warnings=(f"kustodian: {note}",)),
-                              _events(req, DeletionEvent(provider, OVERRIDDEN, note)), overridden_by=who,
+                              _events(req, DeletionEvent(about, OVERRIDDEN, note)), overridden_by=who,
                               override=decision.override, let_through=True)
     return DeletionAnswer(allowed())

@@ -56,15 +56,12 @@ from kustodian.kube.events import EventRecorder
 from kustodian.kube.liveness import ApiLiveness
 from kustodian.kube.view import CacheView
 from kustodian.logs import about
-from kustodian.policy.deletion import DeleteDecision, RuleSet
-from kustodian.policy.deletion.decision import gather_namespace
-from kustodian.policy.deletion.dependents import decide_namespace_teardown
+from kustodian.policy.deletion import DeleteDecision, RuleSet, decide_namespace_teardown, gather_namespace
 from kustodian.policy.modes import Mode
 from kustodian.policy.objects import RawObject
 from kustodian.webhook.features.deletion_guard.answer import (
     DeletionAnswer,
-    answer_provider_delete,
-    answer_refusal,
+    answer_delete,
     stale_answer,
     unproven_answer,
 )
@@ -107,8 +104,12 @@ class DeletionGuard(Collector):
         for kinds in self._reads.values():
             every.update(kinds)
         self._namespace_reads = tuple(sorted(every))
-        self.memo = DecisionMemo(rules, view, now)
+        # one clock for every look, the memo's included (``now`` may be replaced, in tests)
+        self.memo = DecisionMemo(rules, view, self._now)
         self.warmer = Warmer(self.memo, self._questions)
+
+    def _now(self) -> datetime:
+        return self.now()
 
     # -- counts -----------------------------------------------------------------------------
 
@@ -208,17 +209,25 @@ class DeletionGuard(Collector):
         or on the round trip an allow needs first."""
         return self._judge(req, time.monotonic(), proven=False)
 
+    def on_namespace_delete(self, req: AdmissionRequest) -> Answer | PendingAnswer:
+        """A 503 at once when a kind is stale, else ``PendingAnswer``: the walk over the Namespace's
+        providers never runs on the event loop."""
+        return self._judge_namespace(req, time.monotonic(), proven=False)
+
     def _reads_of(self, req: AdmissionRequest) -> tuple[str, ...]:
-        # Only the kinds this decision reads must be current (a cache never synced is not
-        # fresh either): a newly served, still listing kind blocks its own providers, not all.
+        """The kinds a decision about ``req`` reads: these must be current (a cache never synced is
+        not fresh either), and a newly served, still listing kind blocks its own providers, not all."""
+        if req.kind_key == NAMESPACE:
+            return self._namespace_reads
         reads = self._reads.get(req.kind_key, ())
         return reads if req.subject is not None else (*reads, req.kind_key)  # provider from the cache
+
+    # -- a provider's DELETE --------------------------------------------------------------------
 
     def _judge(self, req: AdmissionRequest, arrived: float, *, proven: bool) -> Answer | PendingAnswer:
         """Decide from the caches as they are now.  ``proven``: a round trip that started after the
         review ``arrived`` has succeeded, so an allow may be sent (this never answers pending then)."""
-        reads = self._reads_of(req)
-        stale = self.stale_kinds(reads)
+        stale = self.stale_kinds(self._reads_of(req))
         if stale:
             return self._act(req, stale_answer(self._subject(req), stale))
         provider = req.subject or self.view.get(req.kind_key, req.namespace, req.name)
@@ -227,86 +236,88 @@ class DeletionGuard(Collector):
             # object: it does not exist, and the API server will answer 404 itself.
             if proven or self.liveness is None:
                 return allowed()
-            return PendingAnswer(functools.partial(self._proven, req, arrived))
+            return PendingAnswer(functools.partial(self._second_look, req, arrived))
         key = memo_key(req.kind_key, provider, self._terminating(req.namespace))
         decision = self.memo.cached(key, count=not proven) if key.resource_version else None
         if decision is None:
             if not proven:
                 return PendingAnswer(functools.partial(self._computed, req, provider, key, arrived))
             decision = self.memo.compute(key, provider, count=False)
-        if not proven and self._needs_proof(decision):
-            return PendingAnswer(functools.partial(self._proven, req, arrived))
+        if not proven and self._needs_proof(decision, override_suffices=True):
+            return PendingAnswer(functools.partial(self._second_look, req, arrived))
         return self._answered(req, provider, decision)
 
     def _computed(self, req: AdmissionRequest, provider: RawObject, key: MemoKey, arrived: float) -> Answer:
         decision = self.memo.compute(key, provider)
-        if self._needs_proof(decision):
-            return self._proven(req, arrived)
+        if self._needs_proof(decision, override_suffices=True):
+            return self._second_look(req, arrived)
         return self._answered(req, provider, decision)
 
-    def _answered(self, req: AdmissionRequest, provider: RawObject, decision: DeleteDecision) -> Answer:
-        return self._act(req, answer_provider_delete(req, provider, decision, rules=self.rules,
-                                                     mode=self.mode, outcomes=self.outcomes))
+    # -- a Namespace's DELETE -------------------------------------------------------------------
 
-    def _needs_proof(self, decision: DeleteDecision) -> bool:
-        return self.liveness is not None and decision.allowed and not decision.overridden
+    def _judge_namespace(self, req: AdmissionRequest, arrived: float, *,
+                         proven: bool) -> Answer | PendingAnswer:
+        """As :meth:`_judge`, for the providers the Namespace holds: decided in a worker thread."""
+        stale = self.stale_kinds(self._namespace_reads)
+        if stale:
+            return self._act(req, stale_answer(self._subject(req), stale))
+        if not proven:
+            return PendingAnswer(functools.partial(self._namespace_first, req, arrived))
+        return self._answered(req, self._namespace_object(req), self._namespace_decision(req))
 
-    def _proven(self, req: AdmissionRequest, arrived: float) -> Answer:
-        """The allow the caches gave, once proven (issue 32): a round trip that started after the
-        review ``arrived`` must succeed within the budget, else the 503 naming the kinds read.
-        Then the question is asked again of the caches *as they are after that round trip*: a
-        round trip that was held in a partition and answered once it lifted proves the route
-        alive now, not that the caches saw what happened meanwhile; the watches cut by the
-        silence (``kube.liveness``) make the kinds stale, and the second look sees it."""
+    def _namespace_first(self, req: AdmissionRequest, arrived: float) -> Answer:
+        decision = self._namespace_decision(req)
+        # a waiver needs the proof too: what the caches missed may be a provider it does not cover
+        if self._needs_proof(decision, override_suffices=False):
+            return self._second_look(req, arrived)
+        return self._answered(req, self._namespace_object(req), decision)
+
+    def _namespace_decision(self, req: AdmissionRequest) -> DeleteDecision:
+        return decide_namespace_teardown(gather_namespace(req.name, self.view, self.rules, self.now()))
+
+    @staticmethod
+    def _namespace_object(req: AdmissionRequest) -> Mapping[str, Any]:
+        return req.subject or {"apiVersion": "v1", "kind": NAMESPACE, "metadata": {"name": req.name}}
+
+    # -- both -----------------------------------------------------------------------------------
+
+    def _needs_proof(self, decision: DeleteDecision, *, override_suffices: bool) -> bool:
+        """An allow read from the caches is sent only once proven (issue 32).  A provider's own override
+        annotation (read from the request, not the caches) needs no proof: nothing the caches missed
+        can make it wrong."""
+        if self.liveness is None or not decision.allowed:
+            return False
+        return not (override_suffices and decision.overridden)
+
+    def _second_look(self, req: AdmissionRequest, arrived: float) -> Answer:
+        """The allow the caches gave, once proven (issue 32), for a provider and a Namespace alike: a
+        round trip that started after the review ``arrived`` must succeed within the budget, else the
+        503 naming the kinds read.  Then the question is asked again of the caches *as they are after
+        that round trip*, against the same clock and answered the same way (the warning and Event of
+        an override included): a round trip that was held in a partition and answered once it lifted
+        proves the route alive now, not that the caches saw what happened meanwhile; the watches cut
+        by the silence (``kube.liveness``) make the kinds stale, and the second look sees it."""
         liveness = self.liveness
         budget = self.proof_timeout - (time.monotonic() - arrived)
         if liveness is not None and not liveness.prove(arrived, budget):
             kinds = sorted({*self._reads_of(req), req.kind_key})
             return self._act(req, unproven_answer(self._subject(req), kinds, liveness.silent_for()))
-        answer = self._judge(req, arrived, proven=True)
+        judge = self._judge_namespace if req.kind_key == NAMESPACE else self._judge
+        answer = judge(req, arrived, proven=True)
         assert not isinstance(answer, PendingAnswer)
         return answer
 
+    def _answered(self, req: AdmissionRequest, about: Mapping[str, Any], decision: DeleteDecision) -> Answer:
+        kinds = {p.kind for p in decision.providers} if req.kind_key == NAMESPACE else {req.kind_key}
+        return self._act(req, answer_delete(req, about, decision, kinds, rules=self.rules, mode=self.mode,
+                                            outcomes=self.outcomes))
+
     @staticmethod
     def _subject(req: AdmissionRequest) -> str:
+        if req.kind_key == NAMESPACE:
+            return f'Namespace "{req.name}"'
         where = f"{req.namespace}/{req.name}" if req.namespace else req.name
         return f'{req.kind_key.partition(".")[0]} "{where}"'
-
-    def on_namespace_delete(self, req: AdmissionRequest) -> Answer | PendingAnswer:
-        arrived = time.monotonic()
-        stale = self.stale_kinds(self._namespace_reads)
-        if stale:
-            return self._act(req, stale_answer(f'Namespace "{req.name}"', stale))
-        # walks every provider in the namespace: never on the event loop
-        return PendingAnswer(functools.partial(self._namespace_decided, req, arrived))
-
-    def _namespace_decided(self, req: AdmissionRequest, arrived: float) -> Answer:
-        decision = decide_namespace_teardown(gather_namespace(req.name, self.view, self.rules, self.now()))
-        if decision.allowed:
-            return self._namespace_proven(req, arrived)
-        return self._namespace_refused(req, decision)
-
-    def _namespace_refused(self, req: AdmissionRequest, decision: DeleteDecision) -> Answer:
-        ns_obj: Mapping[str, Any] = req.subject or {"apiVersion": "v1", "kind": NAMESPACE,
-                                                    "metadata": {"name": req.name}}
-        return self._act(req, answer_refusal(req, ns_obj, decision, {p.kind for p in decision.providers},
-                                             rules=self.rules, mode=self.mode, outcomes=self.outcomes))
-
-    def _namespace_proven(self, req: AdmissionRequest, arrived: float) -> Answer:
-        """A Namespace without providers, allowed once proven and asked again (as ``_proven``)."""
-        liveness = self.liveness
-        if liveness is None:
-            return allowed()
-        if not liveness.prove(arrived, self.proof_timeout - (time.monotonic() - arrived)):
-            return self._act(req, unproven_answer(f'Namespace "{req.name}"', self._namespace_reads,
-                                                  liveness.silent_for()))
-        stale = self.stale_kinds(self._namespace_reads)
-        if stale:
-            return self._act(req, stale_answer(f'Namespace "{req.name}"', stale))
-        decision = decide_namespace_teardown(gather_namespace(req.name, self.view, self.rules))
-        if decision.allowed:
-            return allowed()
-        return self._namespace_refused(req, decision)
 
     def _act(self, req: AdmissionRequest, answered: DeletionAnswer) -> Answer:
         """Write what the answer implies (its Events, a log line for an override); the answer."""

@@ -14,10 +14,8 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from kustodian.kube.cache import WatchCache
-from kustodian.kube.view import CacheView
-from kustodian.policy.deletion import RuleSet
-from kustodian.policy.deletion.dependents import BucketRead, DependentsOfProvider
-from kustodian.policy.deletion.live import LiveDependents
+from kustodian.kube.view import CacheView, caches_of
+from kustodian.policy.deletion import BucketRead, DependentsOfProvider, LiveDependents, RuleSet
 from kustodian.policy.objects import RawObject
 
 __all__ = ["GatheredDependents", "KindVersion", "gather_dependents"]
@@ -70,7 +68,7 @@ def gather_dependents(kind_key: str, provider: RawObject, view: CacheView, rules
 
     The epochs and versions are taken before any read: an event or a re-list during the
     gather leaves the result out of date by version, never silently current."""
-    caches: Mapping[str, WatchCache] = getattr(view, "caches", {})  # a test's ListView has none
+    caches = caches_of(view)  # a view over plain lists (tests, offline tools) has none
     epochs = {rule.dependent: (id(cache), cache.epoch) for rule in rules.for_provider(kind_key)
               if (cache := caches.get(rule.dependent)) is not None}
     before = {kind: (cache, cache.version()) for kind, cache in list(caches.items())}

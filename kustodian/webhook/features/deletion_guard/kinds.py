@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from kustodian.policy.deletion import RuleSet
-from kustodian.policy.deletion.projection import FieldPath, fields_read
+from kustodian.policy.deletion import FieldPath, RuleSet, fields_read
 from kustodian.policy.store import Indexer
 
 __all__ = ["CEPH_CLUSTER", "NAMESPACE", "cache_projections", "needed_kinds"]

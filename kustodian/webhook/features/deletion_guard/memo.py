@@ -35,10 +35,14 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from kustodian.kube.cache import WatchCache
-from kustodian.kube.view import CacheView
-from kustodian.policy.deletion import DeleteDecision, RuleSet
-from kustodian.policy.deletion.dependents import BucketRead, decide_provider_delete
-from kustodian.policy.deletion.live import LiveDependents
+from kustodian.kube.view import CacheView, caches_of
+from kustodian.policy.deletion import (
+    BucketRead,
+    DeleteDecision,
+    LiveDependents,
+    RuleSet,
+    decide_provider_delete,
+)
 from kustodian.policy.objects import RawObject
 from kustodian.webhook.features.deletion_guard.gather import KindVersion, gather_dependents
 
@@ -91,6 +95,9 @@ class DecisionMemo:
                  now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self.rules = rules
         self.view = view
+        # the watch caches behind the view, held by reference (they follow CRDs); none for a view
+        # over plain lists, whose decisions are then never kept live
+        self._caches: Mapping[str, WatchCache] = caches_of(view)
         self.now = now  # an override may carry a deadline: its decision is void after it
         self.entries: dict[MemoKey, MemoEntry] = {}
         self._provider_kinds = rules.provider_kinds()
@@ -128,7 +135,7 @@ class DecisionMemo:
         """No cache the entry read has changed at all since (the fast path of ``cached``)."""
         if entry.kinds is None:
             return False
-        caches = self.view.caches
+        caches = self._caches
         return all(caches.get(kind) is cache and (cache is None or cache.version() == seen)
                    for kind, cache, seen in entry.kinds)
 
@@ -216,7 +223,7 @@ class DecisionMemo:
 
     def _hook_caches(self) -> Mapping[str, WatchCache]:
         """Hear every change of every cache (caches come and go with their CRDs); the caches."""
-        caches: Mapping[str, WatchCache] = getattr(self.view, "caches", {})  # a test's ListView has none
+        caches = self._caches
         for kind, cache in list(caches.items()):
             if cache not in self._hooked:
                 self._hooked.add(cache)
@@ -230,7 +237,7 @@ class DecisionMemo:
         at their new version.  Hop buckets keep the version the entry saw, so a change there
         still invalidates it."""
         indexers = self._leaf_indexers.get(kind)
-        if not indexers or getattr(self.view, "caches", {}).get(kind) is not cache:
+        if not indexers or self._caches.get(kind) is not cache:
             return
         with self._live_lock:
             touched: set[tuple[str, str]] = set()
@@ -264,7 +271,7 @@ class DecisionMemo:
         decision = entry.live.decision(self.now()) if changed else entry.decision
         kinds = entry.kinds
         if kinds is not None:  # the kind's version moves on only if every bucket of it read is current
-            cache = getattr(self.view, "caches", {}).get(kind)
+            cache = self._caches.get(kind)
             current = self._current(r for r in (*entry.reads, *leaf_reads) if r[0] == kind)
             kinds = tuple((k, c, cache.version() if k == kind and current and c is cache and cache else v)
                           for k, c, v in kinds)

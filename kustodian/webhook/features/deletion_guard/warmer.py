@@ -5,18 +5,17 @@ a DELETE of it would get, unless the memo already holds a current answer; so eve
 DELETE after a change usually reads a ready answer on the event loop.  A DELETE that races
 it computes in a worker thread as before (single flight: never twice).  It only adds memo
 entries, each checked against the versions of every bucket it read, so it cannot change any
-answer.  ``start``/``stop`` run it while the caches run, as a runtime :class:`Loop` (the
-webhook's Manager starts and stops it with the caches).
+answer.  ``start``/``stop`` run it while the caches run, as a runtime
+:class:`~kustodian.runtime.periodic.Periodic` (the webhook's Manager starts and stops it).
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable
 
 from kustodian.policy.objects import RawObject
-from kustodian.runtime.runnables import Loop
+from kustodian.runtime import Periodic
 from kustodian.webhook.features.deletion_guard.memo import DecisionMemo, MemoKey
 
 __all__ = ["Warmer"]
@@ -32,7 +31,7 @@ class Warmer:
         self.memo = memo
         self.questions = questions
         self.warmed = 0  # decisions computed ahead of any request
-        self._loop: Loop | None = None
+        self._loop: Periodic | None = None
 
     def warm(self) -> int:
         """One pass: compute every decision the memo lacks; how many were computed."""
@@ -52,16 +51,15 @@ class Warmer:
         """A pass every ``interval`` seconds; costs a few dict reads per provider when nothing changed."""
         if self._loop is not None:
             return
-
-        def passes(stop: threading.Event) -> None:
-            while not stop.wait(interval):
-                try:
-                    self.warm()
-                except Exception:  # a cache swapped under us: the next pass retries
-                    log.debug("warming deletion decisions failed", exc_info=True)
-
-        self._loop = Loop("deletion-guard-warmer", passes, needs_leader=False)
+        self._loop = Periodic("deletion-guard-warmer", self._pass, interval, needs_leader=False,
+                              immediate=False)
         self._loop.start()
+
+    def _pass(self) -> None:
+        try:
+            self.warm()
+        except Exception:  # a cache swapped under us: the next pass retries (not worth an error)
+            log.debug("warming deletion decisions failed", exc_info=True)
 
     def stop(self) -> None:
         if self._loop is not None:

@@ -18,17 +18,18 @@ from datetime import datetime
 from typing import Protocol
 
 from kustodian.kube.view import CacheView
-from kustodian.policy.deletion import DeleteDecision, RuleSet
-from kustodian.policy.deletion.decision import gather_namespace
-from kustodian.policy.deletion.dependents import decide_namespace_teardown
-from kustodian.policy.deletion.findings import (
+from kustodian.policy.deletion import (
+    GUARD_POLICY,
     NAMESPACE_RULE,
+    DeleteDecision,
+    RuleSet,
+    decide_namespace_teardown,
     deleting_since,
+    gather_namespace,
     namespace_finding,
     provider_finding,
+    refusal_mode,
 )
-from kustodian.policy.deletion.findings import POLICY as GUARD_POLICY
-from kustodian.policy.deletion.modes import refusal_mode
 from kustodian.policy.modes import Mode
 from kustodian.policy.objects import RawObject, name, namespace
 from kustodian.policy.policy_reports import Finding, SourcePass

@@ -47,7 +47,7 @@ from kustodian.policy.policy_reports import (
     is_ours,
     report_changed,
 )
-from kustodian.runtime.runnables import Loop
+from kustodian.runtime import Periodic
 
 __all__ = ["FindingSource", "PolicyReportWriter"]
 
@@ -89,9 +89,14 @@ class PolicyReportWriter(Collector):
         self.max_results = max_results
         self.now = now
         self.settle = settle
-        self._wake = threading.Event()
+        self._poked = threading.Event()
+        self._took = 0.0  # how long the last pass took
         self._lock = threading.Lock()
-        self.loop = Loop("policy-reports", self._run, needs_leader=False, on_stop=self._wake.set)
+        # a pass that takes long (thousands of providers being deleted at once, each decided again)
+        # is followed by a rest twice as long: the writer never takes more than a third of a core
+        # from the admission path
+        self.loop = Periodic("policy-reports", self._pass, lambda: max(self.interval, 2 * self._took),
+                             needs_leader=False)
         self.api: ReportApi | None = None  # what the last pass wrote
         self.problem = ""  # why the last pass wrote nothing ("" when it did its work)
         self.passes = 0
@@ -103,23 +108,21 @@ class PolicyReportWriter(Collector):
     # -- the runnable -----------------------------------------------------------------------------
 
     def poke(self) -> None:
-        """Something was just let through: write soon (the admission path's only part: a flag)."""
-        self._wake.set()
+        """Something was just let through: write soon (the admission path's only part: two flags)."""
+        self._poked.set()
+        self.loop.wake()
 
-    def _run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            self._wake.clear()
-            started = time.monotonic()
-            try:
-                self.write_once()
-            except Exception:  # a bug must not end the loop: the next pass tries again
-                log.exception("writing policy reports failed")
-            # a pass that takes long (thousands of providers being deleted at once, each decided
-            # again) is followed by a rest twice as long: the writer never takes more than a third
-            # of a core from the admission path
-            rest = max(self.interval, 2 * (time.monotonic() - started))
-            if self._wake.wait(rest) and not stop.is_set():
-                stop.wait(self.settle)
+    def _pass(self) -> None:
+        """One pass of the runnable (a failing one is logged by it, and the next comes)."""
+        if self._poked.is_set():
+            self._poked.clear()
+            if self.loop.stopping.wait(self.settle):  # the watch brings the DELETE's effect in meanwhile
+                return
+        started = time.monotonic()
+        try:
+            self.write_once()
+        finally:
+            self._took = time.monotonic() - started
 
     def start(self) -> None:
         self.loop.start()
