@@ -215,12 +215,12 @@ def two_writers(kube_api: KubeApi, namespace: str) -> Iterator[tuple[list[Record
     hooks = [writer(kube_api, namespace, guard, lease=LeaseSpec(RECORD, f"replica-{i}", 4.0, 3.0, 0.5))
              for i in range(2)]
     for hook in hooks:
-        hook.writer.start()
+        hook.start()
     try:
         yield hooks, caches
     finally:
         for hook in hooks:
-            hook.writer.stop()
+            hook.stop()
 
 
 def test_one_replica_writes_and_another_takes_over_when_it_stops(
@@ -232,7 +232,7 @@ def test_one_replica_writes_and_another_takes_over_when_it_stops(
     assert len(leaders) == 1
     other = next(h for h in hooks if h is not leaders[0])
     assert other.writes["written"] == 0
-    leaders[0].writer.stop()  # releases the Lease
+    leaders[0].stop()  # releases the Lease
     wait_for(other.leading.is_set, "the other replica to lead", timeout=15)
     set_pvs(caches, volumes("a", 4))  # a watch event: the new writer's handler wakes it
     wait_for(lambda: entries(kube_api, namespace).get(pool_key("a")) == "4", "the new writer's record",
@@ -243,7 +243,7 @@ def test_a_change_is_recorded_by_the_running_writer_without_a_poll(
         kube_api: KubeApi, namespace: str, guarded: tuple[DeletionGuard, dict[str, WatchCache]]) -> None:
     guard, caches = guarded
     hook = writer(kube_api, namespace, guard)  # confirm_interval 60 s: only an event can wake it in time
-    hook.writer.start()
+    hook.start()
     try:
         wait_for(lambda: pool_key("a") in entries(kube_api, namespace), "the first record")
         done = threading.Event()
@@ -252,4 +252,4 @@ def test_a_change_is_recorded_by_the_running_writer_without_a_poll(
         assert done.is_set()
         wait_for(lambda: entries(kube_api, namespace).get(pool_key("b")) == "1", "pool b recorded", timeout=5)
     finally:
-        hook.writer.stop()
+        hook.stop()

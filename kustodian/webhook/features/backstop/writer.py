@@ -14,13 +14,16 @@ replica keeps serving reviews (a Manager that loses its Lease exits).  While no 
 (a failover: at most the Lease duration, 15 s) the record is not updated, and keeps protecting
 what it holds.
 
-**When.**  A handler on every watch cache the guard reads wakes the writer; it waits
+**How it runs.**  As three runnables of the webhook's Manager: the campaign for the Lease, the
+pass loop (a ``runtime.Periodic``, idle while another replica writes) and the reader (another).
+
+**When.**  A handler on every watch cache the guard reads wakes the pass loop; it waits
 ``debounce`` for the rest of a burst, then passes: the guard's decision for every cached
 provider (its memo: a few dict reads per unchanged provider), the entries they call for, the
 shards that differ written.  A change of the set of caches or of their freshness (a CRD
-installed, a re-list done) wakes it too.  With no change, a pass every ``confirm_interval / 2``
-re-confirms shards confirmed longer ago than that, so the record's age stays below
-``confirm_interval`` while it is kept.
+installed, a re-list done: no event, so the leader looks twice a second) calls for one too.
+With no change, a pass every ``confirm_interval / 2`` re-confirms shards confirmed longer ago
+than that, so the record's age stays below ``confirm_interval`` while it is kept.
 
 **Never from stale knowledge.**  A kind that is not fresh keeps its entries
 (``RecordKnowledge.fresh``); an entry is removed only by a pass that began after a round trip to
@@ -54,7 +57,8 @@ from kustodian.kube.cache import WatchCache
 from kustodian.kube.errors import Conflict, KubeError
 from kustodian.kube.leader import LeaderElector
 from kustodian.policy.deletion.backstop import RecordState, merged, plan_record
-from kustodian.runtime.runnables import Loop, Runnable
+from kustodian.runtime import Loop, Periodic, Runnable, Timer
+from kustodian.runtime.periodic import SYSTEM_TIMER
 from kustodian.webhook.features.backstop.gather import BackstopGuard, RecordGatherer
 from kustodian.webhook.features.backstop.store import RecordStore
 
@@ -87,12 +91,19 @@ class PassResult:
 
 
 class RecordWriter(Collector):
-    """The record's writer (``writer``, campaigns for the Lease) and reader (``reader``, every
-    replica), as two runnables of the webhook's Manager; a Prometheus collector of the record."""
+    """The record's writer and reader as runnables of the webhook's Manager (``runnables``), and a
+    Prometheus collector of the record.
+
+    Three runnables, none needing the Manager's leader (the webhook's Manager elects none):
+    ``election`` campaigns for the writer's own Lease (a Loop around ``LeaderElector.run``),
+    ``writer`` is the pass loop (a ``Periodic``, woken by every change, idle unless this replica
+    holds the Lease), and ``reader`` reads the record back on every replica (a ``Periodic``).
+    """
 
     def __init__(self, guard: BackstopGuard, store: RecordStore, *, lease: LeaseSpec | None,
                  debounce: float = 0.05, confirm_interval: float = 60.0, proof_timeout: float = 1.0,
-                 now: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 now: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 timer: Timer = SYSTEM_TIMER) -> None:
         self.guard = guard
         self.store = store
         self.lease = lease
@@ -100,30 +111,49 @@ class RecordWriter(Collector):
         self.confirm_interval = confirm_interval
         self.proof_timeout = proof_timeout
         self.now = now
+        self.timer = timer
         self.gatherer = RecordGatherer(guard)
         self.state: RecordState | None = None  # the record as last read or written
         self.leading = threading.Event()
         self.writes: Counter[str] = Counter()  # written, conflict, failed, fenced, oversize
         self.passes = 0
         self.last_pass = PassResult()
-        self.writer = Loop("deletion-backstop-writer", self._campaign, needs_leader=False, on_stop=self._wake)
-        self.reader = Loop("deletion-backstop-reader", self._read_every, needs_leader=False)
+        self.election = Loop("deletion-backstop-election", self._campaign, needs_leader=False,
+                             on_stop=self._resign)
+        self.writer = Periodic("deletion-backstop-writer", self._tick, self._next_tick, needs_leader=False,
+                               timer=timer)
+        self.reader = Periodic("deletion-backstop-reader", self._read_once, confirm_interval / 2,
+                               needs_leader=False, timer=timer)
         self._dirty = threading.Event()
         self._hooked: weakref.WeakSet[WatchCache] = weakref.WeakSet()
         self._elector: LeaderElector | None = None
-        self._lead_lock = threading.Lock()
         self._state_lock = threading.Lock()  # the reader never replaces what a leader read or wrote
         self._signature: Hashable = None
+        self._due = 0.0  # (timer) the next pass without a change: a confirmation
+        self._retry_at = 0.0  # (timer) no pass before this, after one that failed
+        self._announced = False
+        self._term = 0  # leaderships begun: a pass that straddles two reads the record again
         self._warned = ""
 
     @property
     def runnables(self) -> list[Runnable]:
-        return [self.reader, self.writer]
+        """In start order: the reader, the pass loop, then the campaign that lets it write."""
+        return [self.reader, self.writer, self.election]
+
+    def start(self) -> None:
+        """Every runnable (a test or a bench without a Manager)."""
+        for runnable in self.runnables:
+            runnable.start()
+
+    def stop(self) -> None:
+        for runnable in reversed(self.runnables):
+            runnable.stop()
 
     # -- changes ------------------------------------------------------------------------------
 
     def _changed(self, *_: object) -> None:
         self._dirty.set()
+        self.writer.wake()
 
     def _hook(self) -> bool:
         """Hear every cache the guard reads (caches come and go with CRDs); True when the set of
@@ -137,18 +167,16 @@ class RecordWriter(Collector):
         changed, self._signature = signature != self._signature, signature
         return changed
 
-    def _wake(self) -> None:
-        self._dirty.set()
-        elector = self._elector
-        if elector is not None:
-            elector.stop()
-
     # -- leading ------------------------------------------------------------------------------
 
     def _campaign(self, stop: threading.Event) -> None:
+        """Campaign for the Lease until stopped; a lost leadership campaigns again.  Without a
+        Lease (tests, one replica by configuration) this replica writes until stopped."""
         lease = self.lease
-        if lease is None:  # a single writer by configuration (tests, one replica)
-            self._lead(stop, stop)
+        if lease is None:
+            self._begin()
+            stop.wait()
+            self._end()
             return
         while not stop.is_set():
             elector = LeaderElector(self.store.client, namespace=self.store.namespace, name=lease.name,
@@ -157,70 +185,84 @@ class RecordWriter(Collector):
             self._elector = elector
             if stop.is_set():
                 return
-            elector.run(lambda lost: self._lead(lost, stop), lambda: None)
+            elector.run(lambda lost: self._begin(), self._end)
             if stop.wait(lease.retry_period):
                 return
+
+    def _resign(self) -> None:
+        elector = self._elector
+        if elector is not None:
+            elector.stop()  # its run returns and releases the Lease
+
+    def _begin(self) -> None:
+        """Leading: the record is read again before anything is written (another writer may have
+        changed it), then the pass loop writes."""
+        with self._state_lock:
+            self._term += 1
+            self.state = None
+            self._announced = False
+            self.leading.set()
+        self._dirty.set()
+        self.writer.wake()
+
+    def _end(self) -> None:
+        self.leading.clear()
 
     def _fence(self) -> bool:
         elector = self._elector
         return self.lease is None or (elector is not None and elector.fence())
 
-    def _lead(self, lost: threading.Event, stop: threading.Event) -> None:
-        with self._lead_lock:  # a lost leadership's loop ends before the next one begins
-            with self._state_lock:
-                self.leading.set()
-            try:
-                self._lead_loop(lambda: lost.is_set() or stop.is_set(), stop)
-            except Exception:  # never a leader that holds the Lease and writes nothing
-                log.exception("the deletion backstop's writer failed; giving its Lease up")
-                if self._elector is not None:
-                    self._elector.stop()
-            finally:
-                self.leading.clear()
+    def _next_tick(self) -> float:
+        """The pass loop's wait: idle (until woken) while another replica writes; else until the
+        next confirmation or retry, looking at the caches' set and freshness twice a second."""
+        if not self.leading.is_set():
+            return self.confirm_interval / 2
+        now = self.timer.monotonic()
+        return max(0.0, min(0.5, max(self._due, self._retry_at) - now))
 
-    def _lead_loop(self, over: Callable[[], bool], stop: threading.Event) -> None:
-        while not over():
-            try:
-                self.state = self.store.read()
-                break
-            except KubeError as exc:
-                self._warn(f"cannot read the deletion backstop's record {self.store.record}: {exc}; "
-                           "nothing is written until it can be read")
-                stop.wait(1.0)
-        if over():
+    def _tick(self) -> None:
+        """One turn of the pass loop: a pass when something changed or a confirmation is due."""
+        if not self.leading.is_set():
             return
-        log.info("writing the deletion backstop's record %s/%s-0..%d", self.store.namespace,
-                 self.store.record, self.store.shards - 1)
-        due = 0.0  # the next pass without a change (confirmation)
-        while not over():
-            if self._hook():
-                self._dirty.set()
-            if not self._dirty.wait(max(0.0, min(0.5, due - time.monotonic()))) and time.monotonic() < due:
-                continue
-            if self._dirty.is_set():
-                stop.wait(self.debounce)  # the rest of a burst of changes goes into the same pass
-                self._dirty.clear()
-            if over():
-                return
-            try:
-                result = self.pass_once()
-            except Exception:  # a cache swapped under the pass, an API error reading back: again soon
-                log.exception("a pass of the deletion backstop's writer failed; retrying")
-                result = PassResult(failed=True)
-                self._dirty.set()
-            due = time.monotonic() + (self.confirm_interval / 2 if result.complete and result.proven
-                                      else min(1.0, self.confirm_interval / 2))
-            if result.failed:
-                stop.wait(1.0)
+        if self._hook():
+            self._dirty.set()
+        now = self.timer.monotonic()
+        if now < self._retry_at or (not self._dirty.is_set() and now < self._due):
+            return
+        if self._dirty.is_set():
+            self.timer.wait(self.writer.stopping, self.debounce)  # the rest of a burst joins this pass
+            self._dirty.clear()
+        if not self.leading.is_set() or self.writer.stopping.is_set():
+            return
+        try:
+            result = self.pass_once()
+        except KubeError as exc:  # reading the record: nothing is written until it can be read
+            self._warn(f"cannot read the deletion backstop's record {self.store.record}: {exc}; "
+                       "nothing is written until it can be read")
+            result = PassResult(failed=True)
+        except Exception:  # a cache swapped under the pass: again soon
+            log.exception("a pass of the deletion backstop's writer failed; retrying")
+            result = PassResult(failed=True)
+        now = self.timer.monotonic()
+        if result.failed:
+            self._dirty.set()
+            self._retry_at = now + 1.0
+        self._due = now + (self.confirm_interval / 2 if result.complete and result.proven
+                           else min(1.0, self.confirm_interval / 2))
 
     # -- one pass -----------------------------------------------------------------------------
 
     def pass_once(self) -> PassResult:
         """Gather, merge with the record as known, write the shards that differ (or whose
         confirmation is due).  Only while leading (or without a Lease)."""
+        term = self._term
         state = self.state
         if state is None:
             state = self.state = self.store.read()
+        if not self._announced:
+            self._announced = True
+            log.info("writing the deletion backstop's record %s/%s-0..%d", self.store.namespace,
+                     self.store.record, self.store.shards - 1)
         started = time.monotonic()
         liveness = self.guard.liveness
         proven = liveness is None or liveness.prove(started, self.proof_timeout)
@@ -269,7 +311,9 @@ class RecordWriter(Collector):
             self.state = state
             self.writes["written"] += 1
             written += 1
-        if self.state is None:  # a conflict: the record is read again before the next pass
+        if term != self._term:  # a leadership began meanwhile: it reads the record afresh
+            self.state = None
+        elif self.state is None:  # a conflict: the record is read again before the next pass
             try:
                 self.state = self.store.read()
             except KubeError:
@@ -282,18 +326,17 @@ class RecordWriter(Collector):
 
     # -- every replica: the record read back ---------------------------------------------------
 
-    def _read_every(self, stop: threading.Event) -> None:
-        while True:
+    def _read_once(self) -> None:
+        if self.leading.is_set():
+            return  # the writer's own reads and writes keep it
+        try:
+            state = self.store.read()
+        except KubeError as exc:
+            self._warn(f"cannot read the deletion backstop's record {self.store.record}: {exc}")
+            return
+        with self._state_lock:
             if not self.leading.is_set():
-                try:
-                    state = self.store.read()
-                    with self._state_lock:
-                        if not self.leading.is_set():
-                            self.state = state
-                except KubeError as exc:
-                    self._warn(f"cannot read the deletion backstop's record {self.store.record}: {exc}")
-            if stop.wait(self.confirm_interval / 2):
-                return
+                self.state = state
 
     def _warn(self, message: str) -> None:
         if message != self._warned:
