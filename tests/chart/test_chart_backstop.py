@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from kustodian.policy.deletion import rook_rules
 from kustodian.policy.deletion.backstop import RECORD_SHARDS
 from kustodian.policy.deletion.verdict import ROOK_FORCE_KINDS
 from kustodian.testing.webhooks import kind_resource
@@ -62,6 +63,12 @@ def test_the_policy_and_the_strict_webhook_match_what_the_guard_matches(
     assert guarded(strict["rules"]) == guarded(guard["rules"]) - {("", "namespaces")}
     if values == "rules":  # an admin's rules reach the policy as they reach the webhook
         assert {("storage.k8s.io", "storageclasses"), ("example.com", "widgets")} <= guarded(strict["rules"])
+    # every built-in provider, Rook's and ceph-csi-operator's (issue 43) alike, by the resource its
+    # record key is built from (the policy's key is request.resource's group and resource)
+    built_in = {kind_resource(k) for k in rook_rules().provider_kinds()}
+    assert {("csi.ceph.io", r) for r in ("clientprofiles", "drivers", "cephconnections", "clientprofilemappings")} \
+        <= built_in
+    assert built_in <= guarded(policy["matchConstraints"]["resourceRules"])
     assert policy["matchConstraints"]["namespaceSelector"] == guard["namespaceSelector"] == strict["namespaceSelector"]
     assert all(r["operations"] == ["DELETE"] for r in policy["matchConstraints"]["resourceRules"])
 

@@ -14,7 +14,6 @@ Kustodian is down) is shown too, as the docs state it.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import uuid
 from collections.abc import Iterator
@@ -28,7 +27,7 @@ import yaml
 
 from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import CONFIG_MAPS, NAMESPACES
-from kustodian.policy.deletion.backstop import RECORD_SHARDS, shard_of
+from kustodian.policy.deletion.backstop import RECORD_SHARDS, read_record, shard_of
 from kustodian.testing.webhooks import backstop_policies, webhook_configurations
 from tests.ceph_csi import rbd_pv
 from tests.conftest import KubeApi
@@ -124,11 +123,13 @@ def webhook_allows(kube_api: KubeApi, hook: WebhookProcess, kind: str, resource:
 
 
 def record(kube_api: KubeApi) -> dict[str, str]:
-    out: dict[str, str] = {}
+    found: list[dict[str, Any] | None] = []
     for i in range(RECORD_SHARDS):
-        with contextlib.suppress(NotFound):
-            out.update(kube_api.client.get(CONFIG_MAPS, f"{RECORD}-{i}", HOME).get("data") or {})
-    return out
+        try:
+            found.append(kube_api.client.get(CONFIG_MAPS, f"{RECORD}-{i}", HOME))
+        except NotFound:
+            found.append(None)
+    return read_record(found).entries
 
 
 def dry_delete(kube_api: KubeApi, *args: str) -> tuple[bool, str]:
@@ -276,7 +277,7 @@ def test_the_window_a_first_dependent_added_while_kustodian_is_down(kube_api: Ku
 
 
 @pytest.mark.parametrize(("who", "args", "refusal"), [
-    ("alice", ["patch", "configmap", f"{RECORD}-0", "--type=merge", "-p", '{"data":{"x_y_z_w":"1"}}'],
+    ("alice", ["patch", "configmap", f"{RECORD}-0", "--type=merge", "-p", '{"data":{"entries":"\\nx_y_z_w=1\\n"}}'],
      "only Kustodian's webhook account writes the deletion backstop's record"),
     ("alice", ["delete", "configmap", f"{RECORD}-1"], "the deletion backstop's record cannot be deleted"),
     ("", ["delete", "configmap", f"{RECORD}-2"], "the deletion backstop's record cannot be deleted"),

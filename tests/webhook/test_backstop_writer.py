@@ -76,7 +76,7 @@ def shards(kube_api: KubeApi, namespace: str) -> list[dict[str, Any] | None]:
 
 
 def entries(kube_api: KubeApi, namespace: str) -> dict[str, str]:
-    return {k: v for cm in shards(kube_api, namespace) if cm for k, v in (cm.get("data") or {}).items()}
+    return backstop.read_record(shards(kube_api, namespace)).entries
 
 
 def set_pvs(caches: dict[str, WatchCache], items: list[dict[str, Any]], *, fresh: bool = True) -> None:
@@ -153,7 +153,8 @@ def test_a_write_that_lost_a_race_reads_the_record_again_and_converges(
     hook.pass_once()
     index = backstop.shard_of(pool_key("a"))
     theirs = kube_api.client.get(CONFIG_MAPS, f"{RECORD}-{index}", namespace)
-    theirs["data"] = {**(theirs.get("data") or {}), pool_key("zz"): "9"}  # another writer's entry
+    theirs["data"] = {backstop.ENTRIES_KEY: backstop.pack(  # another writer's entry
+        {**backstop.unpack(theirs["data"][backstop.ENTRIES_KEY]), pool_key("zz"): "9"})}
     kube_api.client.replace(CONFIG_MAPS, theirs)
     set_pvs(caches, volumes("a", 5))
     first = hook.pass_once()

@@ -566,6 +566,15 @@ admission.deletionGuard.providerNamespaceLabel. Other DELETEs pass it.
 {{ include "kustodian.fullname" . | trunc 52 | trimSuffix "-" }}-backstop
 {{- end -}}
 
+{{/*
+The CEL expression of a DELETE's key in the deletion backstop's record (policy.deletion.backstop.record_key):
+<group>_<resource>_<namespace>_<name>, a Namespace's _namespaces__<name> (its request names the
+namespace itself as its namespace); a cluster-scoped object's request has no namespace at all.
+*/}}
+{{- define "kustodian.backstopKey" -}}
+(request.resource.group == '' && request.resource.resource == 'namespaces' ? '_namespaces__' + request.name : request.resource.group + '_' + request.resource.resource + '_' + (has(request.namespace) ? request.namespace : '') + '_' + request.name)
+{{- end -}}
+
 {{/* How many ConfigMaps the record has: policy.deletion.backstop.RECORD_SHARDS (tests/chart keep them equal). */}}
 {{- define "kustodian.backstopShards" -}}8{{- end -}}
 

@@ -16,9 +16,17 @@ lookup:
   policy's message names.
 * **Shards**: ``RECORD_SHARDS`` ConfigMaps ``<record>-<i>``, a key in shard ``crc32(key) % 8``
   (about 60 bytes an entry: 10,000 providers are ~0.6 MiB, tens of thousands fit), each read by
-  its own binding.  A shard not written yet protects nothing (``parameterNotFoundAction:
-  Allow``: the backstop is armed by the webhook's first complete record), and once written none
-  can be deleted (the chart's policy refuses it), so what was recorded never goes missing.
+  its own binding.
+  A shard not written yet protects nothing (``parameterNotFoundAction: Allow``: the backstop is
+  armed by the webhook's first complete record), and once written none can be deleted (the chart's
+  policy refuses it), so what was recorded never goes missing.
+* **One string per shard**: a shard's entries are the lines ``<key>=<count>`` of its one data key
+  ``entries`` (``\n`` before each line and after the last), not a ConfigMap key each.  The API
+  server converts a ConfigMap param to CEL's input by reflection, whole, for every expression
+  list of every binding of every request (``newActivation``: 3 times a binding), so 10,000
+  entries as keys cost it ~30,000 map entries per DELETE (~190 ms at load 11, growing with the
+  record); a string is converted in O(1), and the policy finds ``\n<key>=`` in it with one
+  ``contains`` (a key cannot hold ``\n`` or ``=``, so the match is exact).
 * **When it was last confirmed**: each shard's ``kustodian.io/backstop-confirmed-at`` is the time
   of the last pass that found every kind it reads fresh; the record's age is the oldest shard's.
 
@@ -41,13 +49,15 @@ from kustodian.policy.objects import RawObject, map_field, str_field
 from kustodian.policy.timestamps import format_rfc3339, parse_rfc3339
 
 __all__ = [
-    "CONFIRMED_ANNOTATION", "KEY_LIMIT", "NAMESPACES_SCOPE", "RECORD_LABEL", "RECORD_SHARDS", "SHARD_LIMIT",
+    "CONFIRMED_ANNOTATION", "ENTRIES_KEY", "KEY_LIMIT", "NAMESPACES_SCOPE", "RECORD_LABEL", "RECORD_SHARDS",
+    "SHARD_LIMIT",
     "ProviderFacts", "RecordPlan", "RecordShard", "RecordState", "data_bytes", "key_scope", "merged",
-    "namespace_key", "plan_record", "protected_entries", "read_record", "record_key", "shard_document",
-    "shard_name", "shard_of",
+    "namespace_key", "pack", "plan_record", "protected_entries", "read_record", "record_key",
+    "shard_document", "shard_name", "shard_of", "unpack",
 ]
 
 RECORD_SHARDS = 8
+ENTRIES_KEY = "entries"  # a shard's one data key: its entries, one ``<key>=<count>`` line each
 KEY_LIMIT = 253  # a ConfigMap key's longest (validation.IsConfigMapKey)
 # a ConfigMap's data may hold 1 MiB; leave room for its metadata
 SHARD_LIMIT = 1024 * 1024 - 16 * 1024
@@ -80,9 +90,25 @@ def shard_name(record: str, index: int) -> str:
     return f"{record}-{index}"
 
 
+def pack(entries: Mapping[str, str]) -> str:
+    """A shard's entries as its one string: ``\n<key>=<count>`` for each key in order, then ``\n``
+    (so every line, the first included, is found as ``\n<key>=``)."""
+    return "".join(f"\n{key}={entries[key]}" for key in sorted(entries)) + "\n"
+
+
+def unpack(text: str) -> dict[str, str]:
+    """The entries of a shard's string (a line that is not ``<key>=<value>`` is skipped)."""
+    out: dict[str, str] = {}
+    for line in text.split("\n"):
+        key, sep, value = line.partition("=")
+        if sep and key:
+            out[key] = value
+    return out
+
+
 def data_bytes(data: Mapping[str, str]) -> int:
-    """What a ConfigMap's data counts against its 1 MiB (keys and values)."""
-    return sum(len(k.encode()) + len(v.encode()) for k, v in data.items())
+    """What a shard holding ``data`` counts against a ConfigMap's 1 MiB (its one key and string)."""
+    return len(ENTRIES_KEY) + len(pack(data).encode())
 
 
 # -- what the record should hold ------------------------------------------------------------------
@@ -186,16 +212,16 @@ class RecordState:
 
 def read_record(configmaps: Sequence[RawObject | None]) -> RecordState:
     """The record from its shards' ConfigMaps in index order (None: that one does not exist).
-    Data that is not a map of strings reads as empty; a confirmation time that does not parse
-    reads as never confirmed."""
+    A shard whose ``entries`` is not a string reads as empty; a confirmation time that does not
+    parse reads as never confirmed."""
     shards: list[RecordShard] = []
     for index, cm in enumerate(configmaps):
         if cm is None:
             shards.append(RecordShard(index))
             continue
         raw = cm.get("data")
-        data = {k: v for k, v in raw.items() if isinstance(k, str) and isinstance(v, str)} \
-            if isinstance(raw, dict) else {}
+        text = raw.get(ENTRIES_KEY) if isinstance(raw, dict) else None
+        data = unpack(text) if isinstance(text, str) else {}
         notes = map_field(cm, "metadata", "annotations")
         confirmed = parse_rfc3339(notes.get(CONFIRMED_ANNOTATION)) if notes else None
         shards.append(RecordShard(index, data, confirmed,
@@ -235,4 +261,4 @@ def shard_document(record: str, namespace: str, index: int, data: Mapping[str, s
         meta["annotations"] = {CONFIRMED_ANNOTATION: format_rfc3339(confirmed_at)}
     if resource_version:
         meta["resourceVersion"] = resource_version
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": dict(data)}
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {ENTRIES_KEY: pack(data)}}

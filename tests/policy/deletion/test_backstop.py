@@ -12,6 +12,7 @@ import pytest
 
 from kustodian.policy.deletion.backstop import (
     CONFIRMED_ANNOTATION,
+    ENTRIES_KEY,
     KEY_LIMIT,
     NAMESPACES_SCOPE,
     RECORD_LABEL,
@@ -22,12 +23,14 @@ from kustodian.policy.deletion.backstop import (
     key_scope,
     merged,
     namespace_key,
+    pack,
     plan_record,
     protected_entries,
     read_record,
     record_key,
     shard_document,
     shard_of,
+    unpack,
 )
 
 CONFIGMAP_KEY = re.compile(r"[-._a-zA-Z0-9]+")  # validation.IsConfigMapKey
@@ -123,9 +126,13 @@ def test_a_shard_over_the_limit_is_not_written() -> None:
 
 
 def cm(index: int, data: Any, confirmed: str | None = None, rv: str = "7") -> dict[str, Any]:
+    """A shard's ConfigMap; a dict of strings is packed as the writer packs it, anything else is
+    the ConfigMap's data as given."""
     meta: dict[str, Any] = {"name": f"rec-{index}", "resourceVersion": rv}
     if confirmed is not None:
         meta["annotations"] = {CONFIRMED_ANNOTATION: confirmed}
+    if isinstance(data, dict) and ENTRIES_KEY not in data and all(isinstance(v, str) for v in data.values()):
+        data = {ENTRIES_KEY: pack(data)}
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
 
 
@@ -135,7 +142,7 @@ def test_the_record_reads_back_with_its_oldest_confirmation() -> None:
     assert state.complete and state.entries == {"a_b_c_d": "1", "e_f_g_h": "2"}
     assert state.confirmed_at == NOW - timedelta(minutes=1)
     assert state.age(NOW) == timedelta(minutes=1)
-    assert state.size() == data_bytes({"a_b_c_d": "1", "e_f_g_h": "2"})
+    assert state.size() == data_bytes({"a_b_c_d": "1"}) + data_bytes({"e_f_g_h": "2"})
 
 
 @pytest.mark.parametrize("shards", [
@@ -149,9 +156,25 @@ def test_a_record_with_a_shard_missing_or_unconfirmed_has_no_age(shards: list[di
     assert state.complete == (shards[1] is not None)
 
 
-def test_data_that_is_not_strings_reads_as_nothing() -> None:
-    assert read_record([cm(0, {"a_b_c_d": 1, "e_f_g_h": "2"})]).entries == {"e_f_g_h": "2"}
+def test_data_that_is_not_a_packed_string_reads_as_nothing() -> None:
+    assert read_record([cm(0, {ENTRIES_KEY: 1})]).entries == {}
     assert read_record([cm(0, ["not", "a", "map"])]).entries == {}
+    assert read_record([cm(0, {"a_b_c_d": 1, "e_f_g_h": "2"})]).entries == {}  # a key each: not the format
+    assert read_record([cm(0, {ENTRIES_KEY: "\nnot a line\na_b_c_d=3\n=4\n"})]).entries == {"a_b_c_d": "3"}
+
+
+def test_a_shard_is_one_string_in_which_each_key_is_found_exactly() -> None:
+    """What the policy's CEL does: \n<key>= found in the string, never a key that only ends or
+    begins like it (a key holds neither \n nor =)."""
+    entries = {"ceph.rook.io_cephblockpools_ns_a": "2", "ceph.rook.io_cephblockpools_ns_ab": "5"}
+    text = pack(entries)
+    assert text == "\nceph.rook.io_cephblockpools_ns_a=2\nceph.rook.io_cephblockpools_ns_ab=5\n"
+    assert unpack(text) == entries
+    assert "\nceph.rook.io_cephblockpools_ns_a=" in text and "\nceph.rook.io_cephblockpools_ns_b=" not in text
+    assert "\nrook.io_cephblockpools_ns_a=" not in text
+    # the count, as the policy's messageExpression splits it out
+    assert text.split("\nceph.rook.io_cephblockpools_ns_ab=", 1)[1].split("\n", 1)[0] == "5"
+    assert pack({}) == "\n" and unpack("\n") == {}
 
 
 def test_a_shard_document_is_a_labelled_configmap_with_its_confirmation() -> None:
@@ -160,5 +183,5 @@ def test_a_shard_document_is_a_labelled_configmap_with_its_confirmation() -> Non
     assert doc["metadata"] == {"name": "rec-3", "namespace": "kustodian", "resourceVersion": "9",
                                "labels": {"app": "x", RECORD_LABEL: "rec"},
                                "annotations": {CONFIRMED_ANNOTATION: "2026-11-28T12:00:00Z"}}
-    assert doc["data"] == {"a_b_c_d": "1"}
+    assert doc["data"] == {ENTRIES_KEY: "\na_b_c_d=1\n"}
     assert "annotations" not in shard_document("rec", "ns", 0, {}, confirmed_at=None)["metadata"]
