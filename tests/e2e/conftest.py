@@ -51,11 +51,16 @@ def kustodian(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
                           check=False, **kw)
 
 
-def start_webhook(kube_api: KubeApi, workdir: Path, *extra: str, kubeconfig: Path | None = None) -> WebhookProcess:
-    certs_dir = workdir / "certs"
-    issued = kustodian("certs", "issue", "--service", "kustodian", "--namespace", "kustodian",
-                       "--out", str(certs_dir), "--ip", "127.0.0.1", "--dns", "localhost")
-    assert issued.returncode == 0, issued.stderr
+def start_webhook(kube_api: KubeApi, workdir: Path, *extra: str, kubeconfig: Path | None = None,
+                  certs_dir: Path | None = None) -> WebhookProcess:
+    """``kustodian webhook`` as a process; its pair issued by ``kustodian certs issue`` into
+    ``workdir``, or ``certs_dir``'s (``ca.crt``, ``tls.crt``, ``tls.key`` for kustodian.kustodian.svc,
+    localhost and 127.0.0.1: the session's ``tls_dir``, one CLI process less)."""
+    if certs_dir is None:
+        certs_dir = workdir / "certs"
+        issued = kustodian("certs", "issue", "--service", "kustodian", "--namespace", "kustodian",
+                           "--out", str(certs_dir), "--ip", "127.0.0.1", "--dns", "localhost")
+        assert issued.returncode == 0, issued.stderr
     port = free_port()
     log_file = workdir / "webhook.log"
     env = {**os.environ, "KUSTODIAN_LOG__FORMAT": "text"}

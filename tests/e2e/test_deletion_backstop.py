@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -152,7 +153,8 @@ def remove_backstop(kube_api: KubeApi) -> None:
 
 
 @pytest.fixture(scope="module")
-def backstop(kube_api: KubeApi, rook_upstream: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backstop]:
+def backstop(kube_api: KubeApi, rook_upstream: Path, tmp_path_factory: pytest.TempPathFactory,
+             tls_dir: Path) -> Iterator[Backstop]:
     server = kube_api.require_server()  # a client certificate for the chart's ServiceAccount
     cluster, other = f"bs-{uuid.uuid4().hex[:8]}", f"bs-other-{uuid.uuid4().hex[:8]}"
     for ns in (HOME, cluster, other):
@@ -163,7 +165,7 @@ def backstop(kube_api: KubeApi, rook_upstream: Path, tmp_path_factory: pytest.Te
     rules.write_text(yaml.safe_dump([README_RULE]))
     hook = start_webhook(kube_api, workdir, "--namespace", HOME, "--deletion-guard-rules-file", str(rules),
                          "--deletion-guard-backstop-record", RECORD, "--metrics-listen-address", f"127.0.0.1:{port}",
-                         kubeconfig=server.kubeconfig_for(ACCOUNT))
+                         kubeconfig=server.kubeconfig_for(ACCOUNT), certs_dir=tls_dir)
     sc = f"bs-{uuid.uuid4().hex[:8]}"
     try:
         kube_api.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(
@@ -339,16 +341,19 @@ def test_report_and_explain_delete_say_the_backstop_is_in_place_and_how_old_its_
     kc = ("--kubeconfig", str(kube_api.kubeconfig))
     head = ("deletion backstop: in place (ValidatingAdmissionPolicy kustodian-deletion-backstop, Deny); its record "
             f"{HOME}/{RECORD}-0..7 (")
-    report = kustodian("report", "-n", backstop.cluster, *kc)
+    # three `kustodian` processes at once: each spends seconds importing on a loaded machine
+    with ThreadPoolExecutor(3) as pool:
+        report, explained, late = pool.map(lambda args: kustodian(*args, *kc), [
+            ("report", "-n", backstop.cluster),
+            ("explain-delete", "CephBlockPool", "full", "-n", backstop.cluster),
+            ("explain-delete", "CephBlockPool", "o-kustodian", "-n", backstop.cluster, "-o", "json")])
     assert report.returncode == 0, report.stderr
     (line,) = [x for x in report.stdout.splitlines() if x.startswith("deletion backstop:")]
     assert line.startswith(head) and " entries) was confirmed " in line and line.endswith(" ago"), line
-    explained = kustodian("explain-delete", "CephBlockPool", "full", "-n", backstop.cluster, *kc)
     assert explained.returncode == 1, explained.stderr  # blocked: the webhook's decision, computed here
     lines = explained.stdout.splitlines()
     assert any(x.startswith(head) for x in lines), lines
     assert "deletion backstop: its record lists this CephBlockPool with 2 dependents" in lines
-    late = kustodian("explain-delete", "CephBlockPool", "o-kustodian", "-n", backstop.cluster, *kc, "-o", "json")
     doc = json.loads(late.stdout)["backstop"]
     assert doc["installed"] is True and doc["policy"] == "kustodian-deletion-backstop"
     assert doc["validationActions"] == ["Deny"] and doc["recorded"] == 1
