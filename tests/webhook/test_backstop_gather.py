@@ -14,7 +14,7 @@ from kustodian.policy.deletion import decide_delete, decide_namespace_delete, ro
 from kustodian.policy.deletion.backstop import NAMESPACES_SCOPE, namespace_key, record_key
 from kustodian.policy.store import kind_key
 from kustodian.webhook.features.backstop import RecordGatherer
-from tests.policy.deletion.builders import blockpool, ceph, cluster, nfs, rbd_pv, view
+from tests.policy.deletion.builders import blockpool, ceph, cluster, nfs, obj, rbd_pv, view
 from tests.webhook.test_deletion_guard_freshness import NFS, POOL, with_meta, world
 
 NOW = datetime.now(UTC)
@@ -22,6 +22,7 @@ LATER = (NOW + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 EARLIER = (NOW - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 ALLOW = "kustodian.io/allow-delete-with-dependents"
 UNTIL = "kustodian.io/allow-delete-until"
+CSI = "csi.ceph.io/v1"
 
 
 def annotated(o: dict[str, Any], notes: dict[str, str]) -> dict[str, Any]:
@@ -45,6 +46,13 @@ WORLDS: dict[str, list[dict[str, Any]]] = {
     "two-namespaces": [blockpool("a"), rbd_pv("pv-a", pool="a"), blockpool("b", "other"),
                        rbd_pv("pv-b", pool="b", cluster_id="other"), blockpool("c", "other")],
     "cluster-allows-uninstall": [cluster(allow_uninstall_with_volumes=True), blockpool("a"), rbd_pv("pv-a", pool="a")],
+    # ceph-csi-operator's objects (issue 43), in the operator's namespace as Rook writes them: the
+    # ClientProfile named after the clusterID the volume carries, the Driver named as its CSI driver,
+    # the CephConnection the profile names
+    "ceph-csi-operator": [blockpool("a"), rbd_pv("pv-a", pool="a"),
+                          obj(CSI, "ClientProfile", "rook-ceph", "csi-op", {"cephConnectionRef": {"name": "conn"}}),
+                          obj(CSI, "Driver", "rook-ceph.rbd.csi.ceph.com", "csi-op", {}),
+                          obj(CSI, "CephConnection", "conn", "csi-op", {"monitors": ["10.0.0.1:6789"]})],
 }
 
 
@@ -99,6 +107,11 @@ def test_worlds_cover_each_case_the_record_tells_apart() -> None:
     # still holds its cluster
     assert entries["cluster-allows-uninstall"] == {
         record_key("ceph.rook.io", "cephclusters", "rook-ceph", "rook-ceph"): "1"}
+    # keyed by the resources the chart's policy and the guard's webhook match (csi.ceph.io's plurals)
+    assert entries["ceph-csi-operator"] == {
+        pool_key("a"): "1", "_namespaces__rook-ceph": "1",
+        "csi.ceph.io_clientprofiles_csi-op_rook-ceph": "1", "csi.ceph.io_drivers_csi-op_rook-ceph.rbd.csi.ceph.com": "1",
+        "csi.ceph.io_cephconnections_csi-op_conn": "1", "_namespaces__csi-op": "1"}  # one PV, counted once
 
 
 def test_a_stale_kind_says_nothing_and_marks_its_scope_stale() -> None:
