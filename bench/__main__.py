@@ -27,8 +27,8 @@ from typing import Any
 Row = dict[str, Any]
 
 SCENARIOS = ["admission", "kopf", "cache", "memory", "planner", "orphans", "node-loss", "catch-up", "controllers",
-             "scale"]
-NEEDS_API = {"kopf", "cache", "memory", "node-loss", "catch-up", "controllers", "scale"}
+             "scale", "backstop"]
+NEEDS_API = {"kopf", "cache", "memory", "node-loss", "catch-up", "controllers", "scale", "backstop"}
 
 
 def _met(row: Row) -> str:
@@ -97,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     runs = 1 if args.smoke else max(1, args.runs)
 
-    from bench import admission, cache, controllers, kopf_peer, node_loss, orphans, planner, scale
+    from bench import admission, backstop, cache, controllers, kopf_peer, node_loss, orphans, planner, scale
     from kustodian.testing.testserver import find_script
 
     scenarios: dict[str, Callable[[], list[Row]]] = {
@@ -111,6 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         "catch-up": lambda: cache.catch_up(args.smoke, runs),
         "controllers": lambda: controllers.run(args.smoke, runs),
         "scale": lambda: scale.run(args.smoke, runs, scale.parse_sizes(args.sizes)),
+        "backstop": lambda: backstop.run(args.smoke, runs),
     }
     have_api = find_script() is not None
     rows: list[Row] = []

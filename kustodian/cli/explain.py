@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from kustodian.cli.backstop import BackstopStatus, backstop_status
 from kustodian.cli.cluster import context_namespace
 from kustodian.cli.guard import guard_installed
 from kustodian.cli.manifests import read_manifests
@@ -32,6 +33,7 @@ from kustodian.policy.deletion import (
     provider_dict,
     read_override,
 )
+from kustodian.policy.deletion.backstop import namespace_key, record_key
 from kustodian.policy.kinds import (
     BUILTIN_GROUPS,
     BUILTIN_KINDS,
@@ -124,6 +126,27 @@ def override_line(override: Override, now: datetime) -> str:
     return f"override: {override.annotation}=true expired at {override.until.isoformat()}: no longer applies"
 
 
+def backstop_lines(backstop: BackstopStatus | None, guard_installed: bool | None, kind: KnownKind,
+                   namespace: str, name: str) -> list[str]:
+    """The backstop's line, and whether its record lists this object (nothing when neither the
+    guard nor the backstop is installed: the guard's note says nothing is refused)."""
+    if backstop is None or (backstop.installed is False and guard_installed is False):
+        return []
+    lines = [backstop.line()]
+    if backstop.installed and backstop.record is not None and not backstop.missing:
+        recorded = backstop.protects(_record_key(kind, namespace, name))
+        lines.append(f"deletion backstop: its record lists this {kind.kind} with {recorded} dependents"
+                     if recorded else f"deletion backstop: its record does not list this {kind.kind} (while "
+                     "no webhook replica answers, the policy lets its DELETE through)")
+    return lines
+
+
+def _record_key(kind: KnownKind, namespace: str, name: str) -> str | None:
+    if kind.key == "Namespace":
+        return namespace_key(name)
+    return record_key(kind.group, kind.plural, namespace, name) if kind.plural else None
+
+
 def _namespaced(kind: KnownKind, view: ClusterView) -> bool | None:
     """Whether objects of ``kind`` live in a namespace; None when neither the table, discovery nor
     the manifests tell (an admin's CRD read from --from with no object of it)."""
@@ -187,7 +210,8 @@ def explain_delete(args: argparse.Namespace) -> int:
     # kinds a rule names that this cluster (or these manifests) does not have: not checked
     absent = sorted(k for k in rules.kinds_read(key) if not view.has_kind(k))
     code = EXIT_OK if decision.allowed else EXIT_BLOCKED
-    guard = "" if args.from_dir else guard_installed(args, "this is what it would decide")[0]
+    guard, installed = ("", None) if args.from_dir else guard_installed(args, "this is what it would decide")
+    backstop = None if args.from_dir else backstop_status(args, now)
     if args.output == "name":  # what blocks the delete, as kubectl names objects
         named = print_names((ref.kind, ref.namespace, ref.name)
                             for refs in decision.dependents.values() for ref in refs)
@@ -202,6 +226,10 @@ def explain_delete(args: argparse.Namespace) -> int:
                                 "until": override.until.isoformat() if override.until else None,
                                 "applies": override.applies(now), "problem": override.problem or None}
         document["notChecked"] = absent
+        if backstop is not None:
+            recorded = backstop.protects(_record_key(found, namespace, name))
+            document["backstop"] = {**backstop.as_dict(),
+                                    "recorded": int(recorded) if recorded and recorded.isdigit() else None}
         if guard:
             document["notes"] = [guard]
         dump(document, args.output)
@@ -209,12 +237,15 @@ def explain_delete(args: argparse.Namespace) -> int:
     where = "in the manifests" if args.from_dir else "served by this cluster (no CRD)"
     unserved = f"note: not {where}, so not checked: {', '.join(absent)}" if absent else ""
     shown = override_line(override, now)
+    backstopped = backstop_lines(backstop, installed, found, namespace, name)
     if not rows:
         print(f"{kind_name} {name}: no dependents; deleting it would be allowed")
         if shown:
             print(shown)
         if unserved:
             print(unserved)
+        for line in backstopped:
+            print(line)
         if guard:
             print(guard)
         return code
@@ -229,6 +260,8 @@ def explain_delete(args: argparse.Namespace) -> int:
     if unserved:
         print()
         print(unserved)
+    for line in backstopped:
+        print(line)
     if guard:
         print(guard)
     return code

@@ -22,6 +22,7 @@ import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from kustodian.cli.backstop import backstop_status
 from kustodian.cli.cluster import connect
 from kustodian.cli.explain import load_view
 from kustodian.cli.guard import guard_installed
@@ -145,6 +146,10 @@ def report(args: argparse.Namespace) -> int:
              if not args.object_namespace or p.provider.namespace == args.object_namespace]
     refused, unreadable = _history(args, win) if win is not None else ([], "")
     guard, installed = guard_installed(args) if win is not None else ("", None)
+    backstop = backstop_status(args, now) if win is not None and args.output != "name" else None
+    # nothing to say about a backstop where neither it nor the guard is installed (the guard's note says it)
+    backstop_line = backstop.line() if backstop is not None and not (
+        backstop.installed is False and installed is False) else ""
     findings = _findings(args, view) if args.output != "name" else None
     if args.output == "name":
         # nothing to name: the reason on stderr, as kubectl's "No resources found"
@@ -157,6 +162,8 @@ def report(args: argparse.Namespace) -> int:
         notes = [n for n in (guard, _unserved(args, rules, view)) if n]
         if notes:  # what a script must know to read the rest (the guard is not installed, ...)
             document["notes"] = notes
+        if backstop is not None:
+            document["backstop"] = backstop.as_dict()
         if win is not None:
             document["refusedDeletes"] = {
                 "window": win.as_dict(), "providers": [r.as_dict() for r in refused],
@@ -188,6 +195,8 @@ def report(args: argparse.Namespace) -> int:
     unserved = _unserved(args, rules, view)
     if unserved:
         print(unserved)
+    if backstop_line:
+        print(backstop_line)
     if guard:
         print(guard)
     if win is not None:

@@ -67,6 +67,14 @@ MUTATING_WEBHOOKS = Resource(
     "admissionregistration.k8s.io", "v1", "mutatingwebhookconfigurations",
     "MutatingWebhookConfiguration", False,
 )
+# the deletion backstop (read by the CLI, never cached): its policy and the bindings to its record
+VALIDATING_POLICIES = Resource(
+    "admissionregistration.k8s.io", "v1", "validatingadmissionpolicies", "ValidatingAdmissionPolicy", False,
+)
+VALIDATING_POLICY_BINDINGS = Resource(
+    "admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
+    "ValidatingAdmissionPolicyBinding", False,
+)
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, PODS, CONFIG_MAPS, SECRETS,

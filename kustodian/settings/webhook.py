@@ -114,6 +114,19 @@ class DeletionGuardGroup(Group):
         timedelta(seconds=1), description="How long an allowed delete may wait for a round trip to the API "
                                           "server that proves its caches' connection alive; without one "
                                           "the answer is 503 (keep well below the webhook's timeoutSeconds)")
+    # issue 44: the record the chart's ValidatingAdmissionPolicy reads (the deletion backstop)
+    backstop_record: str = Field(
+        "", max_length=200, pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
+        description="Name of the deletion backstop's record: ConfigMaps <name>-0..7 and the Lease <name> in "
+                    "--namespace, kept current for the chart's ValidatingAdmissionPolicy, which refuses the "
+                    "DELETE of what it holds while no replica answers; empty: no record is kept")
+    backstop_debounce: PositiveDuration = Field(
+        timedelta(milliseconds=50), description="How long the backstop's writer waits after a change for the "
+                                                "rest of a burst before it recomputes the record")
+    backstop_confirm_interval: PositiveDuration = Field(
+        timedelta(seconds=60), description="How often the backstop's record is confirmed from fresh caches "
+                                           "(its age stays below this while it is kept), and read back by "
+                                           "every replica for kustodian_deletion_backstop_record_age_seconds")
 
 
 class PolicyReportsGroup(Group):

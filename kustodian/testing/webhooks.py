@@ -57,19 +57,32 @@ def deletion_admission_rules(rules: RuleSet) -> list[dict[str, Any]]:
 
 
 @functools.lru_cache(maxsize=16)
-def _rendered(values_json: str, namespace: str) -> tuple[dict[str, Any], ...]:
+def _template(template: str, values_json: str, namespace: str) -> tuple[dict[str, Any], ...]:
+    """The documents ``helm template`` renders from one of the chart's templates."""
     with tempfile.TemporaryDirectory() as tmp:
         values = Path(tmp) / "values.json"
         values.write_text(values_json)
         proc = subprocess.run(
             [str(ensure_tools() / "helm"), "template", RELEASE, str(CHART), "--namespace", namespace,
-             "--show-only", "templates/webhooks.yaml", "--values", str(values)],
+             "--show-only", f"templates/{template}", "--values", str(values)],
             capture_output=True, text=True, check=False, timeout=60)
     if proc.returncode != 0:
         raise RuntimeError(f"helm template {CHART} failed: {proc.stderr.strip()}")
+    return tuple(d for d in yaml.safe_load_all(proc.stdout) if d)
+
+
+def _rendered(values_json: str, namespace: str) -> tuple[dict[str, Any], ...]:
     order = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")  # validating first, as ever
-    docs = [d for d in yaml.safe_load_all(proc.stdout) if d and d["kind"] in order]
+    docs = [d for d in _template("webhooks.yaml", values_json, namespace) if d["kind"] in order]
     return tuple(sorted(docs, key=lambda d: order.index(d["kind"])))
+
+
+def backstop_policies(values: Mapping[str, Any] | None = None, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
+    """The deletion backstop's ValidatingAdmissionPolicies and bindings as the chart renders them
+    (release ``kustodian`` in ``namespace``: the record is ``kustodian-backstop-0..7`` there, written
+    by ``system:serviceaccount:<namespace>:kustodian``)."""
+    docs = _template("deletion-backstop.yaml", json.dumps(values or {}, sort_keys=True), namespace)
+    return copy.deepcopy(list(docs))
 
 
 def chart_configurations(values: Mapping[str, Any] | None = None,

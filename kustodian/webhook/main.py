@@ -39,6 +39,7 @@ from kustodian.policy.store import Indexer
 from kustodian.runtime import Checks, Loop, Manager, Periodic, Runnable, Service, sync_report
 from kustodian.settings import WebhookSettings
 from kustodian.webhook.app import add_freshness, create_app
+from kustodian.webhook.features.backstop import RecordWriter, build_backstop
 from kustodian.webhook.features.deletion_guard import DeletionGuard, cache_projections, needed_kinds
 from kustodian.webhook.features.policy_reports import (
     DeletionFindings,
@@ -101,6 +102,7 @@ class Webhook:
     provider_metrics: ProviderDependents | None = None  # its loop runs while the caches do
     policy_reports: PolicyReportWriter | None = None  # its loop runs while the caches do
     liveness: ApiLiveness | None = None  # round trips to the API server (issue 32), with the caches
+    backstop: RecordWriter | None = None  # the deletion backstop's record (issue 44), with the caches
     components: list[Runnable] = field(default_factory=list)  # what runs while the app serves
 
     def start_caches(self) -> None:
@@ -119,8 +121,8 @@ class Webhook:
 
 
 def _components(hook: Webhook) -> list[Runnable]:
-    """The API liveness probe, the guard's warmer, the provider-metrics loop (the caches are the
-    Manager's own)."""
+    """The API liveness probe, the guard's warmer, the provider-metrics loop, the policy reports'
+    writer, the deletion backstop's record reader and writer (the caches are the Manager's own)."""
     out: list[Runnable] = []
     if hook.liveness is not None:
         liveness = hook.liveness
@@ -133,6 +135,8 @@ def _components(hook: Webhook) -> list[Runnable]:
         out.append(hook.provider_metrics.loop)
     if hook.policy_reports is not None:
         out.append(hook.policy_reports.loop)
+    if hook.backstop is not None:
+        out.extend(hook.backstop.runnables)
     return out
 
 
@@ -224,6 +228,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
                              registry=manager.registry)
     metrics.registry.register(outcomes)
     provider_metrics = None
+    backstop = None
     if guard is not None:
         metrics.registry.register(guard)  # kustodian_deletion_guard_memo_total
         # per-provider dependents, capped series, computed off the admission path
@@ -231,6 +236,10 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
             guard, max_series=settings.deletion_guard.metrics_max_series,
             interval=settings.deletion_guard.metrics_interval.total_seconds())
         metrics.registry.register(provider_metrics)
+        # the record the chart's ValidatingAdmissionPolicy refuses DELETEs from (issue 44)
+        backstop = build_backstop(guard, client, settings.kube.namespace, settings.deletion_guard)
+        if backstop is not None:
+            metrics.registry.register(backstop)
     policy_reports = _policy_reports(settings, client, guard, reclaim)
     if policy_reports is not None:
         metrics.registry.register(policy_reports)
@@ -238,7 +247,8 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
     app = create_app(registry, readiness=readiness, metrics=metrics,
                      max_body_bytes=settings.webhook.max_request_bytes)
     hook = Webhook(app, registry, caches, view, recorder, readiness, manager, kinds=kinds, guard=guard,
-                   provider_metrics=provider_metrics, policy_reports=policy_reports, liveness=liveness)
+                   provider_metrics=provider_metrics, policy_reports=policy_reports, liveness=liveness,
+                   backstop=backstop)
     hook.components = _components(hook)
     return hook
 

@@ -14,6 +14,7 @@ import pytest
 import yaml
 
 from tests.conftest import unavailable
+from tests.e2e.test_deletion_backstop import BACKSTOP_METRICS
 from tests.e2e.test_metrics_port import CONTROLLERS_METRICS, WEBHOOK_METRICS
 
 from .conftest import CHART, FULLNAME, NAMESPACE, Doc, find, one, render
@@ -21,7 +22,7 @@ from .conftest import CHART, FULLNAME, NAMESPACE, Doc, find, one, render
 MONITORING: dict[str, Any] = {"metrics": {"serviceMonitor": {"enabled": True, "labels": {"release": "prom"}},
                                           "prometheusRule": {"enabled": True},
                                           "dashboard": {"enabled": True}}}
-EXPORTED = set(WEBHOOK_METRICS) | set(CONTROLLERS_METRICS) | {"up"}
+EXPORTED = set(WEBHOOK_METRICS) | set(CONTROLLERS_METRICS) | set(BACKSTOP_METRICS) | {"up"}
 # a family's sample names: counters end in _total, histograms in _bucket/_sum/_count
 SUFFIXES = ("_total", "_bucket", "_sum", "_count")
 
@@ -102,13 +103,14 @@ def test_promtool_checks_the_rendered_rules(monitored: list[Doc], tmp_path: Path
                           capture_output=True, text=True, check=False)
     print(proc.stdout, proc.stderr)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "SUCCESS: 5 rules found" in proc.stdout
+    assert "SUCCESS: 6 rules found" in proc.stdout
 
 
 def test_every_alert_reads_metrics_kustodian_exports(monitored: list[Doc]) -> None:
     rules = one(monitored, "PrometheusRule", FULLNAME)["spec"]["groups"][0]["rules"]
     assert {r["alert"] for r in rules} == {"KustodianWebhookDown", "KustodianCacheStale", "KustodianDenialsSpike",
-                                           "KustodianCertificateExpiring", "KustodianLeaderMissing"}
+                                           "KustodianCertificateExpiring", "KustodianLeaderMissing",
+                                           "KustodianBackstopStale"}
     for rule in rules:
         assert metric_names(rule["expr"]) <= EXPORTED, rule["alert"]
 
@@ -134,6 +136,15 @@ ALERT_CASES: list[tuple[str, list[dict[str, str]], str, bool]] = [
     ("KustodianLeaderMissing", [{"series": f'kustodian_leader_election_is_leader{{{SEL}, pod="a", lease="l"}}',
                                  "values": "0x20"}], "10m", True),
     ("KustodianLeaderMissing", [], "10m", True),
+    # the record unconfirmed for over 10 minutes on every replica's reading (the freshest counts)
+    ("KustodianBackstopStale", [{"series": f'kustodian_deletion_backstop_record_age_seconds{{{SEL}, pod="a"}}',
+                                 "values": "600+60x20"}], "10m", True),
+    ("KustodianBackstopStale", [{"series": f'kustodian_deletion_backstop_record_age_seconds{{{SEL}, pod="a"}}',
+                                 "values": "600+60x20"},
+                                {"series": f'kustodian_deletion_backstop_record_age_seconds{{{SEL}, pod="b"}}',
+                                 "values": "30x20"}], "10m", False),
+    ("KustodianBackstopStale", [{"series": f'kustodian_deletion_backstop_record_age_seconds{{{SEL}, pod="a"}}',
+                                 "values": " ".join(["+Inf"] * 20)}], "10m", True),  # a shard missing
     ("KustodianLeaderMissing", [{"series": f'kustodian_leader_election_is_leader{{{SEL}, pod="a", lease="l"}}',
                                  "values": "0x20"},
                                 {"series": f'kustodian_leader_election_is_leader{{{SEL}, pod="b", lease="l"}}',
@@ -216,7 +227,7 @@ def test_without_a_webhook_only_what_runs_is_scraped_and_alerted_on(tmp_path: Pa
     assert _alerts(ctrl) == ["KustodianCacheStale", "KustodianLeaderMissing"]
     assert _alerts(render(MONITORING, tmp_path, include_crds=False)) == [
         "KustodianWebhookDown", "KustodianCacheStale", "KustodianDenialsSpike", "KustodianCertificateExpiring",
-        "KustodianLeaderMissing"]
+        "KustodianBackstopStale", "KustodianLeaderMissing"]
     # the node agent alone, scraped through its Service
     agent = render({"deletionGuard": {"enabled": False}, "reclaimSpace": {"enabled": False},
                     "controllers": {"enabled": False}, "nodeAgent": {"enabled": True, "disks": ["/var/lib/longhorn"]},

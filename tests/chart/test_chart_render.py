@@ -155,12 +155,15 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
     webhook = _grants(_rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook"))
     webhook |= _grants(_rules_of(docs, "Role", f"{FULLNAME}-webhook"))
     writes = {(g, r, v) for g, r, v in webhook if v not in ("get", "list", "watch")}
+    # the deletion backstop's record (ConfigMaps) and its writers' Lease
+    backstop = {("", "configmaps", "update"), ("", "configmaps", "create"),
+                ("coordination.k8s.io", "leases", "update"), ("coordination.k8s.io", "leases", "create")}
     reports = {(g, r, v) for g, kinds in (("openreports.io", ("reports", "clusterreports")),
                                           ("wgpolicyk8s.io", ("policyreports", "clusterpolicyreports")))
                for r in kinds for v in ("create", "update", "delete")}
     assert writes == {("", "events", "create"), ("", "secrets", "update"), ("", "secrets", "create"),
                       ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch"),
-                      ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch")} | reports
+                      ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch")} | reports | backstop
     # policy reports: every verb but create on the release's own name only
     for rule in _rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook"):
         if rule["apiGroups"] in (["openreports.io"], ["wgpolicyk8s.io"]):
@@ -175,18 +178,20 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
                  ("objectbucket.io", "objectbucketclaims"), ("objectstorage.k8s.io", "buckets"),
                  ("", "configmaps"), ("apiextensions.k8s.io", "customresourcedefinitions")]:
         assert {(g, r, "list"), (g, r, "watch")} <= webhook, (g, r)
-    # write access to the Secret and configurations is by name only
+    # write access to the Secret and configurations is by name only; a create cannot be named (the
+    # ConfigMap one is narrowed to the backstop's record by its policy: tests/chart/test_chart_backstop.py)
     for d in (one(docs, "ClusterRole", f"{FULLNAME}-webhook"), one(docs, "Role", f"{FULLNAME}-webhook")):
         for rule in d["rules"]:
-            if set(rule["verbs"]) - {"list", "watch", "create"} or "configmaps" in rule["resources"]:
+            if set(rule["verbs"]) - {"list", "watch", "create"} or (
+                    "configmaps" in rule["resources"] and rule["verbs"] != ["create"]):
                 assert rule.get("resourceNames"), rule
-    # without in-process rotation the webhook writes events and its policy reports, and arms its configurations' failure
-    # policies (by name; the ValidatingAdmissionPolicy narrows what it may change)
+    # without in-process rotation the webhook writes events, its policy reports and the backstop's record, and
+    # arms its configurations' failure policies (by name; the ValidatingAdmissionPolicy narrows what it may change)
     helm_tls = _grants(_rules_of(rendered["helm-tls"], "ClusterRole", f"{FULLNAME}-webhook"))
     helm_tls |= _grants(_rules_of(rendered["helm-tls"], "Role", f"{FULLNAME}-webhook"))
     assert {(g, r, v) for g, r, v in helm_tls if v not in ("list", "watch", "get")} == {
         ("", "events", "create"), ("admissionregistration.k8s.io", "validatingwebhookconfigurations", "patch"),
-        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch")} | reports
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations", "patch")} | reports | backstop
 
     agent = set().union(*(_grants(d["rules"]) for d in find(docs, "Role")
                           if d["metadata"]["name"].startswith(f"{FULLNAME}-node-agent")))
@@ -274,7 +279,8 @@ def test_webhooks_are_scoped_to_exactly_what_the_features_handle(name: str, rend
     values = VALUE_SETS[name]
     expected = set()
     if values.get("deletionGuard", {}).get("enabled", True):
-        expected.add("deletion-guard.kustodian.io")
+        # with the deletion backstop (on by default), the strict webhook for what it cannot judge
+        expected |= {"deletion-guard.kustodian.io", "deletion-guard-strict.kustodian.io"}
     if values.get("reclaimSpace", {}).get("enabled", True):
         expected |= {"reclaim-space-validation.kustodian.io", "reclaim-config-validation.kustodian.io",
                      "reclaim-space.kustodian.io"}
@@ -332,9 +338,11 @@ def test_the_rules_match_the_configurations_the_tests_use(rendered: dict[str, li
     schedule = theirs["reclaim-space-validation.kustodian.io"]["matchConditions"]
     assert [c["name"] for c in schedule] == ["sets-or-changes-reclaim-policy"]
     assert "oldObject.metadata.annotations" in schedule[0]["expression"]
-    # the tests' default differs by one value: every namespace's DELETE reaches the guard
+    # the tests' default differs by one value: every namespace's DELETE reaches the guard (only what
+    # the strict webhook takes, with the deletion backstop, is left out)
     tests = {w["name"]: w for c in webhook_configurations("https://x", "Y") for w in c["webhooks"]}
-    assert "matchConditions" not in tests["deletion-guard.kustodian.io"]
+    assert [c["name"] for c in tests["deletion-guard.kustodian.io"]["matchConditions"]] == [
+        "not-for-the-strict-webhook"]
     assert tests["reclaim-space-validation.kustodian.io"]["matchConditions"] == schedule
 
 
@@ -555,20 +563,25 @@ def test_the_node_agent_follows_longhorns_auto_deletion_unless_the_chart_overrid
 
 @pytest.mark.parametrize(("values", "want"), [
     ({}, {"deletion-guard.kustodian.io": ("Fail", 3), "reclaim-space-validation.kustodian.io": ("Fail", 3),
-          "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Ignore", 2)}),
+          "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Ignore", 2),
+          "deletion-guard-strict.kustodian.io": ("Fail", 3)}),
     ({"admission": {"deletionGuard": {"failurePolicy": "Ignore", "timeoutSeconds": 10},
                     "reclaimValidation": {"failurePolicy": "Ignore", "timeoutSeconds": 1},
                     "reclaimMutation": {"failurePolicy": "Fail", "timeoutSeconds": 5}}},
      {"deletion-guard.kustodian.io": ("Ignore", 10), "reclaim-space-validation.kustodian.io": ("Ignore", 1),
-      "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Fail", 5)}),
+      "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Fail", 5),
+      # what the deletion backstop cannot judge fails closed in enforce mode whatever the guard's failurePolicy
+      "deletion-guard-strict.kustodian.io": ("Fail", 10)}),
     # warn and audit never refuse, so they never fail closed (derived from the mode) ...
     ({"admission": {"deletionGuard": {"mode": "warn"}, "reclaimValidation": {"mode": "audit"}}},
      {"deletion-guard.kustodian.io": ("Ignore", 3), "reclaim-space-validation.kustodian.io": ("Ignore", 3),
-      "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Ignore", 2)}),
+      "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Ignore", 2),
+      "deletion-guard-strict.kustodian.io": ("Ignore", 3)}),
     # ... unless the admin says so
     ({"admission": {"deletionGuard": {"mode": "warn", "failurePolicy": "Fail"}}},
      {"deletion-guard.kustodian.io": ("Fail", 3), "reclaim-space-validation.kustodian.io": ("Fail", 3),
-      "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Ignore", 2)}),
+      "reclaim-config-validation.kustodian.io": ("Ignore", 3), "reclaim-space.kustodian.io": ("Ignore", 2),
+      "deletion-guard-strict.kustodian.io": ("Ignore", 3)}),
 ], ids=["defaults", "overridden", "warn-and-audit", "warn-set-fail"])
 def test_failure_policy_and_timeout_are_values_per_webhook(
         values: dict[str, Any], want: dict[str, tuple[str, int]], tmp_path: Path) -> None:
@@ -590,7 +603,8 @@ def test_the_namespace_guard_sees_only_provider_namespaces(
         guard: dict[str, Any], condition: str | None, tmp_path: Path) -> None:
     hook = webhooks(render({"admission": {"deletionGuard": guard}}, tmp_path, include_crds=False))[
         "deletion-guard.kustodian.io"]
-    assert [c["expression"] for c in hook.get("matchConditions", [])] == ([condition] if condition else [])
+    assert [c["expression"] for c in hook.get("matchConditions", [])
+            if c["name"] == "namespace-holds-providers"] == ([condition] if condition else [])
 
 
 @pytest.mark.parametrize("bad", [

@@ -110,6 +110,8 @@ def _webhook_values(v: dict[str, Any], docs: list[Doc]) -> Values:
     }
     if guard_on and guard.get("rules"):
         values["deletion_guard"]["rules_file"] = "/etc/kustodian/rules/deletion-rules.yaml"
+    if guard_on and guard.get("backstop", {}).get("enabled", True):
+        values["deletion_guard"]["backstop_record"] = f"{FULLNAME}-backstop"
     return values
 
 

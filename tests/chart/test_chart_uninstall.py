@@ -21,6 +21,8 @@ from .conftest import FULLNAME, RELEASE, Doc, find, one, render, run_hook_script
 SECRET = f"{FULLNAME}-tls"
 CA_SECRET = f"{SECRET}-ca"  # the certificate manager keeps ca.key here, out of the serving Secret
 LEASE = "kustodian-controllers"
+RECORD = f"{FULLNAME}-backstop"  # the deletion backstop's record (ConfigMaps) and its writers' Lease
+SHARDS = tuple(f"{RECORD}-{i}" for i in range(8))
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +41,23 @@ def test_the_hook_deletes_only_the_runtime_objects_by_name(chart: list[Doc]) -> 
     grants = {(g, r, v, tuple(rule.get("resourceNames", ()))) for rule in role["rules"]
               for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
     assert grants == {("", "pods", "list", ()), ("", "secrets", "delete", (SECRET, CA_SECRET)),
-                      ("coordination.k8s.io", "leases", "delete", (LEASE,))}
+                      ("coordination.k8s.io", "leases", "delete", (LEASE, RECORD)),
+                      ("", "configmaps", "delete", SHARDS)}
     env = {e["name"]: e["value"] for e in one(docs, "Job")["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert (env["SECRET"], env["CA_SECRET"], env["LEASE"]) == (SECRET, CA_SECRET, LEASE)
+    assert (env["BACKSTOP_LEASE"], env["BACKSTOP_RECORD"]) == (RECORD, ",".join(SHARDS))
 
 
 @pytest.mark.parametrize(("values", "kinds"), [
     ({"uninstall": {"keepRuntimeObjects": True}}, []),
     # the Helm-generated pair is a chart resource (helm deletes it): only the Lease is left to the hook
     ({"tls": {"builtin": {"inProcessRotation": False}}}, ["Job", "Role", "RoleBinding", "ServiceAccount"]),
-    ({"tls": {"builtin": {"inProcessRotation": False}}, "controllers": {"enabled": False}}, []),
-], ids=["kept", "helm-tls", "nothing-at-runtime"])
+    # the deletion backstop's record is the webhook's, made at run time
+    ({"tls": {"builtin": {"inProcessRotation": False}}, "controllers": {"enabled": False}},
+     ["Job", "Role", "RoleBinding", "ServiceAccount"]),
+    ({"tls": {"builtin": {"inProcessRotation": False}}, "controllers": {"enabled": False},
+      "deletionGuard": {"backstop": {"enabled": False}}}, []),
+], ids=["kept", "helm-tls", "record-only", "nothing-at-runtime"])
 def test_what_the_hook_covers_follows_the_values(values: dict[str, Any], kinds: list[str], tmp_path: Path) -> None:
     docs = hook_docs(render(values, tmp_path, include_crds=False))
     assert sorted(d["kind"] for d in docs) == kinds
@@ -89,7 +97,11 @@ def test_uninstall_removes_the_secret_and_lease_once_the_pods_are_gone(
     other = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "someone-elses", "namespace": namespace}}
     lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
              "metadata": {"name": LEASE, "namespace": namespace}, "spec": {"holderIdentity": "pod-a"}}
-    apply(kube_api, secret, ca_secret, other, lease)
+    record = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n, "namespace": namespace},
+               "data": {"x_y_z_w": "1"}} for n in SHARDS]
+    writers = {**lease, "metadata": {"name": RECORD, "namespace": namespace}}
+    other_cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "someone-elses", "namespace": namespace}}
+    apply(kube_api, secret, ca_secret, other, lease, writers, other_cm, *record)
     kube_api.kubectl("create", "-n", namespace, "-f", "-",
                      input=yaml.safe_dump_all([pod("kustodian-a", "webhook"), pod("cleanup-x", "cleanup")]))
 
@@ -97,14 +109,17 @@ def test_uninstall_removes_the_secret_and_lease_once_the_pods_are_gone(
     proc = run_job(kube_api, chart, namespace, tmp_path, wait="1")
     assert proc.returncode != 0 and "the release's pods are still there, nothing deleted: ['kustodian-a']" in proc.stderr
     assert {SECRET, CA_SECRET, "someone-elses"} <= names(kube_api, "secrets", namespace)
-    assert LEASE in names(kube_api, "leases", namespace)
+    assert {LEASE, RECORD} <= names(kube_api, "leases", namespace)
+    assert set(SHARDS) <= names(kube_api, "configmaps", namespace)
 
     kube_api.kubectl("delete", "pod", "kustodian-a", "-n", namespace, "--grace-period=0", "--force")
     proc = run_job(kube_api, chart, namespace, tmp_path, wait="10")
     assert proc.returncode == 0, proc.stderr
     assert not {SECRET, CA_SECRET} & names(kube_api, "secrets", namespace)
     assert "someone-elses" in names(kube_api, "secrets", namespace)
-    assert LEASE not in names(kube_api, "leases", namespace)
+    assert not {LEASE, RECORD} & names(kube_api, "leases", namespace)
+    assert not set(SHARDS) & names(kube_api, "configmaps", namespace)
+    assert "someone-elses" in names(kube_api, "configmaps", namespace)
     # run again (a retried Job): already gone is fine
     proc = run_job(kube_api, chart, namespace, tmp_path, wait="10")
     assert proc.returncode == 0 and "already gone" in proc.stdout, proc.stderr

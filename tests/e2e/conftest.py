@@ -51,17 +51,22 @@ def kustodian(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
                           check=False, **kw)
 
 
-def start_webhook(kube_api: KubeApi, workdir: Path, *extra: str) -> WebhookProcess:
-    certs_dir = workdir / "certs"
-    issued = kustodian("certs", "issue", "--service", "kustodian", "--namespace", "kustodian",
-                       "--out", str(certs_dir), "--ip", "127.0.0.1", "--dns", "localhost")
-    assert issued.returncode == 0, issued.stderr
+def start_webhook(kube_api: KubeApi, workdir: Path, *extra: str, kubeconfig: Path | None = None,
+                  certs_dir: Path | None = None) -> WebhookProcess:
+    """``kustodian webhook`` as a process; its pair issued by ``kustodian certs issue`` into
+    ``workdir``, or ``certs_dir``'s (``ca.crt``, ``tls.crt``, ``tls.key`` for kustodian.kustodian.svc,
+    localhost and 127.0.0.1: the session's ``tls_dir``, one CLI process less)."""
+    if certs_dir is None:
+        certs_dir = workdir / "certs"
+        issued = kustodian("certs", "issue", "--service", "kustodian", "--namespace", "kustodian",
+                           "--out", str(certs_dir), "--ip", "127.0.0.1", "--dns", "localhost")
+        assert issued.returncode == 0, issued.stderr
     port = free_port()
     log_file = workdir / "webhook.log"
     env = {**os.environ, "KUSTODIAN_LOG__FORMAT": "text"}
     with log_file.open("w") as log_out:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "kustodian", "webhook", "--kubeconfig", str(kube_api.kubeconfig),
+            [sys.executable, "-m", "kustodian", "webhook", "--kubeconfig", str(kubeconfig or kube_api.kubeconfig),
              "--webhook-host", "127.0.0.1", "--webhook-port", str(port), "--tls-cert-file", str(certs_dir / "tls.crt"),
              "--tls-key-file", str(certs_dir / "tls.key"), *extra],
             stdout=log_out, stderr=subprocess.STDOUT, text=True, env=env)

@@ -97,7 +97,8 @@ def webhook(client: KubeClient, namespace: str, tls_dir: Path) -> Manager:
                                         "configuration_checksum": "c1",
                                         "failure_policies": "validate.kustodian.io=Fail"},
                                metrics={"listen_address": ""},
-                               deletion_guard={"enabled": True}, capacity={"enabled": True},
+                               deletion_guard={"enabled": True, "backstop_record": "kustodian-backstop"},
+                               capacity={"enabled": True},
                                reclaim={"enabled": True, "csi_addons_config": f"{namespace}/csi-addons-config"})
     return build_manager(settings, client)[0]
 
@@ -135,7 +136,8 @@ COMMANDS: dict[str, tuple[list[tuple[str, bool]], list[str], list[str]]] = {
     # runnables in start order; the caches; the watches (by resource and selectors)
     "webhook": (
         [("api-liveness", False), ("deletion-guard-warmer", False), ("provider-metrics", False),
-         ("policy-reports", False), ("cache-sync-report", False), ("https-server", False),
+         ("policy-reports", False), ("deletion-backstop-reader", False), ("deletion-backstop-writer", False),
+         ("deletion-backstop-election", False), ("cache-sync-report", False), ("https-server", False),
          ("failure-policy-arming", False)],
         ["ConfigMap (namespace={ns},metadata.name=csi-addons-config)",
          "ConfigMap (namespace={ns},metadata.name=kustodian-reclaim-config)",
@@ -206,7 +208,8 @@ def test_each_command_lists_its_runnables_and_caches_and_watches_each_kind_once(
     listed = manager.describe_caches()
     assert set(caches) <= set(listed) and all("." in k for k in set(listed) - set(caches)), listed
     assert set(watches) <= set(seen), sorted(seen)
-    assert len(seen) == len(manager.caches), (sorted(seen), listed)  # one watch per cache
+    # one watch per cache (the deletion backstop reads its record and its Lease by name, never watched)
+    assert len(seen) == len(manager.caches), (sorted(seen), listed)
     assert {w: n for w, n in seen.items() if n > 1} == {}, "a kind watched twice in one process"
 
 

@@ -1,6 +1,6 @@
 """helm uninstall (post-delete hook): remove what Kustodian created at run time, which Helm
-does not know: the builtin-TLS serving Secret, its CA Secret (it holds ca.key) and the
-controllers' Lease.
+does not know: the builtin-TLS serving Secret, its CA Secret (it holds ca.key), the
+controllers' Lease, and the deletion backstop's record (its ConfigMaps) and Lease.
 
 Stdlib only (the Kustodian image's interpreter). Waits until the release's pods are gone
 first, so a terminating replica cannot re-create either. In-cluster credentials by default;
@@ -49,13 +49,22 @@ def main():
         if time.monotonic() > deadline:
             sys.exit(f"FAIL: the release's pods are still there, nothing deleted: {left}")
         time.sleep(2)
+    leases = f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/"
     targets = [(f"/api/v1/namespaces/{NS}/secrets/", os.environ.get("SECRET", "")),
                (f"/api/v1/namespaces/{NS}/secrets/", os.environ.get("CA_SECRET", "")),
-               (f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/", os.environ.get("LEASE", ""))]
+               (leases, os.environ.get("LEASE", "")), (leases, os.environ.get("BACKSTOP_LEASE", ""))]
+    targets += [(f"/api/v1/namespaces/{NS}/configmaps/", name)
+                for name in os.environ.get("BACKSTOP_RECORD", "").split(",")]
     for path, name in targets:
         if not name:
             continue
-        code, body = call("DELETE", path + name)
+        while True:
+            code, body = call("DELETE", path + name)
+            # the policy that refuses deleting the backstop's record was deleted with the release,
+            # but the API server may take a moment to stop applying it
+            if code != 403 or "backstop" not in json.dumps(body) or time.monotonic() > deadline + 30:
+                break
+            time.sleep(1)
         if code not in (200, 202, 404):
             sys.exit(f"FAIL: deleting {path}{name}: {code} {body}")
         sys.stdout.write(f"{'deleted' if code != 404 else 'already gone'}: {path}{name}\n")

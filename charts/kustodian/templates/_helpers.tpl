@@ -499,6 +499,105 @@ Read access (list/watch) for every kind deletionGuard.rules names (providers, de
 {{- end -}}
 
 {{/*
+The DELETE admission rules of every guarded provider: the built-in Rook and ceph-csi-operator
+providers (kept equal to rook_rules() by tests/chart), those deletionGuard.rules name, and deletionGuard.extraAdmissionRules.
+Shared by the deletion guard's webhooks and the deletion backstop's policy, which must match the same.
+*/}}
+{{- define "kustodian.guardedResourceRules" -}}
+- apiGroups: [ceph.rook.io]
+  apiVersions: ["*"]
+  operations: [DELETE]
+  resources:
+    - cephblockpoolradosnamespaces
+    - cephblockpools
+    - cephbuckettopics
+    - cephclusters
+    - cephfilesystemmirrors
+    - cephfilesystems
+    - cephfilesystemsubvolumegroups
+    - cephnfses
+    - cephobjectrealms
+    - cephobjectstoreaccounts
+    - cephobjectstores
+    - cephobjectzonegroups
+    - cephobjectzones
+    - cephrbdmirrors
+  scope: "*"
+- apiGroups: [csi.ceph.io]
+  apiVersions: ["*"]
+  operations: [DELETE]
+  # ceph-csi-operator's objects Rook's CSI drivers run under (tests/chart: kept equal too)
+  resources:
+    - cephconnections
+    - clientprofilemappings
+    - clientprofiles
+    - drivers
+  scope: "*"
+{{- with include "kustodian.ruleAdmissionRules" . | trim }}
+{{ . }}
+{{- end }}
+{{- with .Values.deletionGuard.extraAdmissionRules }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The CEL condition under which a Namespace's DELETE is judged: it is named in
+admission.deletionGuard.providerNamespaces ("*" = every namespace: "" here) or carries
+admission.deletionGuard.providerNamespaceLabel. Other DELETEs pass it.
+*/}}
+{{- define "kustodian.providerNamespaceCondition" -}}
+{{- $adm := .Values.admission -}}
+{{- $nsNames := $adm.deletionGuard.providerNamespaces | default list -}}
+{{- if not (has "*" $nsNames) }}
+{{- $quoted := list -}}
+{{- range $nsNames }}{{- $quoted = append $quoted (squote .) -}}{{- end }}
+{{- printf "request.resource.resource != 'namespaces' || oldObject.metadata.name in [%s] || (has(oldObject.metadata.labels) && %s in oldObject.metadata.labels)" (join ", " $quoted) (squote $adm.deletionGuard.providerNamespaceLabel) -}}
+{{- end }}
+{{- end -}}
+
+{{/* "true" when the deletion backstop is rendered (deletionGuard.enabled and deletionGuard.backstop.enabled). */}}
+{{- define "kustodian.backstopEnabled" -}}
+{{- if and .Values.deletionGuard.enabled (.Values.deletionGuard.backstop | default dict).enabled }}true{{ end -}}
+{{- end -}}
+
+{{/* The deletion backstop's record: ConfigMaps <name>-0..7 and the writers' Lease <name>. */}}
+{{- define "kustodian.backstopRecord" -}}
+{{ include "kustodian.fullname" . | trunc 52 | trimSuffix "-" }}-backstop
+{{- end -}}
+
+{{/*
+The CEL expression of a DELETE's key in the deletion backstop's record (policy.deletion.backstop.record_key):
+<group>_<resource>_<namespace>_<name>, a Namespace's _namespaces__<name> (its request names the
+namespace itself as its namespace); a cluster-scoped object's request has no namespace at all.
+*/}}
+{{- define "kustodian.backstopKey" -}}
+(request.resource.group == '' && request.resource.resource == 'namespaces' ? '_namespaces__' + request.name : request.resource.group + '_' + request.resource.resource + '_' + (has(request.namespace) ? request.namespace : '') + '_' + request.name)
+{{- end -}}
+
+{{/* How many ConfigMaps the record has: policy.deletion.backstop.RECORD_SHARDS (tests/chart keep them equal). */}}
+{{- define "kustodian.backstopShards" -}}8{{- end -}}
+
+{{/* The record's ConfigMap names, as a list. */}}
+{{- define "kustodian.backstopShardNames" -}}
+{{- $record := include "kustodian.backstopRecord" . -}}
+{{- range $i := until (int (include "kustodian.backstopShards" .)) }}
+- {{ printf "%s-%d" $record $i }}
+{{- end }}
+{{- end -}}
+
+{{/*
+The DELETEs the backstop's policy cannot judge, so the deletion-guard-strict webhook does, failing
+closed: an object carrying kustodian.io/allow-delete-until (CEL has no clock to compare it with),
+and one whose record key (group_resource_namespace_name) would be longer than a ConfigMap key (253).
+Never a Namespace (its DELETE is judged from the record). A cluster-scoped object's request has
+no namespace at all (has() guards it: reading it would fail the request).
+*/}}
+{{- define "kustodian.backstopStrictCondition" -}}
+!(request.resource.group == '' && request.resource.resource == 'namespaces') && (size(request.resource.group) + size(request.resource.resource) + size(has(request.namespace) ? request.namespace : '') + size(request.name) + 3 > 253 || (oldObject != null && has(oldObject.metadata.annotations) && 'kustodian.io/allow-delete-until' in oldObject.metadata.annotations))
+{{- end -}}
+
+{{/*
 Failure policies, in one place (docs/design.md, "Failure policies"). (list $ KEY), KEY an
 admission.* key (deletionGuard, reclaimValidation, reclaimConfigValidation, capacityValidation,
 reclaimMutation) -> the policy the admin intends for that webhook: admission.KEY.failurePolicy
@@ -540,6 +639,10 @@ annotation kustodian.io/failure-policies of both configurations and the webhook'
 {{- end -}}
 {{- if .Values.capacity.enabled -}}
 {{- $out = append $out (printf "capacity-validation.kustodian.io=%s" (include "kustodian.failurePolicy" (list . "capacityValidation"))) -}}
+{{- end -}}
+{{- if include "kustodian.backstopEnabled" . -}}
+{{- /* what the deletion backstop cannot judge: Fail in enforce whatever deletionGuard.failurePolicy says */ -}}
+{{- $out = append $out (printf "deletion-guard-strict.kustodian.io=%s" (ternary "Fail" "Ignore" (eq .Values.admission.deletionGuard.mode "enforce"))) -}}
 {{- end -}}
 {{- if and .Values.reclaimSpace.enabled (ne (include "kustodian.reclaimMutation" .) "policy") -}}
 {{- $out = append $out (printf "reclaim-space.kustodian.io=%s" (include "kustodian.failurePolicy" (list . "reclaimMutation"))) -}}

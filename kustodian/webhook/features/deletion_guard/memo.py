@@ -50,7 +50,7 @@ __all__ = ["FREEZE_AT", "MEMO_SIZE", "DecisionMemo", "MemoEntry", "MemoKey", "me
 
 log = logging.getLogger(__name__)
 
-MEMO_SIZE = 4096
+MEMO_SIZE = 4096  # at least; and room for two versions of every cached provider (``limit``)
 FREEZE_AT = 1_000  # dependents from which a computed decision is taken out of the cyclic GC
 
 class MemoKey(NamedTuple):
@@ -100,6 +100,7 @@ class DecisionMemo:
         self._caches: Mapping[str, WatchCache] = caches_of(view)
         self.now = now  # an override may carry a deadline: its decision is void after it
         self.entries: dict[MemoKey, MemoEntry] = {}
+        self._provider_kinds = rules.provider_kinds()
         self.hits = 0  # answers read ready by a request
         self.computed = 0  # decisions gathered and decided whole
         self.applied = 0  # watch events applied to live entries
@@ -183,7 +184,7 @@ class DecisionMemo:
                 # a leaf changed while we computed, and its event may have gone by before this
                 # entry could hear it: keep the answer for its versions, but never update it
                 entry = replace(entry, live=None)
-            if len(self.entries) >= MEMO_SIZE and key not in self.entries:
+            if len(self.entries) >= self.limit() and key not in self.entries:
                 with contextlib.suppress(StopIteration, KeyError, RuntimeError):
                     oldest = next(iter(self.entries))
                     self._unsubscribe(oldest, self.entries.pop(oldest))
@@ -197,6 +198,16 @@ class DecisionMemo:
                 for kind, specs in entry.live.leaves.items():
                     named = self._leaf_indexers.setdefault(kind, {})
                     named.update((spec.name, spec.fn) for _, spec, _ in specs)
+
+    def limit(self) -> int:
+        """How many entries are kept: ``MEMO_SIZE``, or two per cached provider when more (a
+        provider's new version is decided while its old entry is still here).  A fixed bound
+        below the providers' count made every pass over them (the warmer's, the per-provider
+        metric's, the deletion backstop's) evict what the next one needed: at 10,000 pools each
+        pass computed every decision whole again."""
+        caches = getattr(self.view, "caches", {})  # a test's ListView has none
+        providers = sum(len(c) for k, c in list(caches.items()) if k in self._provider_kinds)
+        return max(MEMO_SIZE, 2 * providers)
 
     def _unsubscribe(self, key: MemoKey, entry: MemoEntry) -> None:
         if entry.live is None:
