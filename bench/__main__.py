@@ -5,7 +5,9 @@ Separate from the tests on purpose: numbers are reported as they are (medians of
 runs every scenario once on tiny inputs in well under a minute so CI keeps the
 harness working; it exits 0 unless a scenario is broken.  Scenarios that need a real
 API server (kube-testserver) print "skipped: no API server" under ``--smoke`` when
-there is none, and make a full run fail.
+there is none, and make a full run fail.  A scenario, or a phase of one, that fails is a row
+naming the error: the table keeps every other row (each printed to stderr as it comes) and
+the run exits 1 at the end.
 
 Output: a markdown table on stdout (Scenario | Metric | Value | Target | Met? |
 Command | Notes), the same rows as JSON (``--out``) and the open-loop latency
@@ -20,11 +22,11 @@ import os
 import platform
 import sys
 import time
-from collections.abc import Callable
+import traceback
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
-Row = dict[str, Any]
+from bench.rows import Row, failure
 
 SCENARIOS = ["admission", "kopf", "cache", "memory", "planner", "orphans", "node-loss", "catch-up", "controllers",
              "scale", "backstop"]
@@ -55,6 +57,23 @@ def table(rows: list[Row]) -> str:
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     lines.append(f"{platform.processor() or platform.machine()}, {cpus} CPUs, Python {platform.python_version()}")
     return "\n".join(lines)
+
+
+def collect(name: str, scenario: Callable[[], Iterable[Row]], command: str) -> list[Row]:
+    """A scenario's rows, each printed (to stderr) as it comes, so a later failure loses none; a
+    scenario that raises ends with a row naming the error (``failed``: the run exits 1)."""
+    out: list[Row] = []
+    try:
+        for row in scenario():
+            row["command"] = command
+            print(f"  {row['scenario']} | {row['metric']} | {row['value']}", file=sys.stderr, flush=True)
+            out.append(row)
+    except Exception as exc:  # the rows so far and the other scenarios still count
+        traceback.print_exc()
+        row = {**failure(name, exc), "command": command}
+        print(f"  {row['scenario']} | {row['metric']} | {row['value']}", file=sys.stderr, flush=True)
+        out.append(row)
+    return out
 
 
 def plot(latencies: dict[str, list[float]], path: str) -> None:
@@ -100,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench import admission, backstop, cache, controllers, kopf_peer, node_loss, orphans, planner, scale
     from kustodian.testing.testserver import find_script
 
-    scenarios: dict[str, Callable[[], list[Row]]] = {
+    scenarios: dict[str, Callable[[], Iterable[Row]]] = {
         "admission": lambda: admission.run(args.smoke, runs),
         "kopf": lambda: kopf_peer.run(args.smoke, runs),
         "cache": lambda: cache.cold_list(args.smoke, runs),
@@ -127,15 +146,13 @@ def main(argv: list[str] | None = None) -> int:
                       file=sys.stderr)
                 return 1
             new: list[Row] = [{"scenario": name, "metric": "-", "value": "skipped: no API server",
-                               "target": None, "note": "kube-testserver not found"}]
+                               "target": None, "note": "kube-testserver not found", "command": command}]
+            print(f"  {name} | - | skipped: no API server", file=sys.stderr, flush=True)
         else:
             t0 = time.perf_counter()
             print(f"bench: {name} ...", file=sys.stderr, flush=True)
-            new = scenario()
+            new = collect(name, scenario, command)
             print(f"bench: {name} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
-        for row in new:  # progress, in case a later scenario fails
-            row["command"] = command
-            print(f"  {row['scenario']} | {row['metric']} | {row['value']}", file=sys.stderr, flush=True)
         rows += new
     print(table(rows))
     invoked = "python -m bench " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -147,7 +164,10 @@ def main(argv: list[str] | None = None) -> int:
         plot(admission.LATENCIES, args.plot)
     if args.scale_plot and len(scale.FIGURES) >= 2:
         scale.plot(args.scale_plot)
-    return 0
+    failed = [f"{r['scenario']}: {r['value']}" for r in rows if r.get("failed")]
+    for line in failed:
+        print(f"bench: {line}", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
