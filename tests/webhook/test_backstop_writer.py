@@ -233,7 +233,10 @@ def test_one_replica_writes_and_another_takes_over_when_it_stops(
     assert len(leaders) == 1
     other = next(h for h in hooks if h is not leaders[0])
     assert other.writes["written"] == 0
-    leaders[0].stop()  # releases the Lease
+    leaders[0].stop()  # releases the Lease: the other need not wait for it to expire
+    stopped = leaders[0].lease.identity if leaders[0].lease else None
+    holder = kube_api.kubectl("get", "lease", RECORD, "-n", namespace, "-o", "jsonpath={.spec.holderIdentity}")
+    assert stopped and holder.stdout != stopped, holder.stdout  # released ("") or already the other's
     wait_for(other.leading.is_set, "the other replica to lead", timeout=15)
     set_pvs(caches, volumes("a", 4))  # a watch event: the new writer's handler wakes it
     wait_for(lambda: entries(kube_api, namespace).get(pool_key("a")) == "4", "the new writer's record",
