@@ -24,7 +24,7 @@ from kustodian.cli.cluster import connect
 from kustodian.kube.client import KubeClient
 from kustodian.kube.errors import Forbidden, KubeError, NotFound
 from kustodian.kube.resources import CONFIG_MAPS, VALIDATING_POLICIES, VALIDATING_POLICY_BINDINGS
-from kustodian.policy.deletion.backstop import RecordState, read_record
+from kustodian.policy.deletion import RecordState, read_record
 from kustodian.policy.objects import RawObject, list_field, str_field
 from kustodian.settings import ToolSettings, settings_from_args
 

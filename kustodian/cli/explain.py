@@ -30,10 +30,11 @@ from kustodian.policy.deletion import (
     RuleSet,
     decide_delete,
     dependents_table,
+    namespace_key,
     provider_dict,
     read_override,
+    record_key,
 )
-from kustodian.policy.deletion.backstop import namespace_key, record_key
 from kustodian.policy.kinds import (
     BUILTIN_GROUPS,
     BUILTIN_KINDS,

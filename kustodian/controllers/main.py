@@ -37,7 +37,12 @@ def build(settings: ControllersSettings, client: KubeClient, recorder: EventReco
                       health_address=settings.metrics.listen_address, metrics_path=settings.metrics.path,
                       workers=settings.controllers.workers)
     if settings.reclaim.enabled:
-        install_reclaim(manager, settings.reclaim, namespace=settings.kube.namespace, recorder=recorder)
+        namespace = settings.kube.namespace
+        reclaim = install_reclaim(manager, settings.reclaim, namespace=namespace, recorder=recorder)
+        if settings.reclaim.mutation_params:  # the reclaim-space policy's params, from propagation's caches
+            from kustodian.controllers.reclaim.params import install as install_params
+
+            install_params(manager, reclaim, namespace=namespace, name=settings.reclaim.mutation_params)
     if settings.node_cleanup.enabled:
         from kustodian.controllers.node_cleanup.main import install as install_node_cleanup
 

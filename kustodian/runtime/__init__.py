@@ -16,11 +16,12 @@ from kustodian.runtime.manager import (
     leader_election,
 )
 from kustodian.runtime.metrics import CacheCollector, with_process_metrics
-from kustodian.runtime.periodic import Periodic, SystemTimer, Timer
+from kustodian.runtime.periodic import SYSTEM_TIMER, Periodic, SystemTimer, Timer
 from kustodian.runtime.runnables import Loop, Runnable, Service, Syncs, sync_report
 from kustodian.runtime.workqueue import ControllerMetrics, Result, WorkQueue
 
 __all__ = [
+    "SYSTEM_TIMER",
     "AfterSync",
     "CacheCollector",
     "CacheFactory",

@@ -247,8 +247,4 @@ def install(manager: Manager, settings: ReclaimGroup, *, namespace: str,
                                  csi_addons_config=settings.csi_addons_config_ref,
                                  keyrotation=settings.keyrotation)
     manager.add(reclaim)
-    if settings.mutation_params:
-        from kustodian.controllers.reclaim.params import install as install_params
-
-        install_params(manager, reclaim, namespace=namespace, name=settings.mutation_params)
     return reclaim

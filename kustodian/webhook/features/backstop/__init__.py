@@ -12,7 +12,7 @@ from __future__ import annotations
 import socket
 
 from kustodian.kube.client import KubeClient
-from kustodian.settings.webhook import DeletionGuardGroup
+from kustodian.settings import DeletionGuardGroup
 from kustodian.webhook.features.backstop.gather import BackstopGuard, RecordGatherer, RecordKnowledge
 from kustodian.webhook.features.backstop.store import RecordStore
 from kustodian.webhook.features.backstop.writer import LeaseSpec, PassResult, RecordWriter

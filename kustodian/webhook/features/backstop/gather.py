@@ -17,9 +17,15 @@ from typing import NamedTuple, Protocol
 
 from kustodian.kube.liveness import ApiLiveness
 from kustodian.kube.view import CacheView
-from kustodian.policy.deletion import DeleteDecision, RuleSet
-from kustodian.policy.deletion.backstop import NAMESPACES_SCOPE, ProviderFacts, protected_entries, record_key
-from kustodian.policy.deletion.verdict import read_override
+from kustodian.policy.deletion import (
+    NAMESPACES_SCOPE,
+    DeleteDecision,
+    ProviderFacts,
+    RuleSet,
+    protected_entries,
+    read_override,
+    record_key,
+)
 from kustodian.policy.objects import RawObject, name, namespace
 
 __all__ = ["BackstopGuard", "RecordGatherer", "RecordKnowledge"]

@@ -10,7 +10,7 @@ from datetime import datetime
 from kustodian.kube.client import KubeClient
 from kustodian.kube.errors import NotFound
 from kustodian.kube.resources import CONFIG_MAPS
-from kustodian.policy.deletion.backstop import (
+from kustodian.policy.deletion import (
     RECORD_SHARDS,
     RecordShard,
     RecordState,

@@ -56,9 +56,8 @@ from prometheus_client.registry import Collector
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.errors import Conflict, KubeError
 from kustodian.kube.leader import LeaderElector
-from kustodian.policy.deletion.backstop import RecordState, merged, plan_record
-from kustodian.runtime import Loop, Periodic, Runnable, Timer
-from kustodian.runtime.periodic import SYSTEM_TIMER
+from kustodian.policy.deletion import RecordState, merged, plan_record
+from kustodian.runtime import SYSTEM_TIMER, Loop, Periodic, Runnable, Timer
 from kustodian.webhook.features.backstop.gather import BackstopGuard, RecordGatherer
 from kustodian.webhook.features.backstop.store import RecordStore
 

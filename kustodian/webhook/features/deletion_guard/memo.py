@@ -205,7 +205,7 @@ class DecisionMemo:
         below the providers' count made every pass over them (the warmer's, the per-provider
         metric's, the deletion backstop's) evict what the next one needed: at 10,000 pools each
         pass computed every decision whole again."""
-        caches = getattr(self.view, "caches", {})  # a test's ListView has none
+        caches = caches_of(self.view)  # a test's ListView has none
         providers = sum(len(c) for k, c in list(caches.items()) if k in self._provider_kinds)
         return max(MEMO_SIZE, 2 * providers)
 
