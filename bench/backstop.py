@@ -22,6 +22,10 @@ Each phase's rows are yielded as it ends; a phase that fails is one row naming w
 (``bench.rows.failure``) and the next phases still run.
 * **Handover**: the writer's replica stops (releasing its Lease); the time until another replica
   writes a change.  A replica that dies without releasing is replaced after the Lease duration.
+* **Kustodian down**: every replica stopped, the policy answers alone, as it does in the outage it
+  is for: the same DELETEs, with the API server sharing the machine only with the client (the
+  webhook's watches of every provider and dependent no longer run in this process).  Target: p99
+  <= 5 ms.
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ class Cluster:
         for ns in (HOME, NS):
             self.apply({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
         self.stops: list[threading.Event] = []
+        self.threads: list[threading.Thread] = []
 
     def run(self, *args: str, stdin: str | None = None) -> str:
         import subprocess
@@ -130,9 +135,20 @@ class Cluster:
         if hook.backstop.lease is not None:
             hook.backstop.lease = hook.backstop.lease._replace(identity=identity)
         stop = threading.Event()
-        threading.Thread(target=manager.run, args=(stop,), daemon=True, name=f"webhook-{identity}").start()
+        thread = threading.Thread(target=manager.run, args=(stop,), daemon=True, name=f"webhook-{identity}")
+        thread.start()
         self.stops.append(stop)
+        self.threads.append(thread)
         return hook, stop
+
+    def stop_webhooks(self, timeout: float = 60) -> None:
+        """Every replica stops (its Manager releases its Lease and closes its watches) and is gone."""
+        for stop in self.stops:
+            stop.set()
+        for thread in self.threads:
+            thread.join(timeout)
+            if thread.is_alive():
+                raise RuntimeError(f"{thread.name} still running {timeout:.0f}s after its stop")
 
     def record_entries(self) -> dict[str, str]:
         from kustodian.kube.errors import NotFound
@@ -408,7 +424,8 @@ class _Scenario:
     def phases(self) -> list[tuple[str, Callable[[], list[Row]]]]:
         return [("backstop: lag", self.lag), ("backstop: size", self.size), ("backstop: answer", self.policy),
                 ("backstop: answer", self.neither), ("backstop: answer", self.webhook),
-                ("backstop: answer", self.cost), ("backstop: handover", self.handover)]
+                ("backstop: answer", self.cost), ("backstop: handover", self.handover),
+                ("backstop: answer, Kustodian down", self.down)]
 
     def _measure(self, phase: str, *cases: tuple[str, bool]) -> list[Answers]:
         """Each ``(pool, refused?)`` case ``requests`` times; the API server's and this process's
@@ -603,6 +620,28 @@ class _Scenario:
                  "value": round(handover, 2), "target": None,
                  "note": f"graceful stop releases the Lease (started {time.perf_counter() - t0:.1f}s ago); a "
                          "replica that dies without releasing is replaced after the Lease's 15 s"}]
+
+    def down(self) -> list[Row]:
+        """The policy alone answers while no replica runs (the case it is for): every webhook
+        replica of this process stopped, so the API server shares the machine with the client only."""
+        cluster = self.cluster
+        cluster.stop_webhooks()
+        before = _plugin(cluster, "ValidatingAdmissionPolicy")
+        refused, allowed = self._measure("down", (FULL, True), ("free", False))
+        p99, mean, count = _window(before, after := _plugin(cluster, "ValidatingAdmissionPolicy"))
+        within = (after.get("0.005", 0.0) - before.get("0.005", 0.0)) / count * 100 if count else float("nan")
+        scenario = "backstop: answer, Kustodian down"
+        return [
+            {"scenario": scenario, "metric": "policy (ValidatingAdmissionPolicy), every replica stopped, p99 (ms)",
+             "value": p99, "target": ("<=", 5.0),
+             "note": self._note("record, no webhook replica running (as while Kustodian is down)")},
+            {"scenario": scenario, "metric": "policy, every replica stopped: mean (ms) / within 5 ms (%)",
+             "value": f"{mean:.3f} / {within:.1f}", "target": None,
+             "note": f"{int(count)} DELETEs; 8 bindings each; API server CPU per DELETE {self.cpu['down']:.2f} ms"},
+            *[{**row, "scenario": scenario} for row in client_rows(
+                "policy, every replica stopped", {"policy refuses": refused, "policy allows": allowed},
+                self.requests)],
+        ]
 
 
 def run(smoke: bool, runs: int, *, changes: int | None = None, providers: int | None = None,
