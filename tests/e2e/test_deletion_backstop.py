@@ -31,12 +31,12 @@ from kustodian.kube.resources import CONFIG_MAPS, NAMESPACES
 from kustodian.policy.deletion.backstop import RECORD_SHARDS, read_record, shard_of
 from kustodian.testing.webhooks import backstop_policies, webhook_configurations
 from tests.ceph_csi import rbd_pv
-from tests.conftest import KubeApi
+from tests.conftest import KubeApi, serve_api
 from tests.e2e.conftest import WebhookProcess, kustodian, start_webhook, stop_webhook
 from tests.e2e.stories import apply, pvc, storage_class
 from tests.e2e.test_metrics_port import Scrape, missing_or_mistyped, scrape
 from tests.e2e.test_rook_upstream_guard import class_parameters, docs_of
-from tests.support import free_port, wait_for
+from tests.support import eventually, free_port, wait_for
 
 # the module fixture starts a webhook and waits for its record: up to minutes on a loaded machine
 pytestmark = [pytest.mark.api, pytest.mark.timeout(300)]
@@ -153,6 +153,27 @@ def remove_backstop(kube_api: KubeApi) -> None:
     wait_for(lambda: kube_api.kubectl("delete", "configmap", "-n", HOME, *names, "--ignore-not-found",
                                       check=False).returncode == 0, "the record's deletion once its policy is gone")
     kube_api.kubectl("delete", "lease", "-n", HOME, RECORD, "--ignore-not-found")
+
+
+@pytest.fixture(scope="module")
+def kube_api(kube_tools: Path | None) -> Iterator[KubeApi]:
+    """A kube-testserver of this module's own. An API server that has had no binding naming the
+    ConfigMap paramKind for a moment (an earlier test's `helm uninstall`) keeps a stopped ConfigMap
+    informer for its params from then on and never sees a record written later: its backstop
+    allows what the record holds (kubernetes#130887, test_an_api_server_without_a_configmap_
+    param_binding_for_a_moment_never_sees_the_record_again below). These tests are about the
+    policy, so their API server has never lost its informer."""
+    yield from serve_api(kube_tools)
+
+
+@pytest.fixture(scope="module")
+def rook_upstream(kube_api: KubeApi, upstream: Path) -> Path:
+    """Rook's real CRDs on this module's API server."""
+    crds = upstream / "rook" / "crds.yaml"
+    kube_api.kubectl("apply", "--server-side", "--force-conflicts", "-f", str(crds), timeout=120)
+    names = [f"crd/{d['metadata']['name']}" for d in yaml.safe_load_all(crds.read_text()) if d]
+    kube_api.kubectl("wait", "--for=condition=Established", "--timeout=60s", *names)
+    return upstream
 
 
 @pytest.fixture(scope="module")
@@ -371,3 +392,49 @@ def test_report_and_explain_delete_say_the_backstop_is_in_place_and_how_old_its_
     assert doc["record"]["namespace"] == HOME and len(doc["record"]["shards"]) == RECORD_SHARDS
     assert doc["record"]["missing"] == [] and doc["record"]["stale"] is False
     assert 0 <= doc["record"]["ageSeconds"] < 600
+
+
+@pytest.mark.timeout(240)
+def test_an_api_server_without_a_configmap_param_binding_for_a_moment_never_sees_the_record_again(
+        kube_tools: Path | None) -> None:
+    """kubernetes#130887, on a real API server of its own: once no binding names the ConfigMap
+    paramKind for a policy refresh (1 s), the API server stops its ConfigMap param informer and
+    reuses it, stopped, for every later policy: the record it reads is frozen where it was. A
+    Kustodian uninstalled and installed again on such a server has a backstop that refuses nothing
+    new; a restart of the API server is what brings it back (docs/operations.md, "The deletion
+    backstop"). When kube-testserver's apiserver has the fix (kubernetes#134423, backported to 1.36
+    as #142150), this test fails and the docs' caveat goes."""
+    for api in serve_api(kube_tools):
+        server = api.require_server()
+        apply(api, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HOME}})
+        policies = [d for d in backstop_policies(VALUES, HOME)
+                    if d["metadata"]["name"].startswith("kustodian-deletion-backstop")]
+        bindings = [d for d in policies if d["kind"] == "ValidatingAdmissionPolicyBinding"]
+        shards: dict[int, list[str]] = {}
+
+        def record_and_create(sc: str) -> None:
+            key = f"storage.k8s.io_storageclasses__{sc}"
+            shards.setdefault(shard_of(key), []).append(key)
+            for index, keys in shards.items():
+                apply(api, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{RECORD}-{index}",
+                                                                                  "namespace": HOME},
+                            "data": {"entries": "".join(f"\n{k}=1" for k in keys) + "\n"}})
+            apply(api, storage_class(sc, None))
+
+        def refused(sc: str) -> bool:
+            return POLICY_SAYS in dry_delete(api, "storageclass", sc)[1]
+
+        apply(api, *policies)
+        record_and_create("sc-before")
+        wait_for(lambda: refused("sc-before"), "the policy to refuse what the record holds", timeout=60)
+        # the bindings go (an uninstall), and the API server's view of them with them
+        api.kubectl("delete", "validatingadmissionpolicybinding", *[b["metadata"]["name"] for b in bindings])
+        wait_for(lambda: not refused("sc-before"), "the policy unbound", timeout=60)
+        # ... and come back (the install again): a record written from then on is never seen
+        apply(api, *bindings)
+        record_and_create("sc-after")
+        wait_for(lambda: refused("sc-before"), "the policy bound again", timeout=60)  # the frozen record
+        assert not eventually(lambda: refused("sc-after"), 15), "the API server saw the new record: the bug is fixed"
+        # a restart brings the informer back
+        server.restart_apiserver()
+        wait_for(lambda: refused("sc-after"), "the policy to refuse the new entry after a restart", timeout=60)
