@@ -5,17 +5,23 @@ the API server's token); the proxy opens a TLS connection to the real API server
 connection it accepts and forwards both ways.  It reads the requests (request line, headers,
 the body by its ``Content-Length`` or chunks) so it can log each ``(method, path, query)``
 exactly as the API server receives it; responses are passed through untouched, so a watch
-streams as it would.  :meth:`ApiProxy.watches` counts the watch requests per resource path:
-what "each kind is watched once per process" is checked against.
+streams as it would.  :meth:`ApiProxy.watches` counts the watch requests per resource path;
+:meth:`ApiProxy.most_at_once` how many of them were open together, which is what "each kind is
+watched once per process" is checked against (a cache whose watch ended and that watches again
+sends a second request, never two at once).  A request counts as open until the next request on
+its connection, or until the client closes the connection.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import socket
 import ssl
 import threading
+import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
@@ -30,6 +36,8 @@ class Request:
     method: str
     path: str
     query: dict[str, str]
+    connection: int = 0  # the proxy's number for the client connection it came on
+    at: float = 0.0  # time.monotonic() when the proxy read it
 
     @property
     def is_watch(self) -> bool:
@@ -50,6 +58,8 @@ class ApiProxy:
         self._closed = threading.Event()
         self._sockets: list[socket.socket] = []
         self.requests: list[Request] = []
+        self._ended: dict[int, float] = {}  # index in ``requests`` -> when it stopped being open
+        self._connections = itertools.count(1)
         threading.Thread(target=self._accept, daemon=True, name="api-proxy-accept").start()
 
     @property
@@ -73,6 +83,16 @@ class ApiProxy:
         """Watch requests seen so far, by resource path (``/api/v1/pods``, ...)."""
         with self._lock:
             return Counter(r.path for r in self.requests if r.is_watch)
+
+    def most_at_once(self, key: Callable[[Request], str]) -> Counter[str]:
+        """The most watch requests open at the same time, by ``key(request)``."""
+        with self._lock:
+            spans = [(r, r.at, self._ended.get(i, float("inf"))) for i, r in enumerate(self.requests) if r.is_watch]
+        out: Counter[str] = Counter()
+        for r, start, _ in spans:
+            k = key(r)
+            out[k] = max(out[k], sum(1 for o, s, e in spans if key(o) == k and s <= start < e))
+        return out
 
     def lists(self) -> Counter[str]:
         """List requests that started a list (no ``continue`` token), by resource path."""
@@ -120,6 +140,8 @@ class ApiProxy:
     def _requests(self, src: socket.socket, dst: socket.socket) -> None:
         """Forward the client's requests one by one, logging each request line."""
         buf = b""
+        connection = next(self._connections)
+        last: int | None = None  # this connection's request still open
         try:
             while True:
                 while b"\r\n\r\n" not in buf:
@@ -132,9 +154,14 @@ class ApiProxy:
                 method, target, _ = lines[0].split(" ", 2)
                 headers = {k.strip().lower(): v.strip() for k, _, v in (line.partition(":") for line in lines[1:])}
                 url = urlsplit(target)
+                now = time.monotonic()
                 with self._lock:
+                    if last is not None:
+                        self._ended[last] = now
+                    last = len(self.requests)
                     self.requests.append(Request(method, url.path,
-                                                 {k: v[-1] for k, v in parse_qs(url.query).items()}))
+                                                 {k: v[-1] for k, v in parse_qs(url.query).items()},
+                                                 connection, now))
                 dst.sendall(head + b"\r\n\r\n")
                 if headers.get("transfer-encoding", "").lower() == "chunked":
                     buf = self._chunks(src, dst, buf)
@@ -150,6 +177,9 @@ class ApiProxy:
         except (OSError, ValueError):
             return
         finally:
+            if last is not None:
+                with self._lock:
+                    self._ended[last] = time.monotonic()
             with contextlib.suppress(OSError):
                 dst.shutdown(socket.SHUT_WR)
 
