@@ -38,6 +38,10 @@ RELEASE = "kustodian"
 # and points the reclaim-config validator at it
 NAMESPACE = "kustodian"
 TEST_VALUES: dict[str, Any] = {"admission": {"deletionGuard": {"providerNamespaces": ["*"]}}}
+# the chart's own CRDs, rendered as served (as where Helm installed crds/): the deletion backstop
+# is rendered only where its record's CRD is; a test of the backstop applies it
+# (charts/kustodian/crds/backstoprecords.kustodian.io.yaml)
+CHART_CRDS = ("kustodian.io/v1alpha1/BackstopRecord",)
 
 
 def kind_resource(kind_key: str) -> tuple[str, str]:
@@ -64,7 +68,8 @@ def _template(template: str, values_json: str, namespace: str) -> tuple[dict[str
         values.write_text(values_json)
         proc = subprocess.run(
             [str(ensure_tools() / "helm"), "template", RELEASE, str(CHART), "--namespace", namespace,
-             "--show-only", f"templates/{template}", "--values", str(values)],
+             "--show-only", f"templates/{template}", "--values", str(values),
+             *(arg for api in CHART_CRDS for arg in ("--api-versions", api))],
             capture_output=True, text=True, check=False, timeout=60)
     if proc.returncode != 0:
         raise RuntimeError(f"helm template {CHART} failed: {proc.stderr.strip()}")
