@@ -82,6 +82,12 @@ def _rendered(values_json: str, namespace: str) -> tuple[dict[str, Any], ...]:
     return tuple(sorted(docs, key=lambda d: order.index(d["kind"])))
 
 
+def backstop_record_crd() -> dict[str, Any]:
+    """The chart's BackstopRecord CRD (crds/), the kind of the deletion backstop's record."""
+    doc: dict[str, Any] = yaml.safe_load((CHART / "crds" / "backstoprecords.kustodian.io.yaml").read_text())
+    return doc
+
+
 def backstop_policies(values: Mapping[str, Any] | None = None, namespace: str = NAMESPACE) -> list[dict[str, Any]]:
     """The deletion backstop's ValidatingAdmissionPolicies and bindings as the chart renders them
     (release ``kustodian`` in ``namespace``: the record is ``kustodian-backstop-0..7`` there, written
