@@ -52,6 +52,12 @@ class KubeApi:
                         "KUSTODIAN_TEST_KUBECONFIG points at an external cluster")
         return self.server
 
+    def install_backstop_crd(self) -> None:
+        """The chart's BackstopRecord CRD (the deletion backstop's record), applied and served."""
+        crd = Path(__file__).resolve().parents[1] / "charts" / "kustodian" / "crds" / "backstoprecords.kustodian.io.yaml"
+        self.kubectl("apply", "--server-side", "-f", str(crd))
+        self.kubectl("wait", "--for=condition=Established", "--timeout=60s", "crd/backstoprecords.kustodian.io")
+
 
 def unavailable(reason: str) -> None:
     if os.environ.get("KUSTODIAN_REQUIRE_API") == "1":

@@ -7,9 +7,11 @@ holds, when it was last confirmed from fresh caches (a record not confirmed for 
 only what it held then), and for ``explain-delete`` whether the object is in it.
 
 The policy is found by its label (``app.kubernetes.io/component: deletion-backstop``) and the
-``paramKind`` only it has; the record by its bindings' ``paramRef``s, so a release of any name is
-found.  Reading needs list on ValidatingAdmissionPolicies and their bindings and get on the
-record's ConfigMaps; without them the tools say they cannot tell, in one line.
+``paramKind`` only it has (``kustodian.io`` BackstopRecord); the record by its bindings'
+``paramRef``s, so a release of any name is found.  Reading needs list on
+ValidatingAdmissionPolicies and their bindings and get on the record's BackstopRecords; without
+them the tools say they cannot tell, in one line.  A cluster without the BackstopRecord CRD has no
+backstop (the chart renders none there): the tools say so, with the command that installs it.
 """
 
 from __future__ import annotations
@@ -23,14 +25,18 @@ from typing import Any
 from kustodian.cli.cluster import connect
 from kustodian.kube.client import KubeClient
 from kustodian.kube.errors import Forbidden, KubeError, NotFound
-from kustodian.kube.resources import CONFIG_MAPS, VALIDATING_POLICIES, VALIDATING_POLICY_BINDINGS
-from kustodian.policy.deletion import RecordState, read_record
+from kustodian.kube.resources import BACKSTOP_RECORDS, CRDS, VALIDATING_POLICIES, VALIDATING_POLICY_BINDINGS
+from kustodian.policy.deletion import RECORD_KIND, RecordState, read_record
 from kustodian.policy.objects import RawObject, list_field, str_field
 from kustodian.settings import ToolSettings, settings_from_args
 
 __all__ = ["STALE_AFTER", "BackstopStatus", "backstop_status", "human"]
 
 COMPONENT = "app.kubernetes.io/component=deletion-backstop"
+RECORD_CRD = f"{BACKSTOP_RECORDS.plural}.{BACKSTOP_RECORDS.group}"
+NO_CRD = (f"the {RECORD_KIND} CRD ({RECORD_CRD}) is not in this cluster, so the chart rendered no "
+          "backstop (Helm installs crds/ only with a new release): kubectl apply -f charts/kustodian/crds/, "
+          "then helm upgrade")
 # the chart's KustodianBackstopStale fires past this (the record is confirmed every minute)
 STALE_AFTER = timedelta(minutes=10)
 
@@ -56,6 +62,7 @@ class BackstopStatus:
     record: RecordState | None = None
     error: str = ""
     missing: tuple[str, ...] = field(default=())
+    no_crd: bool = False  # not installed because the cluster has no BackstopRecord CRD
 
     @property
     def age(self) -> timedelta | None:
@@ -72,8 +79,9 @@ class BackstopStatus:
         if self.installed is None:
             return f"deletion backstop: cannot tell whether it is in place: {self.error}"
         if not self.installed:
+            why = f": {NO_CRD}" if self.no_crd else ""
             return ("deletion backstop: not installed (while no webhook replica answers, nothing refuses a "
-                    "guarded DELETE but the webhook's failurePolicy)")
+                    f"guarded DELETE but the webhook's failurePolicy){why}")
         where = self.namespace
         if self.shards:
             where += f"/{self.shards[0].rpartition('-')[0]}-0..{len(self.shards) - 1}"
@@ -104,7 +112,7 @@ class BackstopStatus:
                            "confirmedAt": confirmed.isoformat() if confirmed else None,
                            "ageSeconds": round(age.total_seconds()) if age is not None else None,
                            "stale": age is None or age > STALE_AFTER} if self.installed else None,
-                "error": self.error or None}
+                "error": (NO_CRD if self.no_crd else self.error) or None}
 
 
 def _param_refs(bindings: Sequence[RawObject], policy: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
@@ -123,12 +131,30 @@ def _param_refs(bindings: Sequence[RawObject], policy: str) -> tuple[tuple[str, 
     return tuple(sorted(names, key=lambda n: (len(n), n))), tuple(sorted(actions)), namespace
 
 
+def _reads_the_record(param_kind: object) -> bool:
+    """A policy whose params are BackstopRecords (``kustodian.io/<version>``)."""
+    return (isinstance(param_kind, Mapping) and param_kind.get("kind") == RECORD_KIND
+            and str(param_kind.get("apiVersion", "")).startswith(f"{BACKSTOP_RECORDS.group}/"))
+
+
+def _crd_installed(client: KubeClient) -> bool:
+    """Whether the BackstopRecord CRD exists (True when that cannot be read: only a proven absence
+    is named as the reason)."""
+    try:
+        client.get(CRDS, RECORD_CRD)
+    except NotFound:
+        return False
+    except KubeError:
+        return True
+    return True
+
+
 def read_backstop(client: KubeClient, now: datetime) -> BackstopStatus:
     try:
         policies, _ = client.list(VALIDATING_POLICIES, label_selector=COMPONENT)
-        found = [p for p in policies if isinstance((p.get("spec") or {}).get("paramKind"), Mapping)]
+        found = [p for p in policies if _reads_the_record((p.get("spec") or {}).get("paramKind"))]
         if not found:
-            return BackstopStatus(False, now)
+            return BackstopStatus(False, now, no_crd=not _crd_installed(client))
         policy = str_field(found[0], "metadata", "name")
         bindings, _ = client.list(VALIDATING_POLICY_BINDINGS)
     except Forbidden:
@@ -137,21 +163,21 @@ def read_backstop(client: KubeClient, now: datetime) -> BackstopStatus:
     except KubeError as exc:
         return BackstopStatus(None, now, error=str(exc))
     shards, actions, namespace = _param_refs(bindings, policy)
-    configmaps: list[RawObject | None] = []
+    records: list[RawObject | None] = []
     missing: list[str] = []
     try:
         for name in shards:
             try:
-                configmaps.append(client.get(CONFIG_MAPS, name, namespace))
+                records.append(client.get(BACKSTOP_RECORDS, name, namespace))
             except NotFound:
-                configmaps.append(None)
+                records.append(None)
                 missing.append(name)
     except Forbidden:
         return BackstopStatus(True, now, policy, actions, namespace, shards,
-                              error=f"getting configmaps in {namespace} is forbidden for this user")
+                              error=f"getting backstoprecords in {namespace} is forbidden for this user")
     except KubeError as exc:
         return BackstopStatus(True, now, policy, actions, namespace, shards, error=str(exc))
-    return BackstopStatus(True, now, policy, actions, namespace, shards, read_record(configmaps),
+    return BackstopStatus(True, now, policy, actions, namespace, shards, read_record(records),
                           missing=tuple(missing))
 
 

@@ -75,6 +75,8 @@ VALIDATING_POLICY_BINDINGS = Resource(
     "admissionregistration.k8s.io", "v1", "validatingadmissionpolicybindings",
     "ValidatingAdmissionPolicyBinding", False,
 )
+# the deletion backstop's record, one object a shard (charts/kustodian/crds/backstoprecords.kustodian.io.yaml)
+BACKSTOP_RECORDS = Resource("kustodian.io", "v1alpha1", "backstoprecords", "BackstopRecord", True)
 
 BUILTIN: tuple[Resource, ...] = (
     NAMESPACES, NODES, PERSISTENT_VOLUMES, PERSISTENT_VOLUME_CLAIMS, PODS, CONFIG_MAPS, SECRETS,

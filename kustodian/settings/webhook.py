@@ -117,9 +117,9 @@ class DeletionGuardGroup(Group):
     # issue 44: the record the chart's ValidatingAdmissionPolicy reads (the deletion backstop)
     backstop_record: str = Field(
         "", max_length=200, pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
-        description="Name of the deletion backstop's record: ConfigMaps <name>-0..7 and the Lease <name> in "
-                    "--namespace, kept current for the chart's ValidatingAdmissionPolicy, which refuses the "
-                    "DELETE of what it holds while no replica answers; empty: no record is kept")
+        description="Name of the deletion backstop's record: BackstopRecords <name>-0..7 and the Lease "
+                    "<name> in --namespace, kept current for the chart's ValidatingAdmissionPolicy, which "
+                    "refuses the DELETE of what it holds while no replica answers; empty: no record is kept")
     backstop_debounce: PositiveDuration = Field(
         timedelta(milliseconds=50), description="How long the backstop's writer waits after a change for the "
                                                 "rest of a burst before it recomputes the record")

@@ -38,6 +38,10 @@ RELEASE = "kustodian"
 # and points the reclaim-config validator at it
 NAMESPACE = "kustodian"
 TEST_VALUES: dict[str, Any] = {"admission": {"deletionGuard": {"providerNamespaces": ["*"]}}}
+# the chart's own CRDs, rendered as served (as where Helm installed crds/): the deletion backstop
+# is rendered only where its record's CRD is; a test of the backstop applies it
+# (charts/kustodian/crds/backstoprecords.kustodian.io.yaml)
+CHART_CRDS = ("kustodian.io/v1alpha1/BackstopRecord",)
 
 
 def kind_resource(kind_key: str) -> tuple[str, str]:
@@ -64,7 +68,8 @@ def _template(template: str, values_json: str, namespace: str) -> tuple[dict[str
         values.write_text(values_json)
         proc = subprocess.run(
             [str(ensure_tools() / "helm"), "template", RELEASE, str(CHART), "--namespace", namespace,
-             "--show-only", f"templates/{template}", "--values", str(values)],
+             "--show-only", f"templates/{template}", "--values", str(values),
+             *(arg for api in CHART_CRDS for arg in ("--api-versions", api))],
             capture_output=True, text=True, check=False, timeout=60)
     if proc.returncode != 0:
         raise RuntimeError(f"helm template {CHART} failed: {proc.stderr.strip()}")
@@ -75,6 +80,12 @@ def _rendered(values_json: str, namespace: str) -> tuple[dict[str, Any], ...]:
     order = ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration")  # validating first, as ever
     docs = [d for d in _template("webhooks.yaml", values_json, namespace) if d["kind"] in order]
     return tuple(sorted(docs, key=lambda d: order.index(d["kind"])))
+
+
+def backstop_record_crd() -> dict[str, Any]:
+    """The chart's BackstopRecord CRD (crds/), the kind of the deletion backstop's record."""
+    doc: dict[str, Any] = yaml.safe_load((CHART / "crds" / "backstoprecords.kustodian.io.yaml").read_text())
+    return doc
 
 
 def backstop_policies(values: Mapping[str, Any] | None = None, namespace: str = NAMESPACE) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ import yaml
 
 from kustodian.testing.testserver import free_port
 from kustodian.testing.tools import ensure_tools
-from kustodian.testing.webhooks import armed
+from kustodian.testing.webhooks import CHART_CRDS, armed
 from tests.conftest import KubeApi, unavailable
 from tests.e2e.conftest import rook_crds_installed
 
@@ -112,10 +112,14 @@ def helm(*args: str, values: dict[str, Any] | None = None, tmp: Path | None = No
     return proc
 
 
-def render(values: dict[str, Any] | None, tmp: Path, *, include_crds: bool = True) -> list[Doc]:
+def render(values: dict[str, Any] | None, tmp: Path, *, include_crds: bool = True,
+           chart_crds: bool = True) -> list[Doc]:
     args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE]
     if include_crds:
         args.append("--include-crds")
+    if chart_crds:  # as served where Helm installed crds/ (test_chart_backstop renders without)
+        for api in CHART_CRDS:
+            args += ["--api-versions", api]
     out = helm(*args, values=values, tmp=tmp).stdout
     return [d for d in yaml.safe_load_all(out) if d]
 

@@ -110,8 +110,10 @@ def test_every_shard_is_bound_and_one_not_written_yet_protects_nothing(rendered:
     for binding in bindings:
         assert binding["spec"]["paramRef"] == {"name": binding["spec"]["paramRef"]["name"], "namespace": NAMESPACE,
                                                "parameterNotFoundAction": "Allow"}
+    # a custom resource: a ConfigMap param is never seen again by an API server that had, for a
+    # moment, no binding naming ConfigMap (kubernetes#130887, tests/e2e/test_deletion_backstop.py)
     assert one(rendered["default"], "ValidatingAdmissionPolicy", POLICY)["spec"]["paramKind"] == {
-        "apiVersion": "v1", "kind": "ConfigMap"}
+        "apiVersion": "kustodian.io/v1alpha1", "kind": "BackstopRecord"}
 
 
 @pytest.mark.parametrize(("mode", "action", "failure"), [
@@ -148,8 +150,11 @@ def rules_of(docs: list[Doc], kind: str, name: str) -> list[dict[str, Any]]:
 
 def test_the_webhook_may_write_the_record_and_its_lease_by_name(rendered: dict[str, list[Doc]]) -> None:
     role = rules_of(rendered["default"], "Role", f"{FULLNAME}-webhook")
-    assert {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": SHARDS, "verbs": ["get", "update"]} in role
-    assert {"apiGroups": [""], "resources": ["configmaps"], "verbs": ["create"]} in role
+    assert {"apiGroups": ["kustodian.io"], "resources": ["backstoprecords"], "resourceNames": SHARDS,
+            "verbs": ["get", "update"]} in role
+    assert {"apiGroups": ["kustodian.io"], "resources": ["backstoprecords"], "verbs": ["create"]} in role
+    # no ConfigMap right for the record any more (the reclaim config's list/watch by name stays)
+    assert not [r for r in role if "configmaps" in r["resources"] and set(r["verbs"]) & {"create", "update"}]
     assert {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "resourceNames": [RECORD],
             "verbs": ["get", "update"]} in role
     (container,) = one(rendered["default"], "Deployment", FULLNAME)["spec"]["template"]["spec"]["containers"]
@@ -158,7 +163,9 @@ def test_the_webhook_may_write_the_record_and_its_lease_by_name(rendered: dict[s
 
 def test_uninstall_removes_the_record_once_its_policy_is_gone(rendered: dict[str, list[Doc]]) -> None:
     role = rules_of(rendered["default"], "Role", f"{FULLNAME}-cleanup")
-    assert {"apiGroups": [""], "resources": ["configmaps"], "resourceNames": SHARDS, "verbs": ["delete"]} in role
+    assert {"apiGroups": ["kustodian.io"], "resources": ["backstoprecords"], "resourceNames": SHARDS,
+            "verbs": ["delete"]} in role
+    assert not [r for r in role if "configmaps" in r["resources"]]
     (job,) = find(rendered["default"], "Job")
     env = {e["name"]: e.get("value") for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["BACKSTOP_RECORD"] == ",".join(SHARDS) and env["BACKSTOP_LEASE"] == RECORD
@@ -174,7 +181,41 @@ def test_without_the_backstop_none_of_it_is_rendered(rendered: dict[str, list[Do
     (container,) = one(docs, "Deployment", FULLNAME)["spec"]["template"]["spec"]["containers"]
     assert not any(a.startswith("--deletion-guard-backstop-record") for a in container["args"])
     role = rules_of(docs, "Role", f"{FULLNAME}-webhook")
-    assert not any("configmaps" in r["resources"] and "update" in r["verbs"] for r in role)
+    assert not any("backstoprecords" in r["resources"] for r in role)
     # nor with the deletion guard off
     no_guard = render({"deletionGuard": {"enabled": False}}, tmp_path)
     assert not find(no_guard, "ValidatingAdmissionPolicy", POLICY)
+
+
+def test_without_the_record_crd_no_backstop_is_rendered(rendered: dict[str, list[Doc]], tmp_path: Path) -> None:
+    """Helm installs crds/ only with a new release: an upgrade from one without the BackstopRecord
+    CRD (and helm template without --api-versions, which cannot look it up) renders none of the
+    backstop, not a policy whose params can never exist; the NOTES say why and how to get it
+    (test_chart_notes). With it, the backstop renders as above."""
+    bare = render({}, tmp_path, include_crds=False, chart_crds=False)
+    assert not find(bare, "ValidatingAdmissionPolicy", POLICY)
+    assert not find(bare, "ValidatingAdmissionPolicy", f"{FULLNAME}-backstop-record")
+    assert not [b for b in find(bare, "ValidatingAdmissionPolicyBinding") if "backstop" in b["metadata"]["name"]]
+    assert webhook(bare, "deletion-guard-strict.kustodian.io") is None
+    guard = webhook(bare, "deletion-guard.kustodian.io")
+    assert guard is not None and "not-for-the-strict-webhook" not in conditions(guard)
+    (container,) = one(bare, "Deployment", FULLNAME)["spec"]["template"]["spec"]["containers"]
+    assert not any(a.startswith("--deletion-guard-backstop-record") for a in container["args"])
+    assert not any("backstoprecords" in r["resources"] for r in rules_of(bare, "Role", f"{FULLNAME}-webhook"))
+    assert not any(e["name"] == "BACKSTOP_RECORD" and e["value"] for job in find(bare, "Job")
+                   for e in job["spec"]["template"]["spec"]["containers"][0]["env"])
+    # the same values with the CRD: the whole backstop
+    docs = rendered["default"]
+    assert find(docs, "ValidatingAdmissionPolicy", POLICY) and webhook(docs, "deletion-guard-strict.kustodian.io")
+    assert len([b for b in find(docs, "ValidatingAdmissionPolicyBinding") if b["spec"]["policyName"] == POLICY]) \
+        == RECORD_SHARDS
+
+
+def test_the_record_crd_is_shipped_with_the_chart(tmp_path: Path) -> None:
+    crd = one(render({}, tmp_path, chart_crds=False), "CustomResourceDefinition", "backstoprecords.kustodian.io")
+    assert crd["spec"]["group"] == "kustodian.io" and crd["spec"]["scope"] == "Namespaced"
+    assert crd["spec"]["names"]["kind"] == "BackstopRecord"
+    (version,) = crd["spec"]["versions"]
+    assert version["name"] == "v1alpha1" and version["served"] and version["storage"]
+    spec = version["schema"]["openAPIV3Schema"]["properties"]["spec"]
+    assert spec["required"] == ["entries"] and spec["properties"]["entries"]["type"] == "string"

@@ -66,8 +66,27 @@ WARN_LINE = "# Warning: " + (outcome(Mode.WARN, "").warning or "").strip()
 
 
 def mode_notes(guard: str, reclaim: str, tmp: Path, **more: Any) -> str:
+    # a client dry run sees no cluster, so no BackstopRecord CRD: the backstop's own NOTES (a
+    # warning with its own helm upgrade) are test_notes_say_whether_the_backstop_is_in_place's
+    more.setdefault("deletionGuard", {"backstop": {"enabled": False}})
     return notes({"admission": {"deletionGuard": {"mode": guard}, "reclaimValidation": {"mode": reclaim}},
                   **more}, tmp)
+
+
+def test_notes_say_whether_the_backstop_is_in_place(tmp_path: Path) -> None:
+    """Without the BackstopRecord CRD (a client dry run sees none; an upgrade from a release that
+    had no crds/ gets none) the backstop is not rendered, and the NOTES say so with the commands
+    that get it, never a silent no-op; with the CRD (a real install below) they name the record."""
+    text = notes({}, tmp_path)
+    warning = text.split("WARNING: deletionGuard.backstop.enabled is true", 1)[1].split("\n\n", 1)[0]
+    flat = " ".join(warning.split())
+    assert "no deletion backstop is installed" in flat and "no BackstopRecord CRD" in flat
+    assert "\n  kubectl apply -f charts/kustodian/crds/\n" \
+           "  helm upgrade knotes charts/kustodian -n kustodian --reuse-values\n" in warning
+    assert "--api-versions kustodian.io/v1alpha1/BackstopRecord" in flat
+    assert "get backstoprecords" not in text
+    off = notes({"deletionGuard": {"backstop": {"enabled": False}}}, tmp_path)
+    assert "backstop" not in off.lower()
 
 
 @pytest.mark.parametrize("guard", MODES)
@@ -139,6 +158,8 @@ def test_the_notes_upgrade_command_runs_as_written(kube_api: KubeApi, tmp_path: 
                      tmp=tmp_path).stdout
     try:
         text = installed.split("NOTES:", 1)[1]
+        # Helm installed crds/ (or found them): the backstop is in place, and the NOTES name its record
+        assert f"kubectl -n {ns} get backstoprecords" in text and "WARNING: deletionGuard.backstop" not in text
         start = text.index("  helm upgrade ")
         lines = text[start:].splitlines()
         command = lines[0]
@@ -159,6 +180,7 @@ def test_the_notes_upgrade_command_runs_as_written(kube_api: KubeApi, tmp_path: 
                                                  "json").stdout)
         args = deployment["spec"]["template"]["spec"]["containers"][0]["args"]
         assert "--deletion-guard-mode=enforce" in args and "--reclaim-mode=enforce" in args
+        assert f"--deletion-guard-backstop-record={release}-kustodian-backstop" in args
     finally:
         helm("uninstall", release, "-n", ns, "--no-hooks", *kubeconfig, check=False)
         kube_api.kubectl("delete", "namespace", ns, "--wait=false", check=False)

@@ -155,8 +155,8 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
     webhook = _grants(_rules_of(docs, "ClusterRole", f"{FULLNAME}-webhook"))
     webhook |= _grants(_rules_of(docs, "Role", f"{FULLNAME}-webhook"))
     writes = {(g, r, v) for g, r, v in webhook if v not in ("get", "list", "watch")}
-    # the deletion backstop's record (ConfigMaps) and its writers' Lease
-    backstop = {("", "configmaps", "update"), ("", "configmaps", "create"),
+    # the deletion backstop's record (BackstopRecords) and its writers' Lease
+    backstop = {("kustodian.io", "backstoprecords", "update"), ("kustodian.io", "backstoprecords", "create"),
                 ("coordination.k8s.io", "leases", "update"), ("coordination.k8s.io", "leases", "create")}
     reports = {(g, r, v) for g, kinds in (("openreports.io", ("reports", "clusterreports")),
                                           ("wgpolicyk8s.io", ("policyreports", "clusterpolicyreports")))
@@ -179,11 +179,11 @@ def test_rbac_is_least_privilege_per_component(rendered: dict[str, list[Doc]]) -
                  ("", "configmaps"), ("apiextensions.k8s.io", "customresourcedefinitions")]:
         assert {(g, r, "list"), (g, r, "watch")} <= webhook, (g, r)
     # write access to the Secret and configurations is by name only; a create cannot be named (the
-    # ConfigMap one is narrowed to the backstop's record by its policy: tests/chart/test_chart_backstop.py)
+    # BackstopRecord one is narrowed to the backstop's record by its policy: tests/chart/test_chart_backstop.py)
     for d in (one(docs, "ClusterRole", f"{FULLNAME}-webhook"), one(docs, "Role", f"{FULLNAME}-webhook")):
         for rule in d["rules"]:
             if set(rule["verbs"]) - {"list", "watch", "create"} or (
-                    "configmaps" in rule["resources"] and rule["verbs"] != ["create"]):
+                    {"configmaps", "backstoprecords"} & set(rule["resources"]) and rule["verbs"] != ["create"]):
                 assert rule.get("resourceNames"), rule
     # without in-process rotation the webhook writes events, its policy reports and the backstop's record, and
     # arms its configurations' failure policies (by name; the ValidatingAdmissionPolicy narrows what it may change)
@@ -482,11 +482,13 @@ def test_invalid_kustodian_objects_are_refused_by_the_crd_schema(
 def test_crds_are_in_the_crds_directory_with_printer_columns(tmp_path: Path) -> None:
     files = sorted(p.name for p in (CHART / "crds").iterdir())
     # AC/ACR are csi-baremetal's own CRDs
-    assert files == ["orphanedreplicadirs.kustodian.io.yaml", "reclaimspaceparams.kustodian.io.yaml"]
+    assert files == ["backstoprecords.kustodian.io.yaml", "orphanedreplicadirs.kustodian.io.yaml",
+                     "reclaimspaceparams.kustodian.io.yaml"]
     docs = render(None, tmp_path)
-    short = {d["metadata"]["name"]: (d["spec"]["scope"], d["spec"]["names"]["shortNames"])
+    short = {d["metadata"]["name"]: (d["spec"]["scope"], d["spec"]["names"].get("shortNames"))
              for d in find(docs, "CustomResourceDefinition")}
-    assert short == {"orphanedreplicadirs.kustodian.io": ("Namespaced", ["ordir"]),
+    assert short == {"backstoprecords.kustodian.io": ("Namespaced", None),
+                     "orphanedreplicadirs.kustodian.io": ("Namespaced", ["ordir"]),
                      "reclaimspaceparams.kustodian.io": ("Namespaced", ["rsparams"])}
     for d in find(docs, "CustomResourceDefinition"):
         assert d["spec"]["versions"][0]["additionalPrinterColumns"]

@@ -21,7 +21,7 @@ from .conftest import FULLNAME, RELEASE, Doc, find, one, render, run_hook_script
 SECRET = f"{FULLNAME}-tls"
 CA_SECRET = f"{SECRET}-ca"  # the certificate manager keeps ca.key here, out of the serving Secret
 LEASE = "kustodian-controllers"
-RECORD = f"{FULLNAME}-backstop"  # the deletion backstop's record (ConfigMaps) and its writers' Lease
+RECORD = f"{FULLNAME}-backstop"  # the deletion backstop's record (BackstopRecords) and its writers' Lease
 SHARDS = tuple(f"{RECORD}-{i}" for i in range(8))
 
 
@@ -42,7 +42,7 @@ def test_the_hook_deletes_only_the_runtime_objects_by_name(chart: list[Doc]) -> 
               for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
     assert grants == {("", "pods", "list", ()), ("", "secrets", "delete", (SECRET, CA_SECRET)),
                       ("coordination.k8s.io", "leases", "delete", (LEASE, RECORD)),
-                      ("", "configmaps", "delete", SHARDS)}
+                      ("kustodian.io", "backstoprecords", "delete", SHARDS)}
     env = {e["name"]: e["value"] for e in one(docs, "Job")["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert (env["SECRET"], env["CA_SECRET"], env["LEASE"]) == (SECRET, CA_SECRET, LEASE)
     assert (env["BACKSTOP_LEASE"], env["BACKSTOP_RECORD"]) == (RECORD, ",".join(SHARDS))
@@ -97,11 +97,14 @@ def test_uninstall_removes_the_secret_and_lease_once_the_pods_are_gone(
     other = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "someone-elses", "namespace": namespace}}
     lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
              "metadata": {"name": LEASE, "namespace": namespace}, "spec": {"holderIdentity": "pod-a"}}
-    record = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": n, "namespace": namespace},
-               "data": {"x_y_z_w": "1"}} for n in SHARDS]
+    kube_api.install_backstop_crd()
+    record = [{"apiVersion": "kustodian.io/v1alpha1", "kind": "BackstopRecord",
+               "metadata": {"name": n, "namespace": namespace}, "spec": {"entries": "\nx_y_z_w=1\n"}} for n in SHARDS]
     writers = {**lease, "metadata": {"name": RECORD, "namespace": namespace}}
-    other_cm = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "someone-elses", "namespace": namespace}}
-    apply(kube_api, secret, ca_secret, other, lease, writers, other_cm, *record)
+    other_record = {**record[0], "metadata": {"name": "someone-elses", "namespace": namespace}}
+    # a ConfigMap of the record's name (its first format) is not the hook's
+    old_format = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": SHARDS[0], "namespace": namespace}}
+    apply(kube_api, secret, ca_secret, other, lease, writers, other_record, old_format, *record)
     kube_api.kubectl("create", "-n", namespace, "-f", "-",
                      input=yaml.safe_dump_all([pod("kustodian-a", "webhook"), pod("cleanup-x", "cleanup")]))
 
@@ -110,7 +113,7 @@ def test_uninstall_removes_the_secret_and_lease_once_the_pods_are_gone(
     assert proc.returncode != 0 and "the release's pods are still there, nothing deleted: ['kustodian-a']" in proc.stderr
     assert {SECRET, CA_SECRET, "someone-elses"} <= names(kube_api, "secrets", namespace)
     assert {LEASE, RECORD} <= names(kube_api, "leases", namespace)
-    assert set(SHARDS) <= names(kube_api, "configmaps", namespace)
+    assert set(SHARDS) <= names(kube_api, "backstoprecords", namespace)
 
     kube_api.kubectl("delete", "pod", "kustodian-a", "-n", namespace, "--grace-period=0", "--force")
     proc = run_job(kube_api, chart, namespace, tmp_path, wait="10")
@@ -118,8 +121,9 @@ def test_uninstall_removes_the_secret_and_lease_once_the_pods_are_gone(
     assert not {SECRET, CA_SECRET} & names(kube_api, "secrets", namespace)
     assert "someone-elses" in names(kube_api, "secrets", namespace)
     assert not {LEASE, RECORD} & names(kube_api, "leases", namespace)
-    assert not set(SHARDS) & names(kube_api, "configmaps", namespace)
-    assert "someone-elses" in names(kube_api, "configmaps", namespace)
+    assert not set(SHARDS) & names(kube_api, "backstoprecords", namespace)
+    assert "someone-elses" in names(kube_api, "backstoprecords", namespace)
+    assert SHARDS[0] in names(kube_api, "configmaps", namespace)
     # run again (a retried Job): already gone is fine
     proc = run_job(kube_api, chart, namespace, tmp_path, wait="10")
     assert proc.returncode == 0 and "already gone" in proc.stdout, proc.stderr

@@ -52,7 +52,7 @@ PAGES = (REPO / "README.md", CHART / "README.md", *sorted((REPO / "docs").rglob(
 #: flags of other tools that pages name in prose, each with its tool
 FOREIGN_FLAGS = {
     "--dry-run": "kubectl", "--skip-crds": "helm", "--runs": "python -m bench",
-    "--reuse-values": "helm", "--create-namespace": "helm",
+    "--reuse-values": "helm", "--create-namespace": "helm", "--api-versions": "helm template",
     "--atomic": "helm 3", "--rollback-on-failure": "helm 4", "--wait": "helm",
 }
 #: commands main() answers before the parser, each with why

@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.errors import NotFound
-from kustodian.kube.resources import CONFIG_MAPS
+from kustodian.kube.resources import BACKSTOP_RECORDS
 from kustodian.policy.deletion import backstop
 from kustodian.policy.deletion.backstop import CONFIRMED_ANNOTATION, RECORD_LABEL, RECORD_SHARDS, record_key
 from kustodian.webhook.features.backstop import LeaseSpec, RecordStore, RecordWriter
@@ -54,6 +54,12 @@ def volumes(pool: str, n: int) -> list[dict[str, Any]]:
     return [with_meta(rbd_pv(f"pv-{pool}-{i}", pool=pool)) for i in range(n)]
 
 
+@pytest.fixture(autouse=True)
+def record_crd(kube_api: KubeApi) -> None:
+    """The record's kind, as the chart's crds/ installs it."""
+    kube_api.install_backstop_crd()
+
+
 @pytest.fixture
 def guarded() -> tuple[DeletionGuard, dict[str, WatchCache]]:
     return world({POOL: pools("a", "b"), PV: volumes("a", 2)})
@@ -69,7 +75,7 @@ def shards(kube_api: KubeApi, namespace: str) -> list[dict[str, Any] | None]:
     out: list[dict[str, Any] | None] = []
     for i in range(RECORD_SHARDS):
         try:
-            out.append(kube_api.client.get(CONFIG_MAPS, f"{RECORD}-{i}", namespace))
+            out.append(kube_api.client.get(BACKSTOP_RECORDS, f"{RECORD}-{i}", namespace))
         except NotFound:
             out.append(None)
     return out
@@ -152,10 +158,10 @@ def test_a_write_that_lost_a_race_reads_the_record_again_and_converges(
     hook = writer(kube_api, namespace, guard)
     hook.pass_once()
     index = backstop.shard_of(pool_key("a"))
-    theirs = kube_api.client.get(CONFIG_MAPS, f"{RECORD}-{index}", namespace)
-    theirs["data"] = {backstop.ENTRIES_KEY: backstop.pack(  # another writer's entry
-        {**backstop.unpack(theirs["data"][backstop.ENTRIES_KEY]), pool_key("zz"): "9"})}
-    kube_api.client.replace(CONFIG_MAPS, theirs)
+    theirs = kube_api.client.get(BACKSTOP_RECORDS, f"{RECORD}-{index}", namespace)
+    theirs["spec"] = {backstop.ENTRIES_KEY: backstop.pack(  # another writer's entry
+        {**backstop.unpack(theirs["spec"][backstop.ENTRIES_KEY]), pool_key("zz"): "9"})}
+    kube_api.client.replace(BACKSTOP_RECORDS, theirs)
     set_pvs(caches, volumes("a", 5))
     first = hook.pass_once()
     assert first.failed and hook.writes["conflict"] == 1
@@ -165,7 +171,7 @@ def test_a_write_that_lost_a_race_reads_the_record_again_and_converges(
     assert entries(kube_api, namespace) == {pool_key("a"): "5", "_namespaces__rook-ceph": "5"}
 
 
-def test_a_shard_too_big_for_a_configmap_keeps_what_it_held(
+def test_a_shard_too_big_for_its_limit_keeps_what_it_held(
         kube_api: KubeApi, namespace: str, guarded: tuple[DeletionGuard, dict[str, WatchCache]],
         monkeypatch: pytest.MonkeyPatch) -> None:
     guard, caches = guarded

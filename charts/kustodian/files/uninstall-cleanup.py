@@ -1,6 +1,7 @@
 """helm uninstall (post-delete hook): remove what Kustodian created at run time, which Helm
 does not know: the builtin-TLS serving Secret, its CA Secret (it holds ca.key), the
-controllers' Lease, and the deletion backstop's record (its ConfigMaps) and Lease.
+controllers' Lease, and the deletion backstop's record (its BackstopRecords, once Helm has
+deleted the policies that refuse their DELETE) and Lease.
 
 Stdlib only (the Kustodian image's interpreter). Waits until the release's pods are gone
 first, so a terminating replica cannot re-create either. In-cluster credentials by default;
@@ -53,7 +54,7 @@ def main():
     targets = [(f"/api/v1/namespaces/{NS}/secrets/", os.environ.get("SECRET", "")),
                (f"/api/v1/namespaces/{NS}/secrets/", os.environ.get("CA_SECRET", "")),
                (leases, os.environ.get("LEASE", "")), (leases, os.environ.get("BACKSTOP_LEASE", ""))]
-    targets += [(f"/api/v1/namespaces/{NS}/configmaps/", name)
+    targets += [(f"/apis/kustodian.io/v1alpha1/namespaces/{NS}/backstoprecords/", name)
                 for name in os.environ.get("BACKSTOP_RECORD", "").split(",")]
     for path, name in targets:
         if not name:

@@ -556,12 +556,29 @@ admission.deletionGuard.providerNamespaceLabel. Other DELETEs pass it.
 {{- end }}
 {{- end -}}
 
-{{/* "true" when the deletion backstop is rendered (deletionGuard.enabled and deletionGuard.backstop.enabled). */}}
-{{- define "kustodian.backstopEnabled" -}}
+{{/* "true" when the deletion backstop is asked for (deletionGuard.enabled and deletionGuard.backstop.enabled). */}}
+{{- define "kustodian.backstopWanted" -}}
 {{- if and .Values.deletionGuard.enabled (.Values.deletionGuard.backstop | default dict).enabled }}true{{ end -}}
 {{- end -}}
 
-{{/* The deletion backstop's record: ConfigMaps <name>-0..7 and the writers' Lease <name>. */}}
+{{/*
+"true" when the cluster has the BackstopRecord CRD (crds/): served, or given to helm template with
+--api-versions kustodian.io/v1alpha1/BackstopRecord, or found by a lookup (Helm installs crds/
+before it renders, but Helm 4 renders a first install with the served versions it read before
+that: as kustodian.reclaimMutation does for ReclaimSpaceParams). Helm installs crds/ only with a
+new release: an upgrade from a release without it renders no backstop, and the NOTES say how to
+get it.
+*/}}
+{{- define "kustodian.backstopCRD" -}}
+{{- if or (.Capabilities.APIVersions.Has "kustodian.io/v1alpha1/BackstopRecord") (lookup "apiextensions.k8s.io/v1" "CustomResourceDefinition" "" "backstoprecords.kustodian.io") }}true{{ end -}}
+{{- end -}}
+
+{{/* "true" when the deletion backstop is rendered: asked for, and its record's CRD in the cluster. */}}
+{{- define "kustodian.backstopEnabled" -}}
+{{- if and (include "kustodian.backstopWanted" .) (include "kustodian.backstopCRD" .) }}true{{ end -}}
+{{- end -}}
+
+{{/* The deletion backstop's record: BackstopRecords <name>-0..7 and the writers' Lease <name>. */}}
 {{- define "kustodian.backstopRecord" -}}
 {{ include "kustodian.fullname" . | trunc 52 | trimSuffix "-" }}-backstop
 {{- end -}}
@@ -575,10 +592,10 @@ namespace itself as its namespace); a cluster-scoped object's request has no nam
 (request.resource.group == '' && request.resource.resource == 'namespaces' ? '_namespaces__' + request.name : request.resource.group + '_' + request.resource.resource + '_' + (has(request.namespace) ? request.namespace : '') + '_' + request.name)
 {{- end -}}
 
-{{/* How many ConfigMaps the record has: policy.deletion.backstop.RECORD_SHARDS (tests/chart keep them equal). */}}
+{{/* How many BackstopRecords (shards) the record has: policy.deletion.backstop.RECORD_SHARDS (tests/chart keep them equal). */}}
 {{- define "kustodian.backstopShards" -}}8{{- end -}}
 
-{{/* The record's ConfigMap names, as a list. */}}
+{{/* The record's BackstopRecord names, as a list. */}}
 {{- define "kustodian.backstopShardNames" -}}
 {{- $record := include "kustodian.backstopRecord" . -}}
 {{- range $i := until (int (include "kustodian.backstopShards" .)) }}
@@ -589,7 +606,7 @@ namespace itself as its namespace); a cluster-scoped object's request has no nam
 {{/*
 The DELETEs the backstop's policy cannot judge, so the deletion-guard-strict webhook does, failing
 closed: an object carrying kustodian.io/allow-delete-until (CEL has no clock to compare it with),
-and one whose record key (group_resource_namespace_name) would be longer than a ConfigMap key (253).
+and one whose record key (group_resource_namespace_name) would be longer than 253 (policy.deletion.backstop.KEY_LIMIT).
 Never a Namespace (its DELETE is judged from the record). A cluster-scoped object's request has
 no namespace at all (has() guards it: reading it would fail the request).
 */}}

@@ -16,6 +16,7 @@ Typical wiring::
 
 from kustodian.policy.deletion.backstop import (
     NAMESPACES_SCOPE,
+    RECORD_KIND,
     RECORD_SHARDS,
     ProviderFacts,
     RecordShard,
@@ -77,6 +78,7 @@ __all__ = [
     "NAMESPACES_SCOPE",
     "NAMESPACE_RULE",
     "REASONS",
+    "RECORD_KIND",
     "RECORD_SHARDS",
     "ROOK_RULES",
     "BucketRead",

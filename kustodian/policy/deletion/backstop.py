@@ -1,5 +1,6 @@
 """The deletion backstop's record: the providers (and namespaces) whose DELETE has dependents now,
-as the data of ConfigMaps a ValidatingAdmissionPolicy reads inside the API server (issue 44).
+as BackstopRecord objects (``kustodian.io/v1alpha1``, the chart's crds/) a
+ValidatingAdmissionPolicy reads as its params inside the API server (issue 44).
 
 The chart's policy refuses the DELETE of an object whose key is in the record, with no webhook
 in the path, so what Kustodian last knew protected stays protected while no replica answers.
@@ -8,25 +9,29 @@ lookup:
 
 * **A key per object**, ``<group>_<resource>_<namespace>_<name>`` (``ceph.rook.io_cephblockpools_
   rook-ceph_replicapool``; a Namespace is ``_namespaces__<name>``), which the policy builds from
-  ``request.resource`` and the request's name and namespace.  ``_`` is in a ConfigMap key's
-  alphabet (``[-._a-zA-Z0-9]+``) and in no group, resource, namespace or name, so a key names one
-  object.  A key longer than a ConfigMap key may be (253) is not recorded: the chart sends those
-  DELETEs to a webhook that fails closed instead.
+  ``request.resource`` and the request's name and namespace.  ``_`` is in no group, resource,
+  namespace or name, so a key names one object.  A key longer than 253 (the limit of the record's
+  first format, ConfigMap keys, kept: the chart's strict-webhook condition spells the same number)
+  is not recorded: the chart sends those DELETEs to a webhook that fails closed instead.
 * **The value is the number of dependents** (outside the namespace, for a Namespace), which the
   policy's message names.
-* **Shards**: ``RECORD_SHARDS`` ConfigMaps ``<record>-<i>``, a key in shard ``crc32(key) % 8``
+* **Shards**: ``RECORD_SHARDS`` BackstopRecords ``<record>-<i>``, a key in shard ``crc32(key) % 8``
   (about 60 bytes an entry: 10,000 providers are ~0.6 MiB, tens of thousands fit), each read by
   its own binding.
   A shard not written yet protects nothing (``parameterNotFoundAction: Allow``: the backstop is
   armed by the webhook's first complete record), and once written none can be deleted (the chart's
   policy refuses it), so what was recorded never goes missing.
-* **One string per shard**: a shard's entries are the lines ``<key>=<count>`` of its one data key
-  ``entries`` (``\n`` before each line and after the last), not a ConfigMap key each.  The API
-  server converts a ConfigMap param to CEL's input by reflection, whole, for every expression
-  list of every binding of every request (``newActivation``: 3 times a binding), so 10,000
-  entries as keys cost it ~30,000 map entries per DELETE (~190 ms at load 11, growing with the
+* **One string per shard**: a shard's entries are the lines ``<key>=<count>`` of its one field
+  ``spec.entries`` (``\n`` before each line and after the last), not a map entry each.  The API
+  server converts a param to CEL's input whole, for every expression list of every binding of
+  every request (``newActivation``: 3 times a binding), so 10,000 entries as map keys cost it
+  ~30,000 map entries per DELETE (~190 ms at load 11, measured with ConfigMaps, growing with the
   record); a string is converted in O(1), and the policy finds ``\n<key>=`` in it with one
   ``contains`` (a key cannot hold ``\n`` or ``=``, so the match is exact).
+* **A custom resource, not a ConfigMap**: an API server that has for a moment no binding naming
+  the ConfigMap paramKind stops its ConfigMap param informer and reuses it, stopped, for every
+  policy created later (kubernetes#130887: after an uninstall and install, a record written since
+  is never seen).  A custom resource param gets an informer per use, recreated with its bindings.
 * **When it was last confirmed**: each shard's ``kustodian.io/backstop-confirmed-at`` is the time
   of the last pass that found every kind it reads fresh; the record's age is the oldest shard's.
 
@@ -49,25 +54,28 @@ from kustodian.policy.objects import RawObject, map_field, str_field
 from kustodian.policy.timestamps import format_rfc3339, parse_rfc3339
 
 __all__ = [
-    "CONFIRMED_ANNOTATION", "ENTRIES_KEY", "KEY_LIMIT", "NAMESPACES_SCOPE", "RECORD_LABEL", "RECORD_SHARDS",
-    "SHARD_LIMIT",
+    "CONFIRMED_ANNOTATION", "ENTRIES_KEY", "KEY_LIMIT", "NAMESPACES_SCOPE", "RECORD_API_VERSION",
+    "RECORD_KIND", "RECORD_LABEL", "RECORD_SHARDS", "SHARD_LIMIT",
     "ProviderFacts", "RecordPlan", "RecordShard", "RecordState", "data_bytes", "key_scope", "merged",
     "namespace_key", "pack", "plan_record", "protected_entries", "read_record", "record_key",
     "shard_document", "shard_name", "shard_of", "unpack",
 ]
 
 RECORD_SHARDS = 8
-ENTRIES_KEY = "entries"  # a shard's one data key: its entries, one ``<key>=<count>`` line each
-KEY_LIMIT = 253  # a ConfigMap key's longest (validation.IsConfigMapKey)
-# a ConfigMap's data may hold 1 MiB; leave room for its metadata
+ENTRIES_KEY = "entries"  # a shard's one spec field: its entries, one ``<key>=<count>`` line each
+KEY_LIMIT = 253  # a key's longest (the chart's strict-webhook condition holds the same number)
+# a shard stays under 1 MiB (the ConfigMaps it replaced held no more; etcd takes 1.5 MiB an
+# object), with room for its metadata
 SHARD_LIMIT = 1024 * 1024 - 16 * 1024
+RECORD_API_VERSION = "kustodian.io/v1alpha1"
+RECORD_KIND = "BackstopRecord"
 CONFIRMED_ANNOTATION = "kustodian.io/backstop-confirmed-at"
 RECORD_LABEL = "kustodian.io/deletion-backstop"  # value: the record's name
 NAMESPACES_SCOPE = ("", "namespaces")
 
 
 def record_key(group: str, resource: str, namespace: str, name: str) -> str | None:
-    """The record's key of one object, or None when it would be longer than a ConfigMap key."""
+    """The record's key of one object, or None when it would be longer than ``KEY_LIMIT``."""
     key = f"{group}_{resource}_{namespace}_{name}"
     return key if len(key) <= KEY_LIMIT else None
 
@@ -107,7 +115,7 @@ def unpack(text: str) -> dict[str, str]:
 
 
 def data_bytes(data: Mapping[str, str]) -> int:
-    """What a shard holding ``data`` counts against a ConfigMap's 1 MiB (its one key and string)."""
+    """What a shard holding ``data`` counts against ``SHARD_LIMIT`` (its field's name and string)."""
     return len(ENTRIES_KEY) + len(pack(data).encode())
 
 
@@ -163,7 +171,7 @@ def merged(computed: Mapping[str, str], previous: Mapping[str, str],
 
 @dataclass(frozen=True)
 class RecordShard:
-    """One ConfigMap of the record as read (``resource_version`` "" when it does not exist)."""
+    """One BackstopRecord of the record as read (``resource_version`` "" when it does not exist)."""
 
     index: int
     data: Mapping[str, str] = field(default_factory=dict)
@@ -210,22 +218,22 @@ class RecordState:
         return sum(data_bytes(s.data) for s in self.shards)
 
 
-def read_record(configmaps: Sequence[RawObject | None]) -> RecordState:
-    """The record from its shards' ConfigMaps in index order (None: that one does not exist).
-    A shard whose ``entries`` is not a string reads as empty; a confirmation time that does not
-    parse reads as never confirmed."""
+def read_record(records: Sequence[RawObject | None]) -> RecordState:
+    """The record from its shards' BackstopRecords in index order (None: that one does not exist).
+    A shard whose ``spec.entries`` is not a string reads as empty; a confirmation time that does
+    not parse reads as never confirmed."""
     shards: list[RecordShard] = []
-    for index, cm in enumerate(configmaps):
-        if cm is None:
+    for index, obj in enumerate(records):
+        if obj is None:
             shards.append(RecordShard(index))
             continue
-        raw = cm.get("data")
+        raw = obj.get("spec")
         text = raw.get(ENTRIES_KEY) if isinstance(raw, dict) else None
         data = unpack(text) if isinstance(text, str) else {}
-        notes = map_field(cm, "metadata", "annotations")
+        notes = map_field(obj, "metadata", "annotations")
         confirmed = parse_rfc3339(notes.get(CONFIRMED_ANNOTATION)) if notes else None
         shards.append(RecordShard(index, data, confirmed,
-                                  str_field(cm, "metadata", "resourceVersion") or "?"))
+                                  str_field(obj, "metadata", "resourceVersion") or "?"))
     return RecordState(tuple(shards))
 
 
@@ -254,11 +262,12 @@ def plan_record(entries: Mapping[str, str], shards: int = RECORD_SHARDS) -> Reco
 def shard_document(record: str, namespace: str, index: int, data: Mapping[str, str], *,
                    confirmed_at: datetime | None, resource_version: str = "",
                    labels: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """The ConfigMap of shard ``index`` (a compare-and-swap on ``resource_version`` when given)."""
+    """The BackstopRecord of shard ``index`` (a compare-and-swap on ``resource_version`` when given)."""
     meta: dict[str, Any] = {"name": shard_name(record, index), "namespace": namespace,
                             "labels": {**(labels or {}), RECORD_LABEL: record}}
     if confirmed_at is not None:
         meta["annotations"] = {CONFIRMED_ANNOTATION: format_rfc3339(confirmed_at)}
     if resource_version:
         meta["resourceVersion"] = resource_version
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": {ENTRIES_KEY: pack(data)}}
+    return {"apiVersion": RECORD_API_VERSION, "kind": RECORD_KIND, "metadata": meta,
+            "spec": {ENTRIES_KEY: pack(data)}}

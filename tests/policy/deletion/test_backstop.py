@@ -15,6 +15,8 @@ from kustodian.policy.deletion.backstop import (
     ENTRIES_KEY,
     KEY_LIMIT,
     NAMESPACES_SCOPE,
+    RECORD_API_VERSION,
+    RECORD_KIND,
     RECORD_LABEL,
     RECORD_SHARDS,
     SHARD_LIMIT,
@@ -126,14 +128,14 @@ def test_a_shard_over_the_limit_is_not_written() -> None:
 
 
 def cm(index: int, data: Any, confirmed: str | None = None, rv: str = "7") -> dict[str, Any]:
-    """A shard's ConfigMap; a dict of strings is packed as the writer packs it, anything else is
-    the ConfigMap's data as given."""
+    """A shard's BackstopRecord; a dict of strings is packed as the writer packs it, anything else
+    is its spec as given."""
     meta: dict[str, Any] = {"name": f"rec-{index}", "resourceVersion": rv}
     if confirmed is not None:
         meta["annotations"] = {CONFIRMED_ANNOTATION: confirmed}
     if isinstance(data, dict) and ENTRIES_KEY not in data and all(isinstance(v, str) for v in data.values()):
         data = {ENTRIES_KEY: pack(data)}
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta, "data": data}
+    return {"apiVersion": RECORD_API_VERSION, "kind": RECORD_KIND, "metadata": meta, "spec": data}
 
 
 def test_the_record_reads_back_with_its_oldest_confirmation() -> None:
@@ -160,6 +162,8 @@ def test_data_that_is_not_a_packed_string_reads_as_nothing() -> None:
     assert read_record([cm(0, {ENTRIES_KEY: 1})]).entries == {}
     assert read_record([cm(0, ["not", "a", "map"])]).entries == {}
     assert read_record([cm(0, {"a_b_c_d": 1, "e_f_g_h": "2"})]).entries == {}  # a key each: not the format
+    # the record's first format, a ConfigMap's data, is not read as entries
+    assert read_record([{**cm(0, {}), "spec": None, "data": {ENTRIES_KEY: "\na_b_c_d=3\n"}}]).entries == {}
     assert read_record([cm(0, {ENTRIES_KEY: "\nnot a line\na_b_c_d=3\n=4\n"})]).entries == {"a_b_c_d": "3"}
 
 
@@ -177,11 +181,12 @@ def test_a_shard_is_one_string_in_which_each_key_is_found_exactly() -> None:
     assert pack({}) == "\n" and unpack("\n") == {}
 
 
-def test_a_shard_document_is_a_labelled_configmap_with_its_confirmation() -> None:
+def test_a_shard_document_is_a_labelled_backstop_record_with_its_confirmation() -> None:
     doc = shard_document("rec", "kustodian", 3, {"a_b_c_d": "1"}, confirmed_at=NOW, resource_version="9",
                          labels={"app": "x"})
     assert doc["metadata"] == {"name": "rec-3", "namespace": "kustodian", "resourceVersion": "9",
                                "labels": {"app": "x", RECORD_LABEL: "rec"},
                                "annotations": {CONFIRMED_ANNOTATION: "2026-11-28T12:00:00Z"}}
-    assert doc["data"] == {ENTRIES_KEY: "\na_b_c_d=1\n"}
+    assert (doc["apiVersion"], doc["kind"]) == ("kustodian.io/v1alpha1", "BackstopRecord")
+    assert doc["spec"] == {ENTRIES_KEY: "\na_b_c_d=1\n"} and "data" not in doc
     assert "annotations" not in shard_document("rec", "ns", 0, {}, confirmed_at=None)["metadata"]

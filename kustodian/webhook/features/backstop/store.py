@@ -9,7 +9,7 @@ from datetime import datetime
 
 from kustodian.kube.client import KubeClient
 from kustodian.kube.errors import NotFound
-from kustodian.kube.resources import CONFIG_MAPS
+from kustodian.kube.resources import BACKSTOP_RECORDS
 from kustodian.policy.deletion import (
     RECORD_SHARDS,
     RecordShard,
@@ -24,7 +24,7 @@ __all__ = ["RecordStore"]
 
 
 class RecordStore:
-    """Shards ``<record>-0 .. <record>-<shards-1>`` (ConfigMaps) in ``namespace``."""
+    """Shards ``<record>-0 .. <record>-<shards-1>`` (BackstopRecords) in ``namespace``."""
 
     def __init__(self, client: KubeClient, namespace: str, record: str, *, shards: int = RECORD_SHARDS,
                  labels: Mapping[str, str] | None = None, timeout: float = 5.0) -> None:
@@ -43,7 +43,7 @@ class RecordStore:
         found: list[RawObject | None] = []
         for name in self.names():
             try:
-                found.append(self.client.get(CONFIG_MAPS, name, self.namespace, timeout=self.timeout))
+                found.append(self.client.get(BACKSTOP_RECORDS, name, self.namespace, timeout=self.timeout))
             except NotFound:
                 found.append(None)
         return read_record(found)
@@ -56,8 +56,8 @@ class RecordStore:
                               resource_version=shard.resource_version if shard.exists else "",
                               labels=self.labels)
         if shard.exists:
-            written = self.client.replace(CONFIG_MAPS, body, timeout=self.timeout)
+            written = self.client.replace(BACKSTOP_RECORDS, body, timeout=self.timeout)
         else:
-            written = self.client.create(CONFIG_MAPS, body, timeout=self.timeout)
+            written = self.client.create(BACKSTOP_RECORDS, body, timeout=self.timeout)
         (stored,) = read_record([written]).shards
         return RecordShard(shard.index, stored.data, stored.confirmed_at, stored.resource_version)

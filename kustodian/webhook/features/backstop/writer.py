@@ -30,8 +30,8 @@ than that, so the record's age stays below ``confirm_interval`` while it is kept
 the API server succeeded (``ApiLiveness.prove``, as the guard's own allows), else the pass only
 adds; a shard that does not exist is created only from a complete pass (every kind fresh), since
 a shard once written is the policy's knowledge (and can never be deleted), never a guess; and
-the record is confirmed only by a complete, proven pass.  A shard that would outgrow a ConfigMap
-is not written (the stored one is kept, ``kustodian_deletion_backstop_writes_total{result=
+the record is confirmed only by a complete, proven pass.  A shard that would outgrow 1 MiB
+(``SHARD_LIMIT``) is not written (the stored one is kept, ``kustodian_deletion_backstop_writes_total{result=
 "oversize"}``).
 
 Every replica, leader or not, reads the record back every ``confirm_interval / 2`` for
@@ -278,7 +278,7 @@ class RecordWriter(Collector):
             if data is None:
                 self.writes["oversize"] += 1
                 self._warn(f"shard {shard.index} of the deletion backstop's record would exceed a "
-                           "ConfigMap's 1 MiB: it is not written (what it held stays protected; new entries "
+                           "shard's 1 MiB: it is not written (what it held stays protected; new entries "
                            "in it are not recorded)")
                 continue
             if not shard.exists and not confirm:
