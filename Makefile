@@ -26,9 +26,11 @@ venv: $(BIN)/kustodian
 demo: venv
 	$(BIN)/python -m kustodian.cli.demo
 
-## make test: the whole suite, real API tier included (what CI runs)
+## make test: the whole suite, real API tier included (what CI runs), in TEST_WORKERS processes
+## (pytest-xdist, a file per worker at a time: a module's API server and fixtures stay in one process)
+TEST_WORKERS ?= 2
 test: venv
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 ## make manifests: deploy/kustodian.yaml, the chart rendered for installing without Helm
 manifests: venv
