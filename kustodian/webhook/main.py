@@ -10,7 +10,6 @@ the metrics on their own port, handles the signals and stops everything in rever
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
@@ -396,17 +395,8 @@ def build_manager(settings: WebhookSettings, client: KubeClient) -> tuple[Manage
     return manager, install(manager, settings)
 
 
-SWITCH_INTERVAL = 0.0005
-"""Seconds a thread holding the GIL runs before another waiting for it is let in (``run``)."""
-
-
 def run(settings: WebhookSettings) -> int:
     """Serve until SIGTERM/SIGINT; the exit code (1: the HTTPS server stopped on its own)."""
-    # The event loop shares the GIL with the watch threads: a review or a probe takes it back
-    # several times (read, decide, write), waiting up to the switch interval each time while a
-    # cache thread decodes a list page. 5 ms (CPython's default) made a /healthz take 50-130 ms
-    # while 60k PVs were listed; at 0.5 ms the loop waits a tenth as long (docs/performance.md).
-    sys.setswitchinterval(SWITCH_INTERVAL)
     client = KubeClient(load_config(settings.kube.kubeconfig, settings.kube.kube_api_endpoint,
                                     settings.kube.context))
     manager, hook = build_manager(settings, client)
