@@ -4,9 +4,9 @@ A PersistentVolume as the API server sends it is ~2.8 KB of JSON, most of it ``m
 and annotations no policy reads; orjson builds every dict and string of it and the cache's
 projection (``kube.slim.projection``) then drops nine tenths.  Given the projection's paths as
 ``TypedDict`` types, msgspec builds only those fields and skips the rest as it scans: a page of
-500 PVs decodes in about a fifth of orjson's time and the projection has less to walk (measured
-in ``docs/performance.md``, "Listing").  The decode is also one call into C that holds the GIL:
-a fifth of the time is a fifth of the pause it causes the webhook's event loop.
+500 PVs decodes in about a fifth of orjson's time and the projection has less to walk (measured:
+``docs/performance.md``, "The largest clusters").  The decode is one call into C that holds the
+GIL: a fifth of the time is a fifth of the pause it causes the webhook's event loop.
 
 What the projection then makes of the page is the same either way: every path it reads is
 decoded whole, and so are the fields every cache reads (identity, ``resourceVersion``).  A page
