@@ -52,7 +52,7 @@ from kustodian.kube.client import KubeClient, Obj
 from kustodian.kube.decode import page_decoder
 from kustodian.kube.errors import ApiError, Gone, KubeError, NotFound, Unavailable
 from kustodian.kube.resources import Resource
-from kustodian.kube.slim import TRANSFORMS, intern_common
+from kustodian.kube.slim import TRANSFORMS, Projection, intern_common
 from kustodian.policy.gc_pause import gc_paused
 
 log = logging.getLogger(__name__)
@@ -99,8 +99,8 @@ class WatchCache:
         self._indexers: dict[str, Indexer] = {NAMESPACE_INDEX: _namespace_of, **(indexers or {})}
         self._transform = transform if transform is not None else TRANSFORMS.get(resource.key)
         # a projection's lists are decoded to what it keeps (``kube.decode``)
-        paths = getattr(self._transform, "paths", None)
-        self._decode_page = page_decoder(paths) if paths is not None else None
+        shape = self._transform
+        self._decode_page = page_decoder(shape.paths) if isinstance(shape, Projection) else None
         self._label_selector = label_selector
         self._field_selector = field_selector
         self._backoff = (backoff_initial, backoff_max)

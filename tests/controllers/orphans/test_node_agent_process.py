@@ -6,12 +6,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.conftest import KubeApi
+from tests.conftest import KubeApi, serve_api
 from tests.controllers.orphans.test_node_agent import crds as _crds
 from tests.support import eventually, free_port, wait_while_running
 
@@ -38,6 +39,13 @@ def get(port: int, path: str) -> httpx.Response | None:
 crds = _crds  # the module-scoped fixture: Longhorn's CRDs and Kustodian's
 
 
+@pytest.fixture
+def bare_api(kube_tools: Path | None) -> Iterator[KubeApi]:
+    """An API server of this test's own, with no CRD at all: on a shared one, another test file
+    run earlier in the same worker may have installed Longhorn's."""
+    yield from serve_api(kube_tools)
+
+
 def test_the_agent_serves_probes_and_metrics_on_its_own_port(kube_api: KubeApi, namespace: str, crds: None,
                                                              tmp_path: Path) -> None:
     port, log = free_port(), tmp_path / "agent.log"
@@ -56,11 +64,11 @@ def test_the_agent_serves_probes_and_metrics_on_its_own_port(kube_api: KubeApi, 
     assert "Traceback" not in log.read_text()
 
 
-def test_an_agent_whose_caches_cannot_sync_exits_non_zero(kube_api_rbac: KubeApi, tmp_path: Path) -> None:
-    """A cluster without the CRDs (the second test server has none installed): the caches never
-    sync, the agent is not ready, then exits 1 (its restart retries) instead of idling."""
+def test_an_agent_whose_caches_cannot_sync_exits_non_zero(bare_api: KubeApi, tmp_path: Path) -> None:
+    """A cluster without the CRDs: the caches never sync, the agent is not ready, then exits 1 (its
+    restart retries) instead of idling."""
     port, log = free_port(), tmp_path / "agent.log"
-    proc = agent(kube_api_rbac, "default", port, log, "--controllers-sync-timeout=2s")
+    proc = agent(bare_api, "default", port, log, "--controllers-sync-timeout=2s")
     try:
         answers: list[int] = []
 
