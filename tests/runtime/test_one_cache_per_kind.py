@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,9 +65,12 @@ def client(proxy: ApiProxy, kube_api: KubeApi, tmp_path: Path) -> Iterator[KubeC
     through.close()
 
 
-def run_until_fresh(manager: Manager, proxy: ApiProxy) -> Counter[str]:
-    """Run the process's Manager (in a thread, as its command does) until every cache is fresh; the
-    watch requests the API server saw meanwhile, by resource and selectors."""
+def run_until_fresh(manager: Manager, proxy: ApiProxy, want: Iterable[str] = ()) -> Counter[str]:
+    """Run the process's Manager (in a thread, as its command does) until every cache in ``want``
+    exists and every cache is fresh; the watch requests the API server saw meanwhile, by resource
+    and selectors.  (A cache of a CRD-served kind exists only once the process saw the CRD served:
+    a CRD installed just before the run may not be seen yet when the others are fresh.)"""
+    wanted = set(want)
     stop = threading.Event()
     exit_code: list[int] = []
     runner = threading.Thread(target=lambda: exit_code.append(manager.run(stop)), daemon=True)
@@ -77,7 +80,8 @@ def run_until_fresh(manager: Manager, proxy: ApiProxy) -> Counter[str]:
             if exit_code:
                 return True
             leading = manager.leader_election is None or manager.acting
-            return leading and bool(manager.caches) and all(c.fresh for c in manager.caches)
+            return (leading and bool(manager.caches) and wanted <= set(manager.describe_caches())
+                    and all(c.fresh for c in manager.caches))
 
         wait_for(ready, lambda: f"caches fresh: {[(c.kind_key, c.fresh, c.last_error) for c in manager.caches]}",
                  timeout=60)
@@ -199,7 +203,7 @@ def test_each_command_lists_its_runnables_and_caches_and_watches_each_kind_once(
     runnables, caches, watches = (_fill(v, namespace) for v in COMMANDS[command])
     try:
         assert manager.describe() == runnables
-        seen = run_until_fresh(manager, proxy)
+        seen = run_until_fresh(manager, proxy, caches)
     finally:
         recorder.close()
     # listed once the process ran: Longhorn's caches are asked for once its CRDs are seen served;
