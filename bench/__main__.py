@@ -30,6 +30,7 @@ from bench.rows import Row, failure
 
 SCENARIOS = ["admission", "kopf", "cache", "memory", "planner", "orphans", "node-loss", "catch-up", "controllers",
              "scale", "backstop"]
+LARGEST = {"planner", "orphans", "node-loss"}  # what --largest changes
 NEEDS_API = {"kopf", "cache", "memory", "node-loss", "catch-up", "controllers", "scale", "backstop"}
 
 
@@ -113,6 +114,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100k,250k,500k",
                         help="cluster sizes of the scale scenario: PVs, and as many PVCs (e.g. 100k,250k)")
     parser.add_argument("--scale-plot", default="bench/scale.png", help="the scale scenario's plot ('' for none)")
+    parser.add_argument("--largest", action="store_true",
+                        help="issue 46's largest shapes for planner (20k nodes), orphans (1M directories) and "
+                             "node-loss (30k PVs on 1,000 Nodes lost at once)")
     args = parser.parse_args(argv)
     runs = 1 if args.smoke else max(1, args.runs)
 
@@ -124,9 +128,9 @@ def main(argv: list[str] | None = None) -> int:
         "kopf": lambda: kopf_peer.run(args.smoke, runs),
         "cache": lambda: cache.cold_list(args.smoke, runs),
         "memory": lambda: cache.memory(args.smoke) + scale.default_install_memory(args.smoke, runs),
-        "planner": lambda: planner.run(args.smoke, runs),
-        "orphans": lambda: orphans.run(args.smoke, runs),
-        "node-loss": lambda: node_loss.run(args.smoke, runs),
+        "planner": lambda: planner.run(args.smoke, runs, args.largest),
+        "orphans": lambda: orphans.run(args.smoke, runs, args.largest),
+        "node-loss": lambda: node_loss.run(args.smoke, runs, args.largest),
         "catch-up": lambda: cache.catch_up(args.smoke, runs),
         "controllers": lambda: controllers.run(args.smoke, runs),
         "scale": lambda: scale.run(args.smoke, runs, scale.parse_sizes(args.sizes)),
@@ -140,6 +144,8 @@ def main(argv: list[str] | None = None) -> int:
         command = f"python -m bench --only {name} " + ("--smoke" if args.smoke else f"--runs {runs}")
         if name == "scale" and not args.smoke:
             command += f" --sizes {args.sizes}"
+        if name in LARGEST and args.largest and not args.smoke:
+            command += " --largest"
         if name in NEEDS_API and not have_api:
             if not args.smoke:
                 print(f"bench: {name} needs kube-testserver (../shared/kube-testserver), not found",

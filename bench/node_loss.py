@@ -4,6 +4,12 @@ A real kube-testserver holds ``count`` local PVs spread over 100 nodes (all in a
 opted-in class, all bound); the node cleanup controller runs in-process with the
 real clock and a short delay.  One Node is deleted; the time until its PVCs are gone
 is measured.  Target: at most delay + 2 s.
+
+``--largest`` (issue 46, :func:`zone_loss`): a zone lost at once.  30,000 local PVs and their
+PVCs, 30 on each of 1,000 Nodes, and all 1,000 Nodes deleted together; the time until the
+last of the 30,000 PVCs is gone, counted through the API server (a ``limit=1`` list's
+``remainingItemCount``), and the controller's CPU meanwhile.  Each run gets Nodes, PVs and
+PVCs of its own (a run's PVs stay behind, released, as they would).
 """
 
 from __future__ import annotations
@@ -26,7 +32,9 @@ def _pv(i: int, node: str) -> dict[str, Any]:
                          {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}}
 
 
-def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
+def run(smoke: bool, runs: int, largest: bool = False) -> list[dict[str, Any]]:
+    if largest and not smoke:
+        return zone_loss(runs)
     from kustodian.controllers.node_cleanup.main import build
     from kustodian.kube.client import KubeClient
     from kustodian.kube.config import load_config
@@ -95,3 +103,107 @@ def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
     return [{"scenario": "node-loss reaction", "metric": f"Node deleted -> all its PVCs deleted (s), delay {delay:g}s",
              "value": round(statistics.median(reactions), 2), "target": ("<=", delay + 2.0),
              "note": f"{count} local PVs over {NODES} nodes cached; {count // NODES} PVCs per node; worst {worst:.2f}s"}]
+
+
+ZONE_NODES, ZONE_PVS = 1_000, 30_000
+
+
+def _remaining(client: Any, namespace: str) -> int:
+    """How many PVCs ``namespace`` holds, as the API server counts them (one small request)."""
+    from kustodian.kube.resources import PERSISTENT_VOLUME_CLAIMS
+
+    page = client.request("GET", PERSISTENT_VOLUME_CLAIMS.path(namespace), params={"limit": 1})
+    return len(page.get("items") or []) + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
+
+
+def zone_loss(runs: int, nodes: int = ZONE_NODES, count: int = ZONE_PVS) -> list[dict[str, Any]]:
+    """``nodes`` Nodes with ``count`` local PVs between them, all lost at once (module docstring)."""
+    from kustodian.controllers.node_cleanup.main import build
+    from kustodian.kube.client import KubeClient
+    from kustodian.kube.config import load_config
+    from kustodian.kube.resources import NAMESPACES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+    from kustodian.kube.resources import NODES as NODE_RES
+    from kustodian.settings import NodeCleanupSettings
+    from kustodian.testing.testserver import TestServer, find_script
+
+    delay = 2.0
+    script = find_script()
+    if script is None:
+        raise RuntimeError("kube-testserver not found (../shared/kube-testserver)")
+    server = TestServer(script).start()
+    reactions: list[float] = []
+    cpu: list[float] = []
+    try:
+        client = KubeClient(load_config(str(server.kubeconfig)))
+
+        def populate(r: int) -> str:
+            ns = f"zone-{r}"
+            client.create(NAMESPACES, {"metadata": {"name": ns}})
+
+            def node(n: int) -> None:
+                name = f"z{r}-node-{n}"
+                client.create(NODE_RES, {"metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}}})
+
+            def volumes(start: int) -> None:
+                for i in range(start, min(count, start + 250)):
+                    claim = client.create(PERSISTENT_VOLUME_CLAIMS, {
+                        "metadata": {"name": f"data-{i}", "namespace": ns},
+                        "spec": {"storageClassName": "local", "volumeName": f"local-{r}-{i}",
+                                 "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
+                    pv = _pv(i, f"z{r}-node-{i % nodes}")
+                    pv["metadata"]["name"] = f"local-{r}-{i}"
+                    pv["spec"]["claimRef"].update(namespace=ns, uid=claim["metadata"]["uid"])
+                    client.create(PERSISTENT_VOLUMES, pv)
+
+            with ThreadPoolExecutor(16) as pool:
+                list(pool.map(node, range(nodes)))
+                list(pool.map(volumes, range(0, count, 250)))
+            return ns
+
+        namespaces = [populate(0)]
+        settings = NodeCleanupSettings(
+            node_cleanup={"storage_classes": ["local"], "delay": timedelta(seconds=delay), "workers": 10},
+            metrics={"listen_address": ""}, leader_election={"enabled": False})
+        app = build(settings, client)
+        app.start(sync_timeout=300)
+        try:
+            for r in range(runs):
+                if r:
+                    namespaces.append(populate(r))
+                seen = app.cleanup  # the controller's caches hold this run's Nodes, PVs and PVCs
+                deadline = time.monotonic() + 120
+                while True:
+                    got = (len(seen.nodes), len(seen.pvcs),
+                           sum(seen.pvs.get(None, f"local-{r}-{i}") is not None for i in range(count)))
+                    if got == (nodes, count, count):
+                        break
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"the controller's caches hold {got[0]} Nodes, {got[1]} PVCs and {got[2]} "
+                                           f"PVs of run {r}; want {nodes}, {count}, {count}")
+                    time.sleep(0.1)
+                ns = namespaces[-1]
+                t0, c0 = time.perf_counter(), time.process_time()
+                with ThreadPoolExecutor(16) as pool:
+                    list(pool.map(lambda name: client.delete(NODE_RES, name), [f"z{r}-node-{n}" for n in range(nodes)]))
+                deadline = t0 + delay + 600
+                left = count
+                while left and time.perf_counter() < deadline:
+                    time.sleep(0.25)
+                    left = _remaining(client, ns)
+                if left:
+                    raise RuntimeError(f"{left} of {count} PVCs were not deleted within delay + 600 s")
+                reactions.append(time.perf_counter() - t0)
+                cpu.append(time.process_time() - c0)
+        finally:
+            app.stop()
+        client.close()
+    finally:
+        server.destroy()
+    note = (f"{count} local PVs + PVCs on {nodes} Nodes, all Nodes deleted at once; runs "
+            + ", ".join(f"{x:.1f}" for x in reactions) + " s; 10 workers; kube-testserver on the same 2 CPUs")
+    return [{"scenario": "node-loss reaction", "metric": f"{nodes} Nodes lost -> all {count} PVCs deleted (s), "
+                                                         f"delay {delay:g}s",
+             "value": round(statistics.median(reactions), 1), "target": None, "note": note},
+            {"scenario": "node-loss reaction", "metric": f"{nodes} Nodes lost: bench process CPU (s)",
+             "value": round(statistics.median(cpu), 1), "target": None,
+             "note": "the controller in-process, with the bench's own deleting and counting"}]

@@ -18,6 +18,9 @@ Each note names the planner's table (``planner.backend()``: ``native`` when the 
 and so is ``machine_ms``: a fixed loop timed beside each batch, since the VM's speed
 drifts (compare batch times of two runs only together with it).
 
+``--largest`` (issue 46): 20,000 nodes x 24 drives and 12,000 ACRs x 3 volumes, the same shape
+four times over (the 1 s batch target is the 5,000-node one's; these rows name none).
+
 ``policy.capacity.synthetic.synthetic_cluster`` builds the input (seeded: every run plans
 the same cluster).  Smoke mode shrinks the cluster to 200 nodes x 24, 200 ACRs.
 """
@@ -85,14 +88,17 @@ def machine_ms() -> float:
     return best * 1000
 
 
-def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
+LARGEST = (20_000, 24, 12_000)  # issue 46: the capacity planner at 20k nodes (ACRs scaled with the nodes)
+
+
+def run(smoke: bool, runs: int, largest: bool = False) -> list[dict[str, Any]]:
     try:
         import kustodian.policy.capacity  # noqa: F401
     except ImportError as exc:
         return [{"scenario": "capacity planner", "metric": "plan_all", "value": "not available", "target": None,
                  "note": f"policy.capacity not importable: {exc}"}]
 
-    nodes, drives, n_acrs = (200, 24, 200) if smoke else (5_000, 24, 3_000)
+    nodes, drives, n_acrs = (200, 24, 200) if smoke else LARGEST if largest else (5_000, 24, 3_000)
     rows: list[dict[str, Any]] = []
     for candidates in (3, 100, 500):
         rows += rows_for(candidates, nodes, drives, n_acrs, runs)
@@ -119,7 +125,7 @@ def rows_for(candidates: int, nodes: int, drives: int, n_acrs: int, runs: int) -
         cpu.append(time.process_time() - c0)
     reserved = sum(d.status == "RESERVED" for d in decisions)
     rows.append({"scenario": "capacity planner", "metric": f"batch plan {shape}, {candidates} candidates (s)",
-                 "value": round(statistics.median(times), 3), "target": ("<=", 1.0),
+                 "value": round(statistics.median(times), 3), "target": ("<=", 1.0) if nodes <= 5_000 else None,
                  "note": f"{backend()} table; {reserved} RESERVED; index build included; CPU {statistics.median(cpu):.3f} s; "
                          f"machine: fixed loop {machine_ms():.0f} ms (bench.planner.machine_ms)"})
 
