@@ -49,9 +49,10 @@ from typing import Any, Protocol
 import httpx
 
 from kustodian.kube.client import KubeClient, Obj
+from kustodian.kube.decode import page_decoder
 from kustodian.kube.errors import ApiError, Gone, KubeError, NotFound, Unavailable
 from kustodian.kube.resources import Resource
-from kustodian.kube.slim import TRANSFORMS, intern_common
+from kustodian.kube.slim import TRANSFORMS, Projection, intern_common
 from kustodian.policy.gc_pause import gc_paused
 
 log = logging.getLogger(__name__)
@@ -97,6 +98,9 @@ class WatchCache:
         self.namespace = namespace
         self._indexers: dict[str, Indexer] = {NAMESPACE_INDEX: _namespace_of, **(indexers or {})}
         self._transform = transform if transform is not None else TRANSFORMS.get(resource.key)
+        # a projection's lists are decoded to what it keeps (``kube.decode``)
+        shape = self._transform
+        self._decode_page = page_decoder(shape.paths) if isinstance(shape, Projection) else None
         self._label_selector = label_selector
         self._field_selector = field_selector
         self._backoff = (backoff_initial, backoff_max)
@@ -339,7 +343,8 @@ class WatchCache:
             # next one is asked for, so a list never holds every raw object of a kind at once
             nonlocal rv
             for page in client.list_pages(self.resource, self.namespace, label_selector=self._label_selector,
-                                          field_selector=self._field_selector, limit=self._page_size):
+                                          field_selector=self._field_selector, limit=self._page_size,
+                                          decode=self._decode_page):
                 rv = str((page.get("metadata") or {}).get("resourceVersion") or "")
                 raw = page.pop("items", None) or []
                 del page

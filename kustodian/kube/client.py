@@ -108,7 +108,7 @@ class KubeClient:
 
     def request(self, method: str, path: str, *, params: Mapping[str, Any] | None = None,
                 body: Any = None, content_type: str = "application/json",
-                timeout: float | None = None) -> Obj:
+                timeout: float | None = None, decode: Callable[[bytes], Obj] | None = None) -> Obj:
         content = None if body is None else orjson.dumps(body)
         headers = {"Content-Type": content_type} if content is not None else None
         started = time.perf_counter()
@@ -120,7 +120,7 @@ class KubeClient:
             self._observe(method, "<error>", started)
             raise Unavailable(f"{method} {path}: {type(exc).__name__}: {exc}") from exc
         self._observe(method, str(resp.status_code), started)
-        return _decode(resp)
+        return _decode(resp, decode)
 
     def _observe(self, method: str, code: str, started: float) -> None:
         elapsed = time.perf_counter() - started
@@ -135,12 +135,14 @@ class KubeClient:
 
     def list_pages(self, res: Resource, namespace: str | None = None, *,
                    label_selector: str | None = None, field_selector: str | None = None,
-                   limit: int = LIST_PAGE_SIZE) -> Iterator[Obj]:
-        """Yield each page (a List object) of a paginated list; a 410 on ``continue`` restarts."""
+                   limit: int = LIST_PAGE_SIZE,
+                   decode: Callable[[bytes], Obj] | None = None) -> Iterator[Obj]:
+        """Yield each page (a List object) of a paginated list; a 410 on ``continue`` restarts.
+        ``decode`` reads a page's body (``kube.decode.page_decoder``: only what a cache keeps)."""
         params: dict[str, Any] = {"limit": limit, "labelSelector": label_selector,
                                   "fieldSelector": field_selector}
         while True:
-            page = self.request("GET", res.path(namespace), params=params)
+            page = self.request("GET", res.path(namespace), params=params, decode=decode)
             yield page
             token = (page.get("metadata") or {}).get("continue")
             if not token:
@@ -303,10 +305,15 @@ def _params(params: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return {k: v for k, v in params.items() if v is not None}
 
 
-def _decode(resp: httpx.Response) -> Obj:
+def _decode(resp: httpx.Response, decode: Callable[[bytes], Obj] | None = None) -> Obj:
     body: Any
     try:
-        body = orjson.loads(resp.content) if resp.content else {}
+        if not resp.content:
+            body = {}
+        elif decode is not None and resp.status_code < 300:  # an error is a Status: read it all
+            body = decode(resp.content)
+        else:
+            body = orjson.loads(resp.content)
     except orjson.JSONDecodeError:
         body = {"message": resp.text[:500]}
     if resp.status_code >= 300:

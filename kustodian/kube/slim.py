@@ -36,7 +36,7 @@ ends is what the copies hold, provided the pages go as they are copied
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from kustodian.policy.objects import Frozen
@@ -132,12 +132,13 @@ shared), so sub-objects that are all different cost no more than a table of this
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
-def projection(paths: Iterable[tuple[str, ...]]) -> Callable[[Obj], Obj]:
+def projection(paths: Iterable[tuple[str, ...]]) -> Projection:
     """A transform keeping only ``paths`` (plus apiVersion and kind) of an object: what the
     policy reads (``policy.deletion.projection.fields_read``).  A path through something that
     is not a mapping keeps that value whole; strings along the way are interned, and a
     sub-object made only of scalars and shared parts is ``Shared`` with every other object
     holding the same values (the module docstring)."""
+    paths = tuple(paths)
     tree: dict[str, Any] = {}
     for p in paths:
         node = tree
@@ -148,8 +149,22 @@ def projection(paths: Iterable[tuple[str, ...]]) -> Callable[[Obj], Obj]:
             node = nxt
         else:
             node[p[-1]] = _AS_IS if len(p) == 2 and p[0] == "metadata" and p[1] in _OWN else None
-    shared: dict[tuple[Any, ...], Shared] = {}
-    return lambda obj: _project(obj, tree, shared, top=True)
+    return Projection(tuple(paths), tree)
+
+
+class Projection:
+    """A projection (``projection``) as a callable; ``paths`` is what it keeps, so a list can be
+    decoded to just that (``kube.decode.page_decoder``)."""
+
+    __slots__ = ("_shared", "_tree", "paths")
+
+    def __init__(self, paths: tuple[tuple[str, ...], ...], tree: dict[str, Any]) -> None:
+        self.paths = paths
+        self._tree = tree
+        self._shared: dict[tuple[Any, ...], Shared] = {}
+
+    def __call__(self, obj: Obj) -> Obj:
+        return _project(obj, self._tree, self._shared, top=True)
 
 
 _OWN = frozenset({"name", "uid", "resourceVersion", "deletionTimestamp"})
