@@ -90,9 +90,10 @@ def on_files(files: Files, config: Any) -> Files:
     for source, page in PUBLISHED.items():
         content = site_links((ROOT / source).read_text(), source, page)
         files.append(File.generated(config, page, content=content))
-    # the performance plot stays where `python -m bench` writes it
-    files.append(File("bench/latency.png", src_dir=str(ROOT), dest_dir=config["site_dir"],
-                      use_directory_urls=config["use_directory_urls"]))
+    # the performance plots stay where `python -m bench` writes them
+    for plot in ("bench/latency.png", "bench/scale.png"):
+        files.append(File(plot, src_dir=str(ROOT), dest_dir=config["site_dir"],
+                          use_directory_urls=config["use_directory_urls"]))
     return files
 
 
