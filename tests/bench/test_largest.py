@@ -16,7 +16,9 @@ from bench.__main__ import main
 
 def test_a_zone_loss_deletes_every_claim_of_the_lost_nodes_once_per_run() -> None:
     rows = node_loss.zone_loss(2, nodes=4, count=24)
-    reaction, cpu = rows
+    reaction, first, rate, cpu = rows
+    assert 0 < first["value"] <= reaction["value"]
+    assert abs(rate["value"] * reaction["value"] - 24) < 2.4  # 24 PVCs over the reaction, both rounded
     assert reaction["metric"] == "4 Nodes lost -> all 24 PVCs deleted (s), delay 2s"
     assert reaction["value"] >= 2.0  # never before the grace delay
     assert reaction["note"].startswith("24 local PVs + PVCs on 4 Nodes")
