@@ -118,6 +118,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="issue 46's largest shapes for planner (20k nodes), orphans (1M directories) and "
                              "node-loss (30k PVs on 1,000 Nodes lost at once)")
     args = parser.parse_args(argv)
+    if args.largest and (args.smoke or (args.only and not LARGEST & set(args.only))):
+        parser.error("--largest changes only " + ", ".join(sorted(LARGEST)) + " and not under --smoke: "
+                     "with " + ("--smoke" if args.smoke else "--only " + " --only ".join(args.only)) + " it would do nothing")
     runs = 1 if args.smoke else max(1, args.runs)
 
     from bench import admission, backstop, cache, controllers, kopf_peer, node_loss, orphans, planner, scale

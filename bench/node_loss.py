@@ -32,6 +32,29 @@ def _pv(i: int, node: str) -> dict[str, Any]:
                          {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}]}]}}}}
 
 
+def _bound_local_volume(client: Any, i: int, node: str, namespace: str, pv_name: str) -> None:
+    """PVC ``data-<i>`` in ``namespace`` and the local PV ``pv_name`` on ``node`` bound to it."""
+    from kustodian.kube.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+
+    claim = client.create(PERSISTENT_VOLUME_CLAIMS, {
+        "metadata": {"name": f"data-{i}", "namespace": namespace},
+        "spec": {"storageClassName": "local", "volumeName": pv_name, "accessModes": ["ReadWriteOnce"],
+                 "resources": {"requests": {"storage": "1Gi"}}}})
+    pv = _pv(i, node)
+    pv["metadata"]["name"] = pv_name
+    pv["spec"]["claimRef"].update(namespace=namespace, uid=claim["metadata"]["uid"])
+    client.create(PERSISTENT_VOLUMES, pv)
+
+
+def _server() -> Any:
+    from kustodian.testing.testserver import TestServer, find_script
+
+    script = find_script()
+    if script is None:
+        raise RuntimeError("kube-testserver not found (../shared/kube-testserver)")
+    return TestServer(script).start()
+
+
 def run(smoke: bool, runs: int, largest: bool = False) -> list[dict[str, Any]]:
     if largest and not smoke:
         return zone_loss(runs)
@@ -39,17 +62,13 @@ def run(smoke: bool, runs: int, largest: bool = False) -> list[dict[str, Any]]:
     from kustodian.kube.client import KubeClient
     from kustodian.kube.config import load_config
     from kustodian.kube.errors import NotFound
-    from kustodian.kube.resources import NAMESPACES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+    from kustodian.kube.resources import NAMESPACES, PERSISTENT_VOLUME_CLAIMS
     from kustodian.kube.resources import NODES as NODE_RES
     from kustodian.settings import NodeCleanupSettings
-    from kustodian.testing.testserver import TestServer, find_script
 
     count = 500 if smoke else 10_000
     delay = 2.0
-    script = find_script()
-    if script is None:
-        raise RuntimeError("kube-testserver not found (../shared/kube-testserver)")
-    server = TestServer(script).start()
+    server = _server()
     reactions: list[float] = []
     try:
         client = KubeClient(load_config(str(server.kubeconfig)))
@@ -60,14 +79,7 @@ def run(smoke: bool, runs: int, largest: bool = False) -> list[dict[str, Any]]:
 
         def create(start: int) -> None:
             for i in range(start, min(count, start + 250)):
-                node = f"node-{i % NODES}"
-                claim = client.create(PERSISTENT_VOLUME_CLAIMS, {
-                    "metadata": {"name": f"data-{i}", "namespace": "apps"},
-                    "spec": {"storageClassName": "local", "volumeName": f"local-{i}", "accessModes": ["ReadWriteOnce"],
-                             "resources": {"requests": {"storage": "1Gi"}}}})
-                pv = _pv(i, node)
-                pv["spec"]["claimRef"]["uid"] = claim["metadata"]["uid"]
-                client.create(PERSISTENT_VOLUMES, pv)
+                _bound_local_volume(client, i, f"node-{i % NODES}", "apps", f"local-{i}")
 
         with ThreadPoolExecutor(16) as pool:
             list(pool.map(create, range(0, count, 250)))
@@ -125,16 +137,12 @@ def zone_loss(runs: int, nodes: int = ZONE_NODES, count: int = ZONE_PVS) -> list
     from kustodian.controllers.node_cleanup.main import build
     from kustodian.kube.client import KubeClient
     from kustodian.kube.config import load_config
-    from kustodian.kube.resources import NAMESPACES, PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
+    from kustodian.kube.resources import NAMESPACES
     from kustodian.kube.resources import NODES as NODE_RES
     from kustodian.settings import NodeCleanupSettings
-    from kustodian.testing.testserver import TestServer, find_script
 
     delay = 2.0
-    script = find_script()
-    if script is None:
-        raise RuntimeError("kube-testserver not found (../shared/kube-testserver)")
-    server = TestServer(script).start()
+    server = _server()
     reactions: list[float] = []
     firsts: list[float] = []
     cpu: list[float] = []
@@ -151,14 +159,7 @@ def zone_loss(runs: int, nodes: int = ZONE_NODES, count: int = ZONE_PVS) -> list
 
             def volumes(start: int) -> None:
                 for i in range(start, min(count, start + 250)):
-                    claim = client.create(PERSISTENT_VOLUME_CLAIMS, {
-                        "metadata": {"name": f"data-{i}", "namespace": ns},
-                        "spec": {"storageClassName": "local", "volumeName": f"local-{r}-{i}",
-                                 "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}})
-                    pv = _pv(i, f"z{r}-node-{i % nodes}")
-                    pv["metadata"]["name"] = f"local-{r}-{i}"
-                    pv["spec"]["claimRef"].update(namespace=ns, uid=claim["metadata"]["uid"])
-                    client.create(PERSISTENT_VOLUMES, pv)
+                    _bound_local_volume(client, i, f"z{r}-node-{i % nodes}", ns, f"local-{r}-{i}")
 
             with ThreadPoolExecutor(16) as pool:
                 list(pool.map(node, range(nodes)))

@@ -53,3 +53,13 @@ def test_largest_is_named_in_the_commands_of_the_scenarios_it_changes(monkeypatc
     out = capsys.readouterr().out
     assert "`python -m bench --only orphans --runs 1 --largest`" in out
     assert "full scan, 1,000 dirs (s)" in out
+
+
+@pytest.mark.parametrize("argv", [["--only", "scale", "--largest"], ["--smoke", "--largest"]])
+def test_largest_where_it_would_change_nothing_is_refused(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("python -m bench: error: --largest changes only node-loss, orphans, planner")
+    assert err[-1].endswith("it would do nothing")
