@@ -32,6 +32,8 @@ import statistics
 import sys
 import threading
 import time
+import traceback
+from collections.abc import Iterator
 from typing import Any
 
 RATE = 300.0
@@ -39,6 +41,7 @@ SIZES = (100_000, 250_000, 500_000)
 TARGETS = {"rss": ("<=", 1024.0), "p99": ("<=", 5.0), "cold": ("<=", 60.0), "catch": ("<=", 30.0),
            "stall": ("<=", 50.0)}
 FIGURES: dict[int, dict[str, float]] = {}  # size -> medians, for the plot and the growth rows
+PHASE_ERRORS: dict[tuple[int, str], str] = {}  # (size, figure) -> why that phase failed (its figure is NaN)
 
 
 def parse_sizes(text: str) -> tuple[int, ...]:
@@ -148,8 +151,17 @@ def one_run(server: Any, client: Any, size: int, smoke: bool) -> dict[str, float
         stop.set()
         churn.join(10)
         out["churn_events"] = events[0]
-        out["catch"], out["catch_stall"] = _restart(server, hook, prober, compact=False)
-        out["catch410"], out["catch410_stall"] = _restart(server, hook, prober, compact=True)
+        for key, compact in (("catch", False), ("catch410", True)):
+            try:
+                out[key], out[f"{key}_stall"] = _restart(server, hook, prober, compact=compact)
+            except Exception as exc:  # a phase that fails is a row naming it; the figures above still count
+                traceback.print_exc()
+                out[key] = out[f"{key}_stall"] = math.nan
+                PHASE_ERRORS[(size, key)] = f"{type(exc).__name__}: {exc}"
+                continue
+            print(f"scale: {size // 1000}k: API server restart{', etcd compacted,' if compact else ''} -> ready "
+                  f"in {out[key]:.1f} s, longest /healthz meanwhile {out[f'{key}_stall']:.0f} ms",
+                  file=sys.stderr, flush=True)
         out["rss_end"] = hook.status()["VmRSS"]
     finally:
         prober.stop()
@@ -157,13 +169,18 @@ def one_run(server: Any, client: Any, size: int, smoke: bool) -> dict[str, float
     return out
 
 
-def run(smoke: bool, runs: int, sizes: tuple[int, ...] | None = None) -> list[dict[str, Any]]:
+def _median(values: list[float]) -> float:
+    """The median; NaN (a phase that failed) when any run's is."""
+    return math.nan if any(math.isnan(v) for v in values) else statistics.median(values)
+
+
+def run(smoke: bool, runs: int, sizes: tuple[int, ...] | None = None) -> Iterator[dict[str, Any]]:
+    """Each size's rows as soon as it is measured (a later size that fails keeps them)."""
     from bench import bulk
     from kustodian.kube.client import KubeClient
     from kustodian.kube.config import load_config
     from kustodian.kube.resources import NAMESPACES
 
-    rows: list[dict[str, Any]] = []
     for size in (2_000,) if smoke else (sizes or SIZES):
         server = bulk.big_server()
         try:
@@ -174,12 +191,11 @@ def run(smoke: bool, runs: int, sizes: tuple[int, ...] | None = None) -> list[di
             client.close()
         finally:
             server.destroy()
-        med = {k: statistics.median(r[k] for r in results) for k in results[0]}
+        med = {k: _median([r[k] for r in results]) for k in results[0]}
         FIGURES[size] = med
-        rows += _rows(size, med, runs, filled)
+        yield from _rows(size, med, runs, filled)
     if len(FIGURES) >= 2:
-        rows += _growth()
-    return rows
+        yield from _growth()
 
 
 def _rows(size: int, med: dict[str, float], runs: int, filled: Any) -> list[dict[str, Any]]:
@@ -188,7 +204,11 @@ def _rows(size: int, med: dict[str, float], runs: int, filled: Any) -> list[dict
              f"{filled.etcd_mib:.0f} MiB); real `kustodian webhook`, chart defaults, CPU 0; median of {runs}")
     sc = f"scale: {k}"
 
-    def row(metric: str, value: float | str, target: tuple[str, float] | None, note: str) -> dict[str, Any]:
+    def row(metric: str, value: float | str, target: tuple[str, float] | None, note: str,
+            key: str = "") -> dict[str, Any]:
+        if isinstance(value, float) and math.isnan(value):  # the phase failed: the row says how, the run exits 1
+            return {"scenario": sc, "metric": metric, "value": f"failed: {PHASE_ERRORS.get((size, key), '?')}",
+                    "target": target, "note": note, "failed": True}
         return {"scenario": sc, "metric": metric, "value": round(value, 2) if isinstance(value, float) else value, "target": target, "note": note}
 
     return [
@@ -210,9 +230,9 @@ def _rows(size: int, med: dict[str, float], runs: int, filled: Any) -> list[dict
             f"{med['churn_events']:.0f} PV creates/deletes through the API server at 20/s"),
         row("API server restart -> ready again (s)", med["catch"], TARGETS["catch"],
             f"a re-list (a watch that ends early always re-lists); longest /healthz meanwhile "
-            f"{med['catch_stall']:.1f} ms"),
+            f"{med['catch_stall']:.1f} ms", "catch"),
         row("API server restart, etcd compacted meanwhile (410) -> ready again (s)", med["catch410"],
-            TARGETS["catch"], f"longest /healthz meanwhile {med['catch410_stall']:.1f} ms"),
+            TARGETS["catch"], f"longest /healthz meanwhile {med['catch410_stall']:.1f} ms", "catch410"),
     ]
 
 
@@ -223,6 +243,8 @@ def _growth() -> list[dict[str, Any]]:
                         ("peak", "peak RSS while listing (MiB)"), ("catch", "catch-up after a restart (s)"),
                         ("p99", "DELETE p99 (ms)")):
         ys = [FIGURES[x][key] for x in xs]
+        if not all(math.isfinite(y) for y in ys):  # a phase that failed or did not finish at some size
+            continue
         mx, my = statistics.fmean(xs), statistics.fmean(ys)
         slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
         rows.append({"scenario": "scale: growth", "metric": f"{metric} per added 100k PVs + 100k PVCs",

@@ -164,8 +164,8 @@ class TestServer:
 
     # -- etcd, for failure injection (compaction -> 410 Gone) ----------------------------------
 
-    def etcd(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        resp = httpx.post(f"{self.etcd_url}{path}", json=body, timeout=10)
+    def etcd(self, path: str, body: dict[str, Any], *, timeout: float = 10.0) -> dict[str, Any]:
+        resp = httpx.post(f"{self.etcd_url}{path}", json=body, timeout=timeout)
         resp.raise_for_status()
         result: dict[str, Any] = resp.json()
         return result
@@ -175,7 +175,8 @@ class TestServer:
         key = base64.b64encode(b"/kustodian-test/bump").decode()
         rev = int(self.etcd("/v3/kv/put", {"key": key, "value": base64.b64encode(b"x").decode()})
                   ["header"]["revision"])
-        self.etcd("/v3/kv/compaction", {"revision": str(rev), "physical": True})
+        # physical: answered once the compaction is done: more than 10 s at a million keys
+        self.etcd("/v3/kv/compaction", {"revision": str(rev), "physical": True}, timeout=900.0)
         return rev
 
     def etcd_delete(self, key: str) -> None:
