@@ -148,23 +148,39 @@ def _list_entries(replicas_fd: int, previous: Mapping[str, ReplicaDirEntry]) -> 
     return entries
 
 
+def _is_unproven(name: str, entry: ReplicaDirEntry) -> bool:
+    """A replica directory whose ``volume.meta`` was missing or invalid when last read."""
+    return entry.is_dir and not entry.is_symlink and not entry.has_valid_meta and is_replica_dir_name(name)
+
+
+def _unproven(entries: Mapping[str, ReplicaDirEntry]) -> frozenset[str]:
+    return frozenset(name for name, entry in entries.items() if _is_unproven(name, entry))
+
+
 def _recheck_unproven(
-    replicas_fd: int, entries: Mapping[str, ReplicaDirEntry]
-) -> Mapping[str, ReplicaDirEntry]:
+    replicas_fd: int, entries: Mapping[str, ReplicaDirEntry], unproven: frozenset[str] | None
+) -> tuple[Mapping[str, ReplicaDirEntry], frozenset[str]]:
     """Read ``volume.meta`` again where it was missing or invalid last time.
 
     Writing ``volume.meta`` inside a replica directory does not touch ``replicas/``, so an
     unchanged listing says nothing about it: a directory scanned a moment before Longhorn
     (or a restore) wrote its ``volume.meta`` must not stay "not a replica" for good.
-    Those are few; the mapping is returned as is (same object) when none changed.
+    Those are few, and named by ``unproven`` (recorded by the scan that listed them), so an
+    unchanged disk of a million directories costs a few reads, not a walk of every entry;
+    the mapping is returned as is (same object) when none changed.
     """
+    if unproven is None:
+        unproven = _unproven(entries)
     changed: dict[str, ReplicaDirEntry] = {}
-    for name, entry in entries.items():
-        if entry.is_dir and not entry.is_symlink and not entry.has_valid_meta and is_replica_dir_name(name):
-            again = _read_entry(replicas_fd, name)
-            if again != entry:
-                changed[name] = again
-    return {**entries, **changed} if changed else entries
+    for name in unproven:
+        entry = entries[name]
+        again = _read_entry(replicas_fd, name)
+        if again != entry:
+            changed[name] = again
+    if not changed:
+        return entries, unproven
+    proven = frozenset(name for name, entry in changed.items() if entry.has_valid_meta)
+    return {**entries, **changed}, unproven - proven
 
 
 def scan_disk(
@@ -226,17 +242,16 @@ def _scan_open_disk(
             and previous.found_uuid == found_uuid
         )
         before = previous.entries if same_disk and previous is not None else {}
-        if same_disk and previous is not None and previous.listing_token == token:
-            entries: Mapping[str, ReplicaDirEntry] = _recheck_unproven(replicas_fd, previous.entries)
-        elif (
-            same_disk
-            and previous is not None
-            and previous.replicas_mtime_ns == st.st_mtime_ns
-            and before.keys() == set(os.listdir(replicas_fd))
+        entries: Mapping[str, ReplicaDirEntry]
+        if same_disk and previous is not None and (
+            previous.listing_token == token  # settled and unchanged: not even listed
+            or (previous.replicas_mtime_ns == st.st_mtime_ns
+                and before.keys() == set(os.listdir(replicas_fd)))
         ):
-            entries = _recheck_unproven(replicas_fd, previous.entries)
+            entries, unproven = _recheck_unproven(replicas_fd, previous.entries, previous.unproven)
         else:
             entries = _list_entries(replicas_fd, before)
+            unproven = _unproven(entries)
     except OSError as exc:
         return replace(ident, error=f"{REPLICAS_DIR}: {_describe(exc)}")
     finally:
@@ -247,6 +262,7 @@ def _scan_open_disk(
         entries=entries,
         replicas_mtime_ns=st.st_mtime_ns,
         listing_token=token if settled else None,
+        unproven=unproven,
     )
 
 

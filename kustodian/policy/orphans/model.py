@@ -43,9 +43,11 @@ class DiskScan:
     examined; ``error`` then says why.  A disk without a ``replicas`` directory is
     readable and simply holds no replicas.
 
-    ``replicas_mtime_ns`` and ``listing_token`` are the scanner's bookkeeping for
-    cheap rescans (the token fingerprints the ``replicas`` directory inode and is only
-    set when that directory had settled before it was listed); decisions ignore them.
+    ``replicas_mtime_ns``, ``listing_token`` and ``unproven`` are the scanner's bookkeeping
+    for cheap rescans (the token fingerprints the ``replicas`` directory inode and is only
+    set when that directory had settled before it was listed; ``unproven`` names the replica
+    directories whose ``volume.meta`` was missing or invalid, read again on every rescan,
+    ``None`` when not recorded: then every entry is looked at); decisions ignore them.
     """
 
     disk_path: str
@@ -58,6 +60,7 @@ class DiskScan:
     entries: Mapping[str, ReplicaDirEntry] = field(default_factory=dict)
     replicas_mtime_ns: int | None = None
     listing_token: tuple[int, ...] | None = None
+    unproven: frozenset[str] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -439,6 +439,38 @@ def test_volume_meta_written_after_a_settled_scan_is_read_again(tmp_path: Path) 
     assert scan(disk, previous=again, clock_ns=settled_clock).entries is again.entries
 
 
+def test_an_unchanged_disk_reads_only_the_unproven_directories_again(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A disk of a million replicas is rescanned every few seconds: the cheap path reads the
+    # volume.meta of the directories that had none (named by the scan that listed them), and
+    # opens nothing of the proven ones; one that stays invalid is read again each time.
+    disk = make_disk(tmp_path)
+    for i in range(50):
+        make_replica(disk, f"pvc-{i:04d}-aaaaaaaa")
+    make_replica(disk, ORPHAN, meta=b"")
+    make_replica(disk, TRACKED, meta=b"{")
+    first = scan(disk, clock_ns=settled_clock)
+    assert first.unproven == {ORPHAN, TRACKED}
+    opened: list[str] = []
+    real_open = os.open
+
+    def counting_open(path: Any, flags: int, *args: Any, **kw: Any) -> int:
+        if str(path).endswith("volume.meta"):
+            opened.append(str(path))
+        return real_open(path, flags, *args, **kw)
+
+    monkeypatch.setattr(os, "open", counting_open)
+    (disk / "replicas" / ORPHAN / "volume.meta").write_bytes(META)
+    again = scan(disk, previous=first, clock_ns=settled_clock)
+    assert again.listing_token == first.listing_token
+    assert sorted(opened) == sorted(f"{name}/volume.meta" for name in (ORPHAN, TRACKED))
+    assert again.entries[ORPHAN].has_valid_meta and not again.entries[TRACKED].has_valid_meta
+    assert again.unproven == {TRACKED}
+    opened.clear()
+    scan(disk, previous=again, clock_ns=settled_clock)
+    assert opened == [f"{TRACKED}/volume.meta"]
+
+
 # -- mounts inside an orphan ----------------------------------------------------------
 
 
