@@ -23,9 +23,15 @@ when the deciding process has watched the Nodes without a gap (``watched_since``
 full list of Nodes, or its last re-list), and a stamp older than that is in doubt: the timer
 restarts from now.  The PVC is therefore never deleted earlier than ``delay`` after the
 controller could last see the node absent continuously; a restart or a watch gap restarts
-the delay, it never shortens it.  Every pass also refreshes
-``kustodian.io/node-missing-checked`` (at most every ``CHECK_REFRESH``), and a stamp whose
-last check is older than ``CONTINUITY`` (or that has no check at all) is in doubt too.
+the delay, it never shortens it.  Every pass that waits also refreshes
+``kustodian.io/node-missing-checked`` (at most every ``CHECK_REFRESH``); where no gap-free watch
+vouches for a stamp (``watched_since`` unknown: a plan made from listed objects), a stamp whose
+last check is older than ``CONTINUITY`` is in doubt too, and so is, always, a stamp with no valid
+check at all (written by an older version, or by hand).  An old check never overrules the
+watch: a process that watched the Nodes without a gap since before the stamp knows the node
+stayed gone, however long its queue kept it from refreshing the check (a zone of 30,000 PVs
+lost at once takes minutes to go through; a check that restarted the timer there would restart
+it for ever, and no PVC would be deleted).  The pass that deletes writes no check: the PVC goes.
 
 The Warning Event says what upstream's says, byte for byte: the configured delay in Go's
 ``time.Duration.String`` form (``PVC will be cleaned up in 1m0s``), whatever is left of it
@@ -213,7 +219,8 @@ def claim_step(pv: RawObject, pvc: RawObject | None, status: PVStatus, *, delay:
 
     since = first_missing_at or missing_since(pv)
     checked = parse_rfc3339(annotations.get(ANNOTATION_NODE_MISSING_CHECKED))
-    if since is not None and continuity is not None and (checked is None or now - checked > continuity):
+    if since is not None and continuity is not None and (
+            checked is None or (watched_since is None and now - checked > continuity)):
         since = None  # nobody watched in between: the node may have come back; restart, never shorten
     if since is not None and watched_since is not None and since < watched_since:
         since = None  # stamped before this process watched without a gap: not proof; restart
@@ -246,6 +253,8 @@ def claim_step(pv: RawObject, pvc: RawObject | None, status: PVStatus, *, delay:
         return ClaimCleanupDecision(warn, patch)
     started = ANNOTATION_NODE_MISSING_SINCE in patch  # the timer (re)starts in this pass
     warning = node_deleted_message(delay) if started else None
+    if not started:  # the PVC goes now: a refreshed check would be a write for nothing
+        patch.pop(ANNOTATION_NODE_MISSING_CHECKED, None)
     return ClaimCleanupDecision(DeleteClaim(namespace(pvc), name(pvc), uid(pvc), warning=warning), patch)
 
 

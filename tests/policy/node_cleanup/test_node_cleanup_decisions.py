@@ -417,6 +417,45 @@ def test_a_stamp_this_process_wrote_keeps_its_deadline() -> None:
     assert decision == ClaimCleanupDecision(DeleteClaim("db", "data-0", "pvc-uid"), {})
 
 
+def test_a_queue_slower_than_the_continuity_window_never_restarts_a_watched_stamp() -> None:
+    """A zone of 30,000 PVs lost at once: the queue reaches a PV again only after its check went
+    older than CONTINUITY.  The process watched the Nodes without a gap since before the stamp, so
+    the stamp stands and the PVC is deleted; a check that restarted the timer here restarted it on
+    every pass, and no PVC of the zone was ever deleted (the zone-loss bench, 71 of 30,000)."""
+    started = NOW - timedelta(minutes=30)
+    stamp = {ANNOTATION_NODE_MISSING_SINCE: at(NOW - timedelta(minutes=15)),
+             ANNOTATION_NODE_MISSING_CHECKED: at(NOW - timedelta(minutes=15))}
+    decision = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
+                                    now=NOW, first_missing_at=None, continuity=CONTINUITY,
+                                    watched_since=started)
+    assert decision == ClaimCleanupDecision(DeleteClaim("db", "data-0", "pvc-uid"), {})  # no check written
+    # nobody vouching (a plan from listed objects), the same stamp is in doubt, as before
+    unwatched = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
+                                     now=NOW, first_missing_at=None, continuity=CONTINUITY)
+    assert unwatched.pv_annotations[ANNOTATION_NODE_MISSING_SINCE] == at(NOW)
+    assert isinstance(unwatched.action, WarnNodeGone)
+
+
+def test_a_stamp_without_a_check_is_in_doubt_even_under_a_watch() -> None:
+    # an older version's stamp, or one written by hand after the watch began: nothing vouches for it
+    started = NOW - timedelta(minutes=30)
+    stamp = {ANNOTATION_NODE_MISSING_SINCE: at(NOW - timedelta(minutes=15))}
+    decision = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
+                                    now=NOW, first_missing_at=None, continuity=CONTINUITY,
+                                    watched_since=started)
+    assert decision.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: at(NOW), ANNOTATION_NODE_MISSING_CHECKED: at(NOW)}
+    assert isinstance(decision.action, WarnNodeGone) and decision.action.requeue_at == NOW + DELAY
+
+
+def test_the_deleting_pass_writes_no_check() -> None:
+    # the check was refreshed 40 s ago (a refresh is due) but the PVC goes now: no write for nothing
+    stamp = {ANNOTATION_NODE_MISSING_SINCE: at(NOW - DELAY), ANNOTATION_NODE_MISSING_CHECKED: at(NOW - timedelta(seconds=40))}
+    decision = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
+                                    now=NOW, first_missing_at=None, continuity=CONTINUITY,
+                                    watched_since=NOW - timedelta(minutes=5))
+    assert decision == ClaimCleanupDecision(DeleteClaim("db", "data-0", "pvc-uid"), {})
+
+
 @pytest.mark.parametrize("delay", [timedelta(seconds=4), timedelta(minutes=1), timedelta(seconds=90),
                                    timedelta(hours=2), timedelta(milliseconds=1500)], ids=str)
 @pytest.mark.parametrize("left", [timedelta(0), timedelta(milliseconds=250), timedelta(seconds=1)], ids=str)
