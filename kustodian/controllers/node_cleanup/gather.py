@@ -77,12 +77,23 @@ class NodeCleanupCacheSource:
             self._snapshot = None
 
 
+class _Lookup:
+    """One confirmation of a Node in flight; the workers asking for the same Node meanwhile wait
+    for its answer instead of asking again."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.found: list[Obj] | None = None  # None: it failed, each waiter asks for itself
+
+
 class NodeCleanupApiSource:
     """The API server itself: the PV and PVC by name, the Nodes by name and by hostname label."""
 
     def __init__(self, client: KubeClient) -> None:
         self._client = client
         self._absent_seen: dict[str, float] = {}
+        self._lock = threading.Lock()
+        self._in_flight: dict[str, _Lookup] = {}
 
     def volume(self, name: str) -> Obj | None:
         try:
@@ -99,23 +110,51 @@ class NodeCleanupApiSource:
     def nodes(self, names: Collection[str]) -> NodeDirectory:
         found: list[Obj] = []
         for node_name in sorted(names):
-            if self._confirmed_absent(node_name):
-                continue
-            these = []
-            with contextlib.suppress(NotFound):
-                these.append(self._client.get(NODES, node_name))
-            these.extend(self._client.list(NODES, label_selector=f"{HOSTNAME_LABEL}={node_name}")[0])
-            if not these:
-                self._absent_seen[node_name] = time.monotonic()
-            found.extend(these)
+            found.extend(self._node(node_name))
         return NodeSnapshot.from_nodes(found)
+
+    def _node(self, node_name: str) -> list[Obj]:
+        """The Nodes known as ``node_name`` (by name or hostname label), as the API server says.
+
+        A lost Node usually carries many local PVs; their deadlines fall together and ten workers
+        confirm them at once.  One read is made for all of them: a worker that asks while another's
+        read of the same Node is in flight waits for that answer, and a Node the API server said is
+        gone less than a second ago is not asked about again (:meth:`_confirmed_absent`).  A read that
+        failed is no answer: each waiter then asks for itself, and a failure raises.
+        """
+        with self._lock:
+            if self._confirmed_absent(node_name):
+                return []
+            lookup = self._in_flight.get(node_name)
+            leader = lookup is None
+            if lookup is None:
+                lookup = self._in_flight[node_name] = _Lookup()
+        if not leader:
+            lookup.done.wait()
+            return lookup.found if lookup.found is not None else self._read_node(node_name)
+        try:
+            lookup.found = self._read_node(node_name)
+            return lookup.found
+        finally:
+            with self._lock:
+                del self._in_flight[node_name]
+            lookup.done.set()
+
+    def _read_node(self, node_name: str) -> list[Obj]:
+        these = []
+        with contextlib.suppress(NotFound):
+            these.append(self._client.get(NODES, node_name))
+        these.extend(self._client.list(NODES, label_selector=f"{HOSTNAME_LABEL}={node_name}")[0])
+        if not these:
+            with self._lock:
+                self._absent_seen[node_name] = time.monotonic()
+        return these
 
     def _confirmed_absent(self, node_name: str) -> bool:
         """A Node the API server said is gone less than a second ago (by name and by label).
 
-        A lost Node usually carries many local PVs; their deadlines fall together, and one
-        confirmation serves them all instead of two API calls per PV.  The window is short
-        enough that a Node coming back is seen on the next deadline.
+        The window is short enough that a Node coming back is seen on the next deadline.
+        Called with ``_lock`` held.
         """
         seen = self._absent_seen.get(node_name)
         return seen is not None and time.monotonic() - seen < _ABSENCE_TTL
