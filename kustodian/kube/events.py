@@ -10,6 +10,10 @@ object and reason carries ``count`` = 1 + the occurrences held back since the la
 ``firstTimestamp`` = the first of them, so a reader summing ``count`` over a window
 (``kustodian report --since``) sees every occurrence but those of the last
 ``min_interval`` before a quiet spell.
+
+What a full queue refuses is lost, as client-go's broadcaster drops what its queue of 1,000 cannot
+take (a zone of 30,000 lost PVs warns faster than the API server writes); the loss is logged, at
+most once a minute with how many (``lost`` counts them all), never silent.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ from kustodian.kube.errors import KubeError
 from kustodian.kube.resources import EVENTS
 
 log = logging.getLogger(__name__)
+
+_LOST_LOG_INTERVAL = 60.0  # seconds between two warnings about a full queue
 
 
 def object_reference(obj: Mapping[str, Any]) -> dict[str, str]:
@@ -57,8 +63,11 @@ class EventRecorder:
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(maxsize=queue_size)
         self._lock = threading.Lock()
         self._thread: threading.Thread | None = None
-        self.dropped = 0
+        self.dropped = 0  # held back by the spam filter (folded into the next) or lost
+        self.lost = 0  # refused by a full queue: never written
         self.written = 0
+        self._lost_unsaid = 0
+        self._lost_said_at: float | None = None
 
     def record(self, obj: Mapping[str, Any], event_type: str, reason: str, message: str) -> bool:
         """Queue an event about ``obj``; False when rate-limited or the queue is full."""
@@ -99,10 +108,23 @@ class EventRecorder:
         try:
             self._queue.put_nowait(event)
         except queue.Full:
-            self.dropped += 1
+            self._lose(now)
             return False
         self._ensure_thread()
         return True
+
+    def _lose(self, now: float) -> None:
+        """Count an event a full queue refused, and say so (at once, then at most once a minute)."""
+        with self._lock:
+            self.dropped += 1
+            self.lost += 1
+            self._lost_unsaid += 1
+            if self._lost_said_at is not None and now - self._lost_said_at < _LOST_LOG_INTERVAL:
+                return
+            count, self._lost_unsaid, self._lost_said_at = self._lost_unsaid, 0, now
+        log.warning("%d Event(s) not written: the queue of %d is full (the API server takes them slower than "
+                    "they come); what they say is not recorded, the decisions themselves are not affected",
+                    count, self._queue.maxsize)
 
     def flush(self, timeout: float = 5.0) -> None:
         """Wait until every queued event was written (tests, graceful shutdown)."""

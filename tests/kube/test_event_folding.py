@@ -53,3 +53,46 @@ def test_held_back_occurrences_are_counted_on_the_next_event(
     assert [e["count"] for e in client.created] == want
     for event in client.created:
         assert event["firstTimestamp"] <= event["lastTimestamp"]
+
+
+def test_events_a_full_queue_refuses_are_counted_and_said_once_a_minute(caplog: pytest.LogCaptureFixture) -> None:
+    import threading
+
+    from tests.support import wait_for
+
+    entered, release = threading.Event(), threading.Event()
+
+    class Blocking(Client):
+        def create(self, _res: object, obj: dict[str, Any]) -> dict[str, Any]:
+            entered.set()
+            assert release.wait(10)
+            return super().create(_res, obj)
+
+    now = [0.0]
+    client = Blocking()
+    recorder = EventRecorder(client, "kustodian-test", min_interval=0, queue_size=1,  # type: ignore[arg-type]
+                             clock=lambda: now[0])
+    try:
+        with caplog.at_level("WARNING", logger="kustodian.kube.events"):
+            assert recorder.record(pool("a"), "Warning", "R", "m")  # taken by the writer, which blocks
+            wait_for(entered.is_set, "the writer blocked in create")
+            assert recorder.record(pool("b"), "Warning", "R", "m")  # fills the queue of one
+            assert not recorder.record(pool("c"), "Warning", "R", "m")  # lost, said at once
+            now[0] = 30.0
+            assert not recorder.record(pool("d"), "Warning", "R", "m")  # lost, said later
+            now[0] = 61.0
+            assert not recorder.record(pool("e"), "Warning", "R", "m")
+        release.set()
+        recorder.flush()
+    finally:
+        release.set()
+        recorder.close()
+    assert recorder.lost == 3
+    said = [r.getMessage() for r in caplog.records if "not written" in r.getMessage()]
+    assert said == [
+        "1 Event(s) not written: the queue of 1 is full (the API server takes them slower than they come); what "
+        "they say is not recorded, the decisions themselves are not affected",
+        "2 Event(s) not written: the queue of 1 is full (the API server takes them slower than they come); what "
+        "they say is not recorded, the decisions themselves are not affected",
+    ]
+    assert [e["involvedObject"]["name"] for e in client.created] == ["a", "b"]
