@@ -162,7 +162,8 @@ def one_run(server: Any, client: Any, size: int, smoke: bool) -> dict[str, float
             print(f"scale: {size // 1000}k: API server restart{', etcd compacted,' if compact else ''} -> ready "
                   f"in {out[key]:.1f} s, longest /healthz meanwhile {out[f'{key}_stall']:.0f} ms",
                   file=sys.stderr, flush=True)
-        out["rss_end"] = hook.status()["VmRSS"]
+        end = hook.status()
+        out["rss_end"], out["peak_end"] = end["VmRSS"], end["VmHWM"]
     finally:
         prober.stop()
         hook.stop()
@@ -233,6 +234,9 @@ def _rows(size: int, med: dict[str, float], runs: int, filled: Any) -> list[dict
             f"{med['catch_stall']:.1f} ms", "catch"),
         row("API server restart, etcd compacted meanwhile (410) -> ready again (s)", med["catch410"],
             TARGETS["catch"], f"longest /healthz meanwhile {med['catch410_stall']:.1f} ms", "catch410"),
+        row("peak RSS over the run, both re-lists included (MiB)", med["peak_end"], TARGETS["rss"],
+            f"VmHWM; VmRSS at the end {med['rss_end']:.0f} MiB: a re-list builds the new view beside the old "
+            f"one, and memory freed after it mostly stays with the process"),
     ]
 
 
