@@ -450,7 +450,7 @@ def test_an_unchanged_disk_reads_only_the_unproven_directories_again(
     make_replica(disk, ORPHAN, meta=b"")
     make_replica(disk, TRACKED, meta=b"{")
     first = scan(disk, clock_ns=settled_clock)
-    assert first.unproven == {ORPHAN, TRACKED}
+    assert first.unproven == frozenset({ORPHAN, TRACKED})
     opened: list[str] = []
     real_open = os.open
 
@@ -465,7 +465,7 @@ def test_an_unchanged_disk_reads_only_the_unproven_directories_again(
     assert again.listing_token == first.listing_token
     assert sorted(opened) == sorted(f"{name}/volume.meta" for name in (ORPHAN, TRACKED))
     assert again.entries[ORPHAN].has_valid_meta and not again.entries[TRACKED].has_valid_meta
-    assert again.unproven == {TRACKED}
+    assert again.unproven == frozenset({TRACKED})
     opened.clear()
     scan(disk, previous=again, clock_ns=settled_clock)
     assert opened == [f"{TRACKED}/volume.meta"]
