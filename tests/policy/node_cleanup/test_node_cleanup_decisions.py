@@ -391,29 +391,32 @@ def test_a_node_back_clears_the_stamp_and_the_check() -> None:
 
 # -- issue 34: a stamp older than this process's gap-free watch of the Nodes is no proof ---------
 
+def decide_stamped(stamp: dict[str, str], watched_since: datetime | None = None) -> ClaimCleanupDecision:
+    """The controller's rules (CONTINUITY on) for a PV carrying ``stamp``, its Node gone; without
+    ``watched_since``, as a plan from listed objects decides."""
+    return pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
+                                now=NOW, first_missing_at=None, continuity=CONTINUITY,
+                                watched_since=watched_since)
+
+
 def test_a_stamp_from_before_the_watch_began_restarts_the_delay_however_recent() -> None:
     """Lost, back and lost again while the controller was down for 30 s: the stamp and its check
     are only 30 s old (well inside CONTINUITY), yet they predate this process's watch."""
     started = NOW - timedelta(seconds=1)
     stamp = {ANNOTATION_NODE_MISSING_SINCE: at(NOW - timedelta(minutes=5)),
              ANNOTATION_NODE_MISSING_CHECKED: at(NOW - timedelta(seconds=30))}
-    decision = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
-                                    now=NOW, first_missing_at=None, continuity=CONTINUITY,
-                                    watched_since=started)
+    decision = decide_stamped(stamp, started)
     assert decision.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: at(NOW), ANNOTATION_NODE_MISSING_CHECKED: at(NOW)}
     assert isinstance(decision.action, WarnNodeGone) and decision.action.requeue_at == NOW + DELAY
     # without the watch rule the same stamp would have deleted at once (the bug of issue 34)
-    unwatched = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
-                                     now=NOW, first_missing_at=None, continuity=CONTINUITY)
+    unwatched = decide_stamped(stamp)
     assert isinstance(unwatched.action, DeleteClaim)
 
 
 def test_a_stamp_this_process_wrote_keeps_its_deadline() -> None:
     started = NOW - timedelta(minutes=2)
     stamp = {ANNOTATION_NODE_MISSING_SINCE: at(NOW - DELAY), ANNOTATION_NODE_MISSING_CHECKED: at(NOW)}
-    decision = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
-                                    now=NOW, first_missing_at=None, continuity=CONTINUITY,
-                                    watched_since=started)
+    decision = decide_stamped(stamp, started)
     assert decision == ClaimCleanupDecision(DeleteClaim("db", "data-0", "pvc-uid"), {})
 
 
@@ -425,13 +428,10 @@ def test_a_queue_slower_than_the_continuity_window_never_restarts_a_watched_stam
     started = NOW - timedelta(minutes=30)
     stamp = {ANNOTATION_NODE_MISSING_SINCE: at(NOW - timedelta(minutes=15)),
              ANNOTATION_NODE_MISSING_CHECKED: at(NOW - timedelta(minutes=15))}
-    decision = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
-                                    now=NOW, first_missing_at=None, continuity=CONTINUITY,
-                                    watched_since=started)
+    decision = decide_stamped(stamp, started)
     assert decision == ClaimCleanupDecision(DeleteClaim("db", "data-0", "pvc-uid"), {})  # no check written
     # nobody vouching (a plan from listed objects), the same stamp is in doubt, as before
-    unwatched = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
-                                     now=NOW, first_missing_at=None, continuity=CONTINUITY)
+    unwatched = decide_stamped(stamp)
     assert unwatched.pv_annotations[ANNOTATION_NODE_MISSING_SINCE] == at(NOW)
     assert isinstance(unwatched.action, WarnNodeGone)
 
@@ -440,9 +440,7 @@ def test_a_stamp_without_a_check_is_in_doubt_even_under_a_watch() -> None:
     # an older version's stamp, or one written by hand after the watch began: nothing vouches for it
     started = NOW - timedelta(minutes=30)
     stamp = {ANNOTATION_NODE_MISSING_SINCE: at(NOW - timedelta(minutes=15))}
-    decision = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
-                                    now=NOW, first_missing_at=None, continuity=CONTINUITY,
-                                    watched_since=started)
+    decision = decide_stamped(stamp, started)
     assert decision.pv_annotations == {ANNOTATION_NODE_MISSING_SINCE: at(NOW), ANNOTATION_NODE_MISSING_CHECKED: at(NOW)}
     assert isinstance(decision.action, WarnNodeGone) and decision.action.requeue_at == NOW + DELAY
 
@@ -450,9 +448,7 @@ def test_a_stamp_without_a_check_is_in_doubt_even_under_a_watch() -> None:
 def test_the_deleting_pass_writes_no_check() -> None:
     # the check was refreshed 40 s ago (a refresh is due) but the PVC goes now: no write for nothing
     stamp = {ANNOTATION_NODE_MISSING_SINCE: at(NOW - DELAY), ANNOTATION_NODE_MISSING_CHECKED: at(NOW - timedelta(seconds=40))}
-    decision = pvc_cleanup_decision(pv(annotations=stamp), pvc(), GONE, opted_in_classes=[SC], delay=DELAY,
-                                    now=NOW, first_missing_at=None, continuity=CONTINUITY,
-                                    watched_since=NOW - timedelta(minutes=5))
+    decision = decide_stamped(stamp, NOW - timedelta(minutes=5))
     assert decision == ClaimCleanupDecision(DeleteClaim("db", "data-0", "pvc-uid"), {})
 
 
