@@ -121,6 +121,8 @@ class WatchCache:
         # counters, read by /metrics and by tests
         self.relists = 0
         self.list_seconds = 0.0  # how long the last (re)list took, pages and replace (bench, metrics)
+        self.lists_expired = 0  # lists cut short by a 410 on a continue token (they start again)
+        self._list_started = 0.0
         self.watches = 0  # watch connections opened
         self.last_error = ""
         # freshness (see the module docstring); monotonic clock, written by the watch thread only
@@ -290,10 +292,12 @@ class WatchCache:
         failures = 0
         while not self._stop.is_set():
             listing = need_list
+            in_list = False  # a 410 from the list itself (its continue token), not from the watch
             try:
                 if need_list:
+                    in_list = True
                     self._relist()
-                    need_list = False
+                    in_list = need_list = False
                 self._watch()
                 self._mark_stale()
                 # Only a watch that lasted its whole timeout ended by the server's timer and
@@ -304,8 +308,19 @@ class WatchCache:
                 failures = 0
             except Gone as exc:
                 self._mark_stale()
-                log.info("%s: resourceVersion %s expired (%s); re-listing",
-                         self.kind_key, self.resource_version, exc.message)
+                if in_list:
+                    # the list's own continue token expired: said, or a list that always outlasts
+                    # it would start again forever with nobody told why the cache never syncs
+                    self.lists_expired += 1
+                    took = time.monotonic() - self._list_started
+                    self.last_error = f"its list expired after {took:.0f} s, before its last page"
+                    log.warning("%s: the list expired after %.0f s, before its last page (%s): listing "
+                                "this kind takes longer than the API server keeps a list's continue "
+                                "token (etcd's compaction interval, 5 min by default); listing again",
+                                self.kind_key, took, exc.message)
+                else:
+                    log.info("%s: resourceVersion %s expired (%s); re-listing",
+                             self.kind_key, self.resource_version, exc.message)
                 need_list = True
                 self._sleep_backoff(failures)
                 failures += 1
@@ -336,7 +351,7 @@ class WatchCache:
         client = self.client
         assert client is not None
         rv = ""
-        started = time.monotonic()
+        started = self._list_started = time.monotonic()
 
         def items() -> Iterator[Obj]:
             # page by page: each decoded page is kept to its slim copies and dropped before the

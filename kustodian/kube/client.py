@@ -137,7 +137,8 @@ class KubeClient:
                    label_selector: str | None = None, field_selector: str | None = None,
                    limit: int = LIST_PAGE_SIZE,
                    decode: Callable[[bytes], Obj] | None = None) -> Iterator[Obj]:
-        """Yield each page (a List object) of a paginated list; a 410 on ``continue`` restarts.
+        """Yield each page (a List object) of a paginated list.  A list that outlasts its
+        ``continue`` token (etcd compacted past it) raises ``Gone``; the caller lists again.
         ``decode`` reads a page's body (``kube.decode.page_decoder``: only what a cache keeps)."""
         params: dict[str, Any] = {"limit": limit, "labelSelector": label_selector,
                                   "fieldSelector": field_selector}
