@@ -63,7 +63,7 @@ class RestClientMetrics:
 
 
 class CacheCollector(Collector):
-    """Size, sync state, freshness, staleness and relists of the watch caches ``caches()`` returns
+    """Size, sync state, freshness, staleness, relists and expired lists of the watch caches ``caches()`` returns
     by name."""
 
     def __init__(self, caches: Callable[[], Mapping[str, WatchCache]]) -> None:
@@ -82,13 +82,17 @@ class CacheCollector(Collector):
                                 "Seconds since a watch cache's last list, event or bookmark", labels=["kind"])
         relists = CounterMetricFamily("kustodian_cache_relists", "Full lists done by a watch cache",
                                       labels=["kind"])
+        expired = CounterMetricFamily("kustodian_cache_lists_expired", "Lists of a watch cache cut short by a "
+                                      "410 on their continue token (the list outlasted it; listed again)",
+                                      labels=["kind"])
         for kind, cache in list(self._caches().items()):
             size.add_metric([kind], float(len(cache)))
             synced.add_metric([kind], 1.0 if cache.synced.is_set() else 0.0)
             fresh.add_metric([kind], 1.0 if cache.fresh else 0.0)
             relists.add_metric([kind], float(cache.relists))
+            expired.add_metric([kind], float(cache.lists_expired))
             stale.add_metric([kind], cache.stale_for())
             last = cache.last_event_age()
             if last is not None:
                 age.add_metric([kind], last)
-        yield from (size, synced, fresh, stale, age, relists)
+        yield from (size, synced, fresh, stale, age, relists, expired)

@@ -32,6 +32,7 @@ WEBHOOK_METRICS = {
     "kustodian_cache_synced": "gauge",
     "kustodian_cache_fresh": "gauge",
     "kustodian_cache_relists": "counter",
+    "kustodian_cache_lists_expired": "counter",
     "kustodian_tls_certificate_expiry_timestamp_seconds": "gauge",
 }
 CONTROLLERS_METRICS = {
@@ -46,6 +47,7 @@ CONTROLLERS_METRICS = {
     "kustodian_cache_objects": "gauge",
     "kustodian_cache_fresh": "gauge",
     "kustodian_cache_relists": "counter",
+    "kustodian_cache_lists_expired": "counter",
 }
 
 
