@@ -63,8 +63,8 @@ class RestClientMetrics:
 
 
 class CacheCollector(Collector):
-    """Size, sync state, freshness, staleness, relists and expired lists of the watch caches ``caches()`` returns
-    by name."""
+    """Size, sync state, freshness, staleness, relists and expired lists of the watch caches
+    ``caches()`` returns by name."""
 
     def __init__(self, caches: Callable[[], Mapping[str, WatchCache]]) -> None:
         self._caches = caches
@@ -82,9 +82,9 @@ class CacheCollector(Collector):
                                 "Seconds since a watch cache's last list, event or bookmark", labels=["kind"])
         relists = CounterMetricFamily("kustodian_cache_relists", "Full lists done by a watch cache",
                                       labels=["kind"])
-        expired = CounterMetricFamily("kustodian_cache_lists_expired", "Lists of a watch cache cut short by a "
-                                      "410 on their continue token (the list outlasted it; listed again)",
-                                      labels=["kind"])
+        expired = CounterMetricFamily("kustodian_cache_lists_expired",
+                                      "Lists of a watch cache cut short by a 410 on their continue token "
+                                      "(the list outlasted it; listed again)", labels=["kind"])
         for kind, cache in list(self._caches().items()):
             size.add_metric([kind], float(len(cache)))
             synced.add_metric([kind], 1.0 if cache.synced.is_set() else 0.0)
