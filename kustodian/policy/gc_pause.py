@@ -22,6 +22,7 @@ from collections.abc import Iterator
 
 __all__ = ["gc_paused"]
 
+
 class _Pauses:
     """Pauses begun and not yet ended, in every thread, and whether the collector was on when
     the outermost began."""
