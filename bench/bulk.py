@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import msgspec
 import orjson
 
 from bench.synthetic import POOL_NS, api_pv, api_pvc, namespace, pool_storage_class, storage_class
@@ -283,27 +282,10 @@ def install_rook_crds(client: Any) -> None:
             time.sleep(0.1)
 
 
-class _Listed(msgspec.Struct):
-    """A list item, read for nothing but to be counted (its fields are skipped, not built)."""
-
-
-class _CountedPage(msgspec.Struct):
-    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
-    items: list[_Listed] | None = None
-
-
-_COUNT_DECODER = msgspec.json.Decoder(_CountedPage)
-
-
-def _count_page(body: bytes) -> Obj:
-    """A list page with only what ``check_served`` counts: its items (empty), its continue token."""
-    page = _COUNT_DECODER.decode(body)
-    return {"metadata": page.metadata, "items": page.items or []}
-
-
 def check_served(client: Any, pvs: int, pvcs: int, *, timeout: float = 600) -> None:
     """The API server serves what was written: a few objects read back equal to the written ones
     (bar resourceVersion), and lists (limit 500, as a cache lists) count every object."""
+    from kustodian.kube.decode import page_decoder
     from kustodian.kube.errors import Gone
     from kustodian.kube.resources import PERSISTENT_VOLUME_CLAIMS, PERSISTENT_VOLUMES
 
@@ -312,6 +294,7 @@ def check_served(client: Any, pvs: int, pvcs: int, *, timeout: float = 600) -> N
         got["metadata"] = {k: v for k, v in got["metadata"].items() if k != "resourceVersion"}
         return got == want
 
+    count_page = page_decoder(())  # each item's identity only: the count is all this list wants
     deadline = time.monotonic() + timeout
     for res, count, make in ((PERSISTENT_VOLUMES, pvs, stored_pv), (PERSISTENT_VOLUME_CLAIMS, pvcs, stored_pvc)):
         if not count:
@@ -332,7 +315,7 @@ def check_served(client: Any, pvs: int, pvcs: int, *, timeout: float = 600) -> N
                                    f"written: {want!r}")
         while True:
             try:
-                n = sum(len(p.get("items") or []) for p in client.list_pages(res, decode=_count_page))
+                n = sum(len(p.get("items") or []) for p in client.list_pages(res, decode=count_page))
             except Gone:  # the list outlasted its continue token (etcd compacted past it): count again
                 if time.monotonic() > deadline:
                     raise
