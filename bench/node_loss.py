@@ -20,6 +20,8 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
+from bench.bulk import served_count
+
 NODES = 100
 
 
@@ -125,20 +127,12 @@ Event, the confirming reads, the delete), so a zone takes minutes; a run that do
 how far it got."""
 
 
-def _remaining(client: Any, namespace: str) -> int:
-    """How many PVCs ``namespace`` holds, as the API server counts them (one small request)."""
-    from kustodian.kube.resources import PERSISTENT_VOLUME_CLAIMS
-
-    page = client.request("GET", PERSISTENT_VOLUME_CLAIMS.path(namespace), params={"limit": 1})
-    return len(page.get("items") or []) + int((page.get("metadata") or {}).get("remainingItemCount") or 0)
-
-
 def zone_loss(runs: int, nodes: int = ZONE_NODES, count: int = ZONE_PVS) -> list[dict[str, Any]]:
     """``nodes`` Nodes with ``count`` local PVs between them, all lost at once (module docstring)."""
     from kustodian.controllers.node_cleanup.main import build
     from kustodian.kube.client import KubeClient
     from kustodian.kube.config import load_config
-    from kustodian.kube.resources import NAMESPACES
+    from kustodian.kube.resources import NAMESPACES, PERSISTENT_VOLUME_CLAIMS
     from kustodian.kube.resources import NODES as NODE_RES
     from kustodian.settings import NodeCleanupSettings
 
@@ -196,7 +190,7 @@ def zone_loss(runs: int, nodes: int = ZONE_NODES, count: int = ZONE_PVS) -> list
                 left, first = count, 0.0
                 while left and time.perf_counter() < deadline:
                     time.sleep(0.25)
-                    left = _remaining(client, ns)
+                    left = served_count(client, PERSISTENT_VOLUME_CLAIMS, ns)
                     if left < count and not first:
                         first = time.perf_counter() - t0
                 took = time.perf_counter() - t0
