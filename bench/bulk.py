@@ -14,8 +14,9 @@ objects carry already), exactly as for objects restored from an etcd backup.
 
 :func:`check_served` makes the shortcut honest: sample objects are read back through the API
 server and must equal what was written (bar ``resourceVersion``), and the API server's own count
-of each kind must be every object (the webhook under test then lists them all itself).  Everything small (namespaces, StorageClasses, the Rook CRDs and CephBlockPools)
-is created through the API as usual.
+of each kind must be every object (the webhook under test then lists them all itself).
+Everything small (namespaces, StorageClasses, the Rook CRDs and CephBlockPools) is created
+through the API as usual.
 
 etcd is started here rather than by the kube-testserver script only to raise its backend
 quota (2 GiB by default: 500k PVs and 500k PVCs with their managed fields need ~2.6 GB); the

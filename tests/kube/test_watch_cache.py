@@ -188,8 +188,6 @@ def test_stopping_a_cache_after_its_watch_ended_leaves_other_requests_of_the_cli
         client.close()
 
 
-
-
 # kube-apiserver's answer to a continue token older than etcd's compaction: k8s.io/apiserver
 # pkg/storage/etcd3/errors.go, handleCompactedErrorForPaging (its token continues at rv -1, the
 # latest, inconsistently), as the 500k bench received it from kube-testserver
