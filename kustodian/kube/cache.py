@@ -113,6 +113,10 @@ class WatchCache:
         self._stop = threading.Event()
         self._wake = threading.Event()  # cuts a backoff short (``retry_now``)
         self._thread: threading.Thread | None = None
+        # start() and stop() may race (a leader starting its caches as SIGTERM stops them): the
+        # thread is created, started and recorded under this lock, so stop() joins only a started
+        # thread, and a cache stopped first never starts
+        self._life = threading.Lock()
         # The last watch response, open or already ended: stop() shuts its socket down (an
         # ended watch's socket is closed, never pooled: ``KubeClient.watch``).
         self._stream: Any = None
@@ -248,18 +252,22 @@ class WatchCache:
     def start(self) -> WatchCache:
         if self.client is None:
             raise RuntimeError(f"the {self.kind_key} cache has no client: load it with replace()")
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name=f"cache-{self.kind_key}", daemon=True)
-            self._thread.start()
+        with self._life:
+            if self._thread is None and not self._stop.is_set():
+                thread = threading.Thread(target=self._run, name=f"cache-{self.kind_key}", daemon=True)
+                thread.start()
+                self._thread = thread
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
+        with self._life:
+            self._stop.set()
+            thread = self._thread
         self._wake.set()
         self._mark_stale()
         _abort_stream(self._stream)
-        if self._thread is not None:
-            self._thread.join(timeout)
+        if thread is not None:
+            thread.join(timeout)
 
     def restart(self, reason: str) -> None:
         """Stale now, and cut the watch: it is re-listed from scratch (``kube.liveness`` calls this
@@ -440,6 +448,8 @@ class WatchCache:
 
     def _watch(self) -> None:
         assert self.client is not None
+        if self._stop.is_set():  # stopped while listing: no watch to open
+            return
         self.watches += 1
         self._watch_started_at = time.monotonic()
         stream = self.client.watch(self.resource, self.namespace, resource_version=self.resource_version,
@@ -474,6 +484,9 @@ class WatchCache:
 
     def _set_stream(self, resp: httpx.Response) -> None:
         self._stream = resp
+        if self._stop.is_set():  # stop() came while the watch was being opened: it ends now
+            _abort_stream(resp)
+            return
         # Established: events since our resourceVersion follow in order on this stream.
         if resp.status_code < 300 and not self._stop.is_set():
             self._mark_fresh()

@@ -428,7 +428,10 @@ class Manager:
             self._caches_running = False
             caches = list(self._caches.values())
         for cache in caches:
-            cache.stop(timeout=1)
+            try:
+                cache.stop(timeout=1)
+            except Exception:  # one cache failing to stop must not leave the others watching
+                log.exception("%s: stopping the %s cache failed", self.name, cache.kind_key)
 
     def _wait_synced(self, syncing: Sequence[Syncs]) -> bool:
         deadline = time.monotonic() + self.sync_timeout
