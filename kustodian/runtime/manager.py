@@ -400,8 +400,11 @@ class Manager:
             self.start_caches()
         syncing = [r for r in leading if isinstance(r, Syncs)]
         for syncer in syncing:
-            syncer.start()
-            self._started.append(syncer)
+            with self._lock:  # stop_acting() takes what was started under this lock
+                if self._stopping():
+                    return True
+                syncer.start()
+                self._started.append(syncer)
         if not self._wait_synced(syncing):
             return False
         with self._lock:

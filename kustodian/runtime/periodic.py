@@ -116,8 +116,9 @@ class Periodic:
     def start(self) -> None:
         if self._thread is not None:
             return
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        thread.start()
+        self._thread = thread  # recorded once started: stop() never joins a thread not yet started
 
     def stop(self) -> None:
         self._stop.set()

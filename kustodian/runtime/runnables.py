@@ -87,8 +87,9 @@ class Loop:
     def start(self) -> None:
         if self._thread is not None:
             return
-        self._thread = threading.Thread(target=self._main, name=self.name, daemon=True)
-        self._thread.start()
+        thread = threading.Thread(target=self._main, name=self.name, daemon=True)
+        thread.start()
+        self._thread = thread  # recorded once started: stop() never joins a thread not yet started
 
     def _main(self) -> None:
         why = "returned"
