@@ -68,7 +68,7 @@ bench: venv
 	$(BIN)/python -m bench
 
 bench-smoke: venv
-	$(BIN)/python -m bench --smoke --out '' --plot '' --scale-plot ''
+	$(BIN)/python -m bench --smoke --out '' --plot '' --scale-plot '' --growth-plot ''
 
 ## make bench-gate: HEAD against the previous release point, side by side (bench/gate.py); fails on a regression
 bench-gate: venv

@@ -29,9 +29,9 @@ from pathlib import Path
 from bench.rows import Row, failure
 
 SCENARIOS = ["admission", "kopf", "cache", "memory", "planner", "orphans", "node-loss", "catch-up", "controllers",
-             "scale", "backstop"]
+             "scale", "backstop", "growth"]
 LARGEST = {"planner", "orphans", "node-loss"}  # what --largest changes
-NEEDS_API = {"kopf", "cache", "memory", "node-loss", "catch-up", "controllers", "scale", "backstop"}
+NEEDS_API = {"kopf", "cache", "memory", "node-loss", "catch-up", "controllers", "scale", "backstop", "growth"}
 
 
 def _met(row: Row) -> str:
@@ -114,6 +114,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sizes", default="100k,250k,500k",
                         help="cluster sizes of the scale scenario: PVs, and as many PVCs (e.g. 100k,250k)")
     parser.add_argument("--scale-plot", default="bench/scale.png", help="the scale scenario's plot ('' for none)")
+    parser.add_argument("--growth-plot", default="bench/growth.png",
+                        help="the growth scenario's plot: node cleanup, orphan scan, planner ('' for none)")
     parser.add_argument("--largest", action="store_true",
                         help="issue 46's largest shapes for planner (20k nodes), orphans (1M directories) and "
                              "node-loss (30k PVs on 1,000 Nodes lost at once)")
@@ -123,7 +125,18 @@ def main(argv: list[str] | None = None) -> int:
                      "with " + ("--smoke" if args.smoke else "--only " + " --only ".join(args.only)) + " it would do nothing")
     runs = 1 if args.smoke else max(1, args.runs)
 
-    from bench import admission, backstop, cache, controllers, kopf_peer, node_loss, orphans, planner, scale
+    from bench import (
+        admission,
+        backstop,
+        cache,
+        controllers,
+        growth,
+        kopf_peer,
+        node_loss,
+        orphans,
+        planner,
+        scale,
+    )
     from kustodian.testing.testserver import find_script
 
     scenarios: dict[str, Callable[[], Iterable[Row]]] = {
@@ -138,6 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         "controllers": lambda: controllers.run(args.smoke, runs),
         "scale": lambda: scale.run(args.smoke, runs, scale.parse_sizes(args.sizes)),
         "backstop": lambda: backstop.run(args.smoke, runs),
+        "growth": lambda: growth.run(args.smoke, runs),
     }
     have_api = find_script() is not None
     rows: list[Row] = []
@@ -173,6 +187,8 @@ def main(argv: list[str] | None = None) -> int:
         plot(admission.LATENCIES, args.plot)
     if args.scale_plot and len(scale.FIGURES) >= 2:
         scale.plot(args.scale_plot)
+    if args.growth_plot and growth.FIGURES and all(len(f) >= 2 for f in growth.FIGURES.values()):
+        growth.plot(args.growth_plot)
     failed = [f"{r['scenario']}: {r['value']}" for r in rows if r.get("failed")]
     for line in failed:
         print(f"bench: {line}", file=sys.stderr)

@@ -69,7 +69,7 @@ def run(smoke: bool, runs: int, largest: bool = False) -> list[dict[str, Any]]:
     from kustodian.settings import NodeCleanupSettings
 
     count = 500 if smoke else 10_000
-    delay = 2.0
+    delay = ZONE_DELAY
     server = _server()
     reactions: list[float] = []
     try:
@@ -129,6 +129,28 @@ how far it got."""
 
 def zone_loss(runs: int, nodes: int = ZONE_NODES, count: int = ZONE_PVS) -> list[dict[str, Any]]:
     """``nodes`` Nodes with ``count`` local PVs between them, all lost at once (module docstring)."""
+    reactions, firsts, cpu = zone_runs(runs, nodes, count)
+    note = (f"{count} local PVs + PVCs on {nodes} Nodes, all Nodes deleted at once; runs "
+            + ", ".join(f"{x:.1f}" for x in reactions) + " s; 10 workers; kube-testserver on the same 2 CPUs")
+    return [{"scenario": "node-loss reaction", "metric": f"{nodes} Nodes lost -> all {count} PVCs deleted (s), "
+                                                         f"delay {ZONE_DELAY:g}s",
+             "value": round(statistics.median(reactions), 1), "target": None, "note": note},
+            {"scenario": "node-loss reaction", "metric": f"{nodes} Nodes lost -> the first PVC deleted (s)",
+             "value": round(statistics.median(firsts), 1), "target": None,
+             "note": "the first deadlines come due while the other PVs are still being stamped"},
+            {"scenario": "node-loss reaction", "metric": f"{nodes} Nodes lost: PVCs deleted a second",
+             "value": round(count / statistics.median(reactions), 1), "target": None,
+             "note": "all of them over the whole reaction"},
+            {"scenario": "node-loss reaction", "metric": f"{nodes} Nodes lost: bench process CPU (s)",
+             "value": round(statistics.median(cpu), 1), "target": None,
+             "note": "the controller in-process, with the bench's own deleting and counting"}]
+
+
+ZONE_DELAY = 2.0
+
+
+def zone_runs(runs: int, nodes: int, count: int) -> tuple[list[float], list[float], list[float]]:
+    """Each run's (seconds until the last PVC is gone, until the first, the process's CPU meanwhile)."""
     from kustodian.controllers.node_cleanup.main import build
     from kustodian.kube.client import KubeClient
     from kustodian.kube.config import load_config
@@ -136,7 +158,7 @@ def zone_loss(runs: int, nodes: int = ZONE_NODES, count: int = ZONE_PVS) -> list
     from kustodian.kube.resources import NODES as NODE_RES
     from kustodian.settings import NodeCleanupSettings
 
-    delay = 2.0
+    delay = ZONE_DELAY
     server = _server()
     reactions: list[float] = []
     firsts: list[float] = []
@@ -206,17 +228,4 @@ def zone_loss(runs: int, nodes: int = ZONE_NODES, count: int = ZONE_PVS) -> list
         client.close()
     finally:
         server.destroy()
-    note = (f"{count} local PVs + PVCs on {nodes} Nodes, all Nodes deleted at once; runs "
-            + ", ".join(f"{x:.1f}" for x in reactions) + " s; 10 workers; kube-testserver on the same 2 CPUs")
-    return [{"scenario": "node-loss reaction", "metric": f"{nodes} Nodes lost -> all {count} PVCs deleted (s), "
-                                                         f"delay {delay:g}s",
-             "value": round(statistics.median(reactions), 1), "target": None, "note": note},
-            {"scenario": "node-loss reaction", "metric": f"{nodes} Nodes lost -> the first PVC deleted (s)",
-             "value": round(statistics.median(firsts), 1), "target": None,
-             "note": "the first deadlines come due while the other PVs are still being stamped"},
-            {"scenario": "node-loss reaction", "metric": f"{nodes} Nodes lost: PVCs deleted a second",
-             "value": round(count / statistics.median(reactions), 1), "target": None,
-             "note": "all of them over the whole reaction"},
-            {"scenario": "node-loss reaction", "metric": f"{nodes} Nodes lost: bench process CPU (s)",
-             "value": round(statistics.median(cpu), 1), "target": None,
-             "note": "the controller in-process, with the bench's own deleting and counting"}]
+    return reactions, firsts, cpu

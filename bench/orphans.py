@@ -22,22 +22,29 @@ META = json.dumps({"Size": 10737418240, "Head": "volume-head-000.img", "Dirty": 
 LARGEST = 1_000_000
 
 
+def make_disk(count: int) -> str:
+    """A Longhorn disk in a temp dir with ``count`` replica directories, each with its
+    ``volume.meta`` (the caller removes it)."""
+    disk = tempfile.mkdtemp(prefix="bench-disk-")
+    with open(os.path.join(disk, "longhorn-disk.cfg"), "w") as fh:
+        json.dump({"diskName": "disk-1", "diskUUID": "uuid-1"}, fh)
+    replicas = os.path.join(disk, "replicas")
+    os.mkdir(replicas)
+    for i in range(count):
+        d = os.path.join(replicas, f"vol{i}-{i:08x}")
+        os.mkdir(d)
+        with open(os.path.join(d, "volume.meta"), "wb") as fh:
+            fh.write(META)
+    time.sleep(1.1)  # let the directory settle, as it would on a node between scans
+    return disk
+
+
 def run(smoke: bool, runs: int, largest: bool = False) -> list[dict[str, Any]]:
     from kustodian.controllers.orphans.scan import scan_disk
 
     count = 2_000 if smoke else LARGEST if largest else 100_000
-    disk = tempfile.mkdtemp(prefix="bench-disk-")
+    disk = make_disk(count)
     try:
-        with open(os.path.join(disk, "longhorn-disk.cfg"), "w") as fh:
-            json.dump({"diskName": "disk-1", "diskUUID": "uuid-1"}, fh)
-        replicas = os.path.join(disk, "replicas")
-        os.mkdir(replicas)
-        for i in range(count):
-            d = os.path.join(replicas, f"vol{i}-{i:08x}")
-            os.mkdir(d)
-            with open(os.path.join(d, "volume.meta"), "wb") as fh:
-                fh.write(META)
-        time.sleep(1.1)  # let the directory settle, as it would on a node between scans
         full, again = [], []
         for _ in range(runs):
             t0 = time.perf_counter()
