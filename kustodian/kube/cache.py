@@ -121,6 +121,7 @@ class WatchCache:
         # ended watch's socket is closed, never pooled: ``KubeClient.watch``).
         self._stream: Any = None
         self.synced = threading.Event()
+        self._renewing = False
         self.resource_version = ""
         # counters, read by /metrics and by tests
         self.relists = 0
@@ -225,12 +226,21 @@ class WatchCache:
             return None
         return max(0.0, (time.monotonic() if now is None else now) - self._last_event_at)
 
-    def _mark_stale(self) -> None:
+    @property
+    def renewing(self) -> bool:
+        """Stale only while the next watch is opened after one the server ended on its timer:
+        resumed from the same resourceVersion, no event is missed, and it takes one request.
+        Any other end of a watch, a failure to open the next, or ``stop()`` clears it."""
+        return self._renewing and not self._fresh
+
+    def _mark_stale(self, *, renewing: bool = False) -> None:
+        self._renewing = renewing
         if self._fresh:
             self._fresh = False
             self._stale_since = time.monotonic()
 
     def _mark_fresh(self) -> None:
+        self._renewing = False
         if not self._fresh:
             self._fresh = True
             log.debug("%s: fresh (stale for %.1fs)", self.kind_key, time.monotonic() - self._stale_since)
@@ -307,11 +317,12 @@ class WatchCache:
                     self._relist()
                     in_list = need_list = False
                 self._watch()
-                self._mark_stale()
                 # Only a watch that lasted its whole timeout ended by the server's timer and
                 # may be resumed; an early clean end is a server shutting down, so the next
                 # server must prove with a list that it has everything.
-                if time.monotonic() - self._watch_started_at < 0.9 * self._watch_timeout:
+                resumable = time.monotonic() - self._watch_started_at >= 0.9 * self._watch_timeout
+                self._mark_stale(renewing=resumable and not self._stop.is_set())
+                if not resumable:
                     need_list = True
                 failures = 0
             except Gone as exc:

@@ -52,12 +52,15 @@ class KindState:
     has no objects.  ``stale_for`` set: its objects are not known to be current (the
     seconds say for how long); ``stale_kind`` names the cache to blame (the kind itself, or
     CustomResourceDefinition when we cannot even tell whether the kind is served).
+    ``renewing``: stale only because its watch ended by the server's timer and the next one,
+    resumed from the same resourceVersion, is being opened (``WatchCache.renewing``).
     """
 
     kind: str
     served: bool
     stale_for: float | None = None
     stale_kind: str = ""
+    renewing: bool = False
 
     @property
     def fresh(self) -> bool:
@@ -147,9 +150,9 @@ class FollowedKinds:
         if cache is not None:
             if cache.fresh:
                 return KindState(kind, True)
-            return KindState(kind, True, cache.stale_for(now), kind)
+            return KindState(kind, True, cache.stale_for(now), kind, cache.renewing)
         if kind in self.followed and not self.crds.fresh:
-            return KindState(kind, False, self.crds.stale_for(now), CRD_KIND)
+            return KindState(kind, False, self.crds.stale_for(now), CRD_KIND, self.crds.renewing)
         return KindState(kind, False)
 
     def unserved(self) -> list[str]:

@@ -71,7 +71,9 @@ class CacheView:
         cache = self._caches.get(kind)
         if cache is None:
             return KindState(kind, False)
-        return KindState(kind, True) if cache.fresh else KindState(kind, True, cache.stale_for(), kind)
+        if cache.fresh:
+            return KindState(kind, True)
+        return KindState(kind, True, cache.stale_for(), kind, cache.renewing)
 
     def read_version(self, kind: str, index: str | None = None, key: str | None = None) -> Hashable:
         """Changes whenever ``by_index(kind, index, key)`` (or, without ``index``, any read of

@@ -113,7 +113,9 @@ class DeletionGuardGroup(Group):
     allow_proof_timeout: PositiveDuration = Field(
         timedelta(seconds=1), description="How long an allowed delete may wait for a round trip to the API "
                                           "server that proves its caches' connection alive; without one "
-                                          "the answer is 503 (keep well below the webhook's timeoutSeconds)")
+                                          "the answer is 503; also how long a delete waits for a watch "
+                                          "being renewed before the 503 (keep well below the webhook's "
+                                          "timeoutSeconds)")
     # issue 44: the record the chart's ValidatingAdmissionPolicy reads (the deletion backstop)
     backstop_record: str = Field(
         "", max_length=200, pattern=r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",

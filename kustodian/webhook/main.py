@@ -206,6 +206,7 @@ def build_webhook(settings: WebhookSettings, client: KubeClient, *,
         guard.mode, guard.outcomes = Mode(settings.deletion_guard.mode), outcomes
         guard.liveness = liveness
         guard.proof_timeout = settings.deletion_guard.allow_proof_timeout.total_seconds()
+        guard.renewal_wait = guard.proof_timeout  # one budget: how long an answer waits on the API server
         guard.register(registry)
     if reclaim is not None:
         reclaim.mode, reclaim.outcomes = Mode(settings.reclaim.mode), outcomes

@@ -13,7 +13,12 @@ Never allow on stale or missing knowledge.  Before deciding, every kind the deci
 (``RuleSet.kinds_read``: dependents and every indexed hop) must be *fresh*
 (``kube.kinds.KindState``): its watch established after its last list.  A stale kind, or a
 CRD watch that cannot tell whether a kind is served, is answered 503 naming the kind and for
-how long it has been stale.  No API call is made on the request path: a per-request
+how long it has been stale, with one exception: a kind stale only because its watch ended on
+the server's timer and the next one is being opened (``KindState.renewing``: one request,
+resumed from the same resourceVersion) is waited for, in a worker thread, up to
+``renewal_wait`` after it went stale, and the review is judged once it is fresh again (or
+answered 503 if it is not, or if the new watch failed), as the API server's own watch cache
+waits for freshness before it serves a read.  No API call is made on the request path: a per-request
 ``limit=1`` list would compare the cache's resourceVersion with etcd's *global* revision,
 which a quiet kind never reaches without waiting up to a bookmark interval (~1 min), and it
 would put the API server's latency and availability on every DELETE; the freshness state
@@ -76,6 +81,8 @@ __all__ = ["DeletionGuard"]
 
 log = logging.getLogger(__name__)
 
+_RENEWAL_POLL = 0.01  # s: how often a review waiting for a renewing watch looks again
+
 
 class DeletionGuard(Collector):
     """Deny the DELETE of a storage provider (or of a Namespace holding one) that still has
@@ -88,6 +95,9 @@ class DeletionGuard(Collector):
     # as in tests over listed objects and offline tools); how long an allow may wait for one
     liveness: ApiLiveness | None = None
     proof_timeout: float = 1.0
+    # a kind stale only because its watch is being renewed (``KindState.renewing``: one request,
+    # resumed without a gap) is waited for this long, in a worker thread, before the stale 503
+    renewal_wait: float = 1.0
     # told when a DELETE of a provider with dependents is let through (warn, audit, an override):
     # the policy report writer's ``poke``, a flag set; never an API call on the request path
     on_let_through: Callable[[], None] | None = None
@@ -175,6 +185,35 @@ class DeletionGuard(Collector):
 
     # -- reading the caches ---------------------------------------------------------------------
 
+    def _renewing_only(self, kinds: Iterable[str]) -> float | None:
+        """How much longer to wait when every stale kind of ``kinds`` is only renewing its watch
+        and has been for less than ``renewal_wait``; None when one is stale for another reason
+        (a re-list, an outage, a kind not served yet: those are answered 503 at once)."""
+        oldest = 0.0
+        for kind in kinds:
+            state = self.view.state(kind)
+            if state.stale_for is None:
+                continue
+            if not state.renewing or state.stale_for >= self.renewal_wait:
+                return None
+            oldest = max(oldest, state.stale_for)
+        return self.renewal_wait - oldest
+
+    def _await_renewal(self, req: AdmissionRequest) -> Answer:
+        """In a worker thread: wait until the kinds the decision reads are fresh again, or one of
+        them stops renewing, or ``renewal_wait`` has passed since it went stale; then judge as if
+        the review arrived now (a proof an allow needs must start after the wait).  Never an
+        answer from a stale cache: still stale, it is the 503."""
+        reads = self._reads_of(req)
+        left = self._renewing_only(reads)
+        deadline = time.monotonic() + (left or 0.0)
+        while left is not None and time.monotonic() < deadline and self.stale_kinds(reads):
+            time.sleep(_RENEWAL_POLL)
+            left = self._renewing_only(reads)
+        judge = self._judge_namespace if req.kind_key == NAMESPACE else self._judge
+        answer = judge(req, time.monotonic(), proven=False, waited=True)
+        return answer.compute() if isinstance(answer, PendingAnswer) else answer
+
     def stale_kinds(self, kinds: Iterable[str]) -> list[tuple[str, float]]:
         """``(kind, seconds)`` for each of ``kinds`` whose cache is not current (503 if any)."""
         out: dict[str, float] = {}
@@ -224,11 +263,15 @@ class DeletionGuard(Collector):
 
     # -- a provider's DELETE --------------------------------------------------------------------
 
-    def _judge(self, req: AdmissionRequest, arrived: float, *, proven: bool) -> Answer | PendingAnswer:
+    def _judge(self, req: AdmissionRequest, arrived: float, *, proven: bool,
+               waited: bool = False) -> Answer | PendingAnswer:
         """Decide from the caches as they are now.  ``proven``: a round trip that started after the
-        review ``arrived`` has succeeded, so an allow may be sent (this never answers pending then)."""
+        review ``arrived`` has succeeded, so an allow may be sent (this never answers pending then).
+        ``waited``: a renewing watch was waited for already (:meth:`_await_renewal`)."""
         stale = self.stale_kinds(self._reads_of(req))
         if stale:
+            if not (proven or waited) and self._renewing_only(self._reads_of(req)) is not None:
+                return PendingAnswer(functools.partial(self._await_renewal, req))
             return self._act(req, stale_answer(self._subject(req), stale))
         provider = req.subject or self.view.get(req.kind_key, req.namespace, req.name)
         if provider is None:
@@ -256,10 +299,12 @@ class DeletionGuard(Collector):
     # -- a Namespace's DELETE -------------------------------------------------------------------
 
     def _judge_namespace(self, req: AdmissionRequest, arrived: float, *,
-                         proven: bool) -> Answer | PendingAnswer:
+                         proven: bool, waited: bool = False) -> Answer | PendingAnswer:
         """As :meth:`_judge`, for the providers the Namespace holds: decided in a worker thread."""
         stale = self.stale_kinds(self._namespace_reads)
         if stale:
+            if not (proven or waited) and self._renewing_only(self._namespace_reads) is not None:
+                return PendingAnswer(functools.partial(self._await_renewal, req))
             return self._act(req, stale_answer(self._subject(req), stale))
         if not proven:
             return PendingAnswer(functools.partial(self._namespace_first, req, arrived))
