@@ -26,17 +26,18 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 # path -> sizes; the growth is said per ``UNIT`` of the path's size
-LADDERS: dict[str, tuple[int, ...]] = {
-    "node cleanup": (3_000, 10_000, 30_000),  # local PVs + PVCs, 30 a Node (100, 333, 1,000 Nodes)
+LADDERS: dict[str, tuple[int, ...]] = {  # the quick paths first: the API-server one takes longest
     "orphan scan": (250_000, 500_000, 1_000_000),  # replica directories on one disk
     "capacity planner": (5_000, 10_000, 20_000),  # nodes x 24 drives; 0.6 ACRs x 3 volumes a node
+    "node cleanup": (3_000, 10_000, 30_000),  # local PVs + PVCs, 30 a Node (100, 333, 1,000 Nodes)
 }
-SMOKE: dict[str, tuple[int, ...]] = {"node cleanup": (60, 120), "orphan scan": (1_000, 2_000),
-                                     "capacity planner": (100, 200)}
+SMOKE: dict[str, tuple[int, ...]] = {"orphan scan": (1_000, 2_000), "capacity planner": (100, 200),
+                                     "node cleanup": (60, 120)}
 UNIT = {"node cleanup": (10_000, "10k PVCs"), "orphan scan": (100_000, "100k directories"),
         "capacity planner": (1_000, "1,000 nodes")}
 SIZE_LABEL = {"node cleanup": "local PVs + PVCs (30 a Node)", "orphan scan": "replica directories on one disk",
@@ -144,10 +145,10 @@ def slope(xs: list[int], ys: list[float]) -> float:
     return sum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True)) / sum((x - mx) ** 2 for x in xs)
 
 
-def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
-    """Every path at each size of its ladder, ``runs`` times (medians), then the growth rows."""
+def run(smoke: bool, runs: int) -> Iterator[dict[str, Any]]:
+    """Every path at each size of its ladder, ``runs`` times (medians), then the growth rows;
+    each row as it comes, so a size that fails loses none measured before it."""
     ladders = SMOKE if smoke else LADDERS
-    rows: list[dict[str, Any]] = []
     for path, sizes in ladders.items():
         FIGURES[path] = {}
         for size in sizes:
@@ -158,10 +159,9 @@ def run(smoke: bool, runs: int) -> list[dict[str, Any]]:
                 note = f"{size:,} {SIZE_LABEL[path]}; a fresh process; median of {runs}"
                 if runs > 1:
                     note += ": " + ", ".join(f"{e[key]:.3g}" for e in each)
-                rows.append({"scenario": f"{path}: growth", "metric": f"{metric} at {size:,} ({unit})",
-                             "value": round(med[key], 2), "target": None, "note": note})
-        rows += growth_rows(path)
-    return rows
+                yield {"scenario": f"{path}: growth", "metric": f"{metric} at {size:,} ({unit})",
+                       "value": round(med[key], 2), "target": None, "note": note}
+        yield from growth_rows(path)
 
 
 def growth_rows(path: str) -> list[dict[str, Any]]:

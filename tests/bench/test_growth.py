@@ -46,3 +46,21 @@ def test_the_slope_is_the_least_squares_one() -> None:
 def test_a_size_whose_process_fails_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(RuntimeError, match=r"no such path at 10: the measuring process exited 1"):
         growth._measure("no such path", 10)
+
+
+def test_a_size_that_fails_keeps_the_rows_measured_before_it(monkeypatch: pytest.MonkeyPatch,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(growth, "SMOKE", {"orphan scan": (500, 1_000), "capacity planner": (100,)})
+    measure = growth._measure
+
+    def failing(path: str, size: int) -> dict[str, float]:
+        if size == 1_000:
+            raise RuntimeError(f"{path} at {size:,}: the measuring process exited 1")
+        return measure(path, size)
+
+    monkeypatch.setattr(growth, "_measure", failing)
+    assert main(["--only", "growth", "--smoke", "--out", "", "--plot", "", "--scale-plot", "",
+                 "--growth-plot", ""]) == 1
+    out = capsys.readouterr().out
+    assert "| orphan scan: growth | full scan at 500 (s) |" in out
+    assert "error: RuntimeError: orphan scan at 1,000: the measuring process exited 1" in out
