@@ -400,11 +400,13 @@ class Manager:
             self.start_caches()
         syncing = [r for r in leading if isinstance(r, Syncs)]
         for syncer in syncing:
-            with self._lock:  # stop_acting() takes what was started under this lock
+            # recorded before it starts (its start may call the API server: not under the lock),
+            # so a stop_acting() from now on stops it too; none is started once stopping
+            with self._lock:
                 if self._stopping():
                     return True
-                syncer.start()
                 self._started.append(syncer)
+            syncer.start()
         if not self._wait_synced(syncing):
             return False
         with self._lock:
