@@ -1,9 +1,9 @@
 """How the other paths of issue 46 grow: node cleanup, the orphan scan, the capacity planner.
 
 Each path runs at three sizes up to its largest shape (``LADDERS``), each size in a fresh
-process (``python -c 'bench.growth.point(...)'``), so the peak RSS a size reports
-(``VmHWM``) is that size's alone: the job, its input and the bench's own driving of it, not
-what an earlier, larger size left in the allocator.  The rows: each size's time, CPU and peak
+process (``python -c 'bench.growth.point(...)'``) that makes its input once and runs the job
+``--runs`` times, so the peak RSS a size reports (``VmHWM``) is that size's alone: the job, its
+input and the bench's own driving of it, not what another size left in the allocator.  The rows: each size's time, CPU and peak
 RSS, then each path's growth (least-squares slope over the sizes) per added unit, and the plot
 ``bench/growth.png`` (``--growth-plot``).
 
@@ -66,77 +66,86 @@ def _peak_mib() -> float:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def _node_cleanup(size: int) -> dict[str, float]:
+def _node_cleanup(size: int, runs: int) -> list[dict[str, float]]:
     from bench.node_loss import zone_runs
 
-    (wall,), _, (cpu,) = zone_runs(1, max(1, size // PER_NODE), size)
-    return {"wall": wall, "cpu": cpu}
+    walls, _, cpus = zone_runs(runs, max(1, size // PER_NODE), size)
+    return [{"wall": wall, "cpu": cpu} for wall, cpu in zip(walls, cpus, strict=True)]
 
 
-def _orphan_scan(size: int) -> dict[str, float]:
+def _orphan_scan(size: int, runs: int) -> list[dict[str, float]]:
     from bench.orphans import make_disk
     from kustodian.controllers.orphans.scan import scan_disk
 
-    disk = make_disk(size)
+    disk = make_disk(size)  # one disk, scanned ``runs`` times (making it is most of the time)
+    out = []
     try:
-        t0, c0 = time.perf_counter(), time.process_time()
-        first = scan_disk(disk, "disk-1", "uuid-1", None)
-        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-        t0 = time.perf_counter()
-        scan_disk(disk, "disk-1", "uuid-1", first)
-        rescan = (time.perf_counter() - t0) * 1000
-        if len(first.entries) != size:
-            raise RuntimeError(f"the scan found {len(first.entries)} replica directories of {size}")
+        for _ in range(runs):
+            t0, c0 = time.perf_counter(), time.process_time()
+            first = scan_disk(disk, "disk-1", "uuid-1", None)
+            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            t0 = time.perf_counter()
+            scan_disk(disk, "disk-1", "uuid-1", first)
+            rescan = (time.perf_counter() - t0) * 1000
+            if len(first.entries) != size:
+                raise RuntimeError(f"the scan found {len(first.entries)} replica directories of {size}")
+            del first
+            out.append({"wall": wall, "cpu": cpu, "rescan": rescan})
     finally:
         shutil.rmtree(disk, ignore_errors=True)
-    return {"wall": wall, "cpu": cpu, "rescan": rescan}
+    return out
 
 
-def _capacity_planner(size: int) -> dict[str, float]:
+def _capacity_planner(size: int, runs: int) -> list[dict[str, float]]:
     from bench.planner import _written
     from kustodian.policy.capacity import CapacityPlanner, plan_all
     from kustodian.policy.capacity.synthetic import synthetic_cluster
 
     n_acrs = size * 3 // 5
     acs, acrs = synthetic_cluster(size, 24, n_acrs, 3, seed=7, nodes_per_acr=100)
-    now = datetime.now(UTC)
-    t0, c0 = time.perf_counter(), time.process_time()
-    plan_all(acrs, acs, now)
-    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
-    planner = CapacityPlanner(acs)
-    written = _written(acrs, planner.plan_requested(acrs, now), 1)
-    planner.plan_requested(written, now)
     _, extra = synthetic_cluster(size, 24, 3, 3, seed=99, nodes_per_acr=100)
-    replan = []
-    for i, new in enumerate(extra):
-        new["metadata"]["name"] = f"new-{i}"
-        t0 = time.perf_counter()
-        planner.plan_requested([*written, new], now)
-        replan.append((time.perf_counter() - t0) * 1000)
+    now = datetime.now(UTC)
+    out = []
+    for _ in range(runs):
+        t0, c0 = time.perf_counter(), time.process_time()
+        plan_all(acrs, acs, now)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        planner = CapacityPlanner(acs)
+        written = _written(acrs, planner.plan_requested(acrs, now), 1)
         planner.plan_requested(written, now)
-    return {"wall": wall, "cpu": cpu, "replan": statistics.median(replan)}
+        replan = []
+        for i, new in enumerate(extra):
+            new["metadata"]["name"] = f"new-{i}"
+            t0 = time.perf_counter()
+            planner.plan_requested([*written, new], now)
+            replan.append((time.perf_counter() - t0) * 1000)
+            planner.plan_requested(written, now)
+        del planner, written
+        out.append({"wall": wall, "cpu": cpu, "replan": statistics.median(replan)})
+    return out
 
 
 JOBS = {"node cleanup": _node_cleanup, "orphan scan": _orphan_scan, "capacity planner": _capacity_planner}
 
 
-def point(path: str, size: int) -> None:
-    """In the child: measure one size of one path, print its figures as JSON (the last line)."""
-    got = JOBS[path](size)
-    got["rss"] = _peak_mib()
-    print(json.dumps(got), flush=True)
+def point(path: str, size: int, runs: int) -> None:
+    """In the child: measure one size of one path ``runs`` times; print each run's figures and the
+    process's peak RSS as JSON (the last line)."""
+    got = JOBS[path](size, runs)
+    print(json.dumps({"runs": got, "rss": _peak_mib()}), flush=True)
 
 
-def _measure(path: str, size: int) -> dict[str, float]:
-    code = f"from bench.growth import point; point({path!r}, {size})"
+def _measure(path: str, size: int, runs: int) -> tuple[list[dict[str, float]], float]:
+    """Each run's figures and the peak RSS of the one process that made them."""
+    code = f"from bench.growth import point; point({path!r}, {size}, {runs})"
     proc = subprocess.run([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, check=False,
                           cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     lines = proc.stdout.strip().splitlines()
     if proc.returncode != 0 or not lines:
         raise RuntimeError(f"{path} at {size:,}: the measuring process exited {proc.returncode} "
                            "(its traceback is above, on stderr)")
-    figures: dict[str, float] = json.loads(lines[-1])
-    return figures
+    got = json.loads(lines[-1])
+    return got["runs"], float(got["rss"])
 
 
 def slope(xs: list[int], ys: list[float]) -> float:
@@ -152,13 +161,17 @@ def run(smoke: bool, runs: int) -> Iterator[dict[str, Any]]:
     for path, sizes in ladders.items():
         FIGURES[path] = {}
         for size in sizes:
-            each = [_measure(path, size) for _ in range(runs)]
+            each, peak = _measure(path, size, runs)
             med = {key: statistics.median(e[key] for e in each) for key in each[0]}
+            med["rss"] = peak
             FIGURES[path][size] = med
             for key, (metric, unit) in MEASURES[path].items():
-                note = f"{size:,} {SIZE_LABEL[path]}; a fresh process; median of {runs}"
-                if runs > 1:
-                    note += ": " + ", ".join(f"{e[key]:.3g}" for e in each)
+                if key == "rss":
+                    note = f"{size:,} {SIZE_LABEL[path]}; VmHWM of the one fresh process that made the {runs} run(s)"
+                else:
+                    note = f"{size:,} {SIZE_LABEL[path]}; one fresh process; median of {runs}"
+                    if runs > 1:
+                        note += ": " + ", ".join(f"{e[key]:.3g}" for e in each)
                 yield {"scenario": f"{path}: growth", "metric": f"{metric} at {size:,} ({unit})",
                        "value": round(med[key], 2), "target": None, "note": note}
         yield from growth_rows(path)

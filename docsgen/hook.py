@@ -91,7 +91,7 @@ def on_files(files: Files, config: Any) -> Files:
         content = site_links((ROOT / source).read_text(), source, page)
         files.append(File.generated(config, page, content=content))
     # the performance plots stay where `python -m bench` writes them
-    for plot in ("bench/latency.png", "bench/scale.png"):
+    for plot in ("bench/latency.png", "bench/scale.png", "bench/growth.png"):
         files.append(File(plot, src_dir=str(ROOT), dest_dir=config["site_dir"],
                           use_directory_urls=config["use_directory_urls"]))
     return files

@@ -45,7 +45,7 @@ def test_the_slope_is_the_least_squares_one() -> None:
 
 def test_a_size_whose_process_fails_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(RuntimeError, match=r"no such path at 10: the measuring process exited 1"):
-        growth._measure("no such path", 10)
+        growth._measure("no such path", 10, 1)
 
 
 def test_a_size_that_fails_keeps_the_rows_measured_before_it(monkeypatch: pytest.MonkeyPatch,
@@ -53,10 +53,10 @@ def test_a_size_that_fails_keeps_the_rows_measured_before_it(monkeypatch: pytest
     monkeypatch.setattr(growth, "SMOKE", {"orphan scan": (500, 1_000), "capacity planner": (100,)})
     measure = growth._measure
 
-    def failing(path: str, size: int) -> dict[str, float]:
+    def failing(path: str, size: int, runs: int) -> tuple[list[dict[str, float]], float]:
         if size == 1_000:
             raise RuntimeError(f"{path} at {size:,}: the measuring process exited 1")
-        return measure(path, size)
+        return measure(path, size, runs)
 
     monkeypatch.setattr(growth, "_measure", failing)
     assert main(["--only", "growth", "--smoke", "--out", "", "--plot", "", "--scale-plot", "",
@@ -64,3 +64,15 @@ def test_a_size_that_fails_keeps_the_rows_measured_before_it(monkeypatch: pytest
     out = capsys.readouterr().out
     assert "| orphan scan: growth | full scan at 500 (s) |" in out
     assert "error: RuntimeError: orphan scan at 1,000: the measuring process exited 1" in out
+
+
+def test_runs_repeat_the_job_in_the_one_process_of_a_size(monkeypatch: pytest.MonkeyPatch,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(growth, "LADDERS", {"orphan scan": (300, 600), "capacity planner": (100, 200)})
+    assert main(["--only", "growth", "--runs", "2", "--out", "", "--plot", "", "--scale-plot", "",
+                 "--growth-plot", ""]) == 0
+    out = capsys.readouterr().out
+    scans = [line for line in out.splitlines() if "| orphan scan: growth | full scan at 300 (s) |" in line]
+    assert len(scans) == 1 and "300 replica directories on one disk; one fresh process; median of 2: " in scans[0]
+    assert "VmHWM of the one fresh process that made the 2 run(s)" in out
+    assert "`python -m bench --only growth --runs 2`" in out
