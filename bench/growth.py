@@ -66,14 +66,14 @@ def _peak_mib() -> float:
     raise RuntimeError("no VmHWM in /proc/self/status")
 
 
-def _node_cleanup(size: int, runs: int) -> list[dict[str, float]]:
+def _node_cleanup(size: int, runs: int) -> tuple[list[dict[str, float]], float]:
     from bench.node_loss import zone_runs
 
     walls, _, cpus = zone_runs(runs, max(1, size // PER_NODE), size)
-    return [{"wall": wall, "cpu": cpu} for wall, cpu in zip(walls, cpus, strict=True)]
+    return [{"wall": wall, "cpu": cpu} for wall, cpu in zip(walls, cpus, strict=True)], _peak_mib()
 
 
-def _orphan_scan(size: int, runs: int) -> list[dict[str, float]]:
+def _orphan_scan(size: int, runs: int) -> tuple[list[dict[str, float]], float]:
     from bench.orphans import make_disk
     from kustodian.controllers.orphans.scan import scan_disk
 
@@ -91,12 +91,13 @@ def _orphan_scan(size: int, runs: int) -> list[dict[str, float]]:
                 raise RuntimeError(f"the scan found {len(first.entries)} replica directories of {size}")
             del first
             out.append({"wall": wall, "cpu": cpu, "rescan": rescan})
+        peak = _peak_mib()  # before the disk is removed: rmtree holds a whole directory's entries
     finally:
         shutil.rmtree(disk, ignore_errors=True)
-    return out
+    return out, peak
 
 
-def _capacity_planner(size: int, runs: int) -> list[dict[str, float]]:
+def _capacity_planner(size: int, runs: int) -> tuple[list[dict[str, float]], float]:
     from bench.planner import _written
     from kustodian.policy.capacity import CapacityPlanner, plan_all
     from kustodian.policy.capacity.synthetic import synthetic_cluster
@@ -122,7 +123,7 @@ def _capacity_planner(size: int, runs: int) -> list[dict[str, float]]:
             planner.plan_requested(written, now)
         del planner, written
         out.append({"wall": wall, "cpu": cpu, "replan": statistics.median(replan)})
-    return out
+    return out, _peak_mib()
 
 
 JOBS = {"node cleanup": _node_cleanup, "orphan scan": _orphan_scan, "capacity planner": _capacity_planner}
@@ -130,9 +131,9 @@ JOBS = {"node cleanup": _node_cleanup, "orphan scan": _orphan_scan, "capacity pl
 
 def point(path: str, size: int, runs: int) -> None:
     """In the child: measure one size of one path ``runs`` times; print each run's figures and the
-    process's peak RSS as JSON (the last line)."""
-    got = JOBS[path](size, runs)
-    print(json.dumps({"runs": got, "rss": _peak_mib()}), flush=True)
+    process's peak RSS at the end of the measured work, before any teardown (JSON, the last line)."""
+    got, peak = JOBS[path](size, runs)
+    print(json.dumps({"runs": got, "rss": peak}), flush=True)
 
 
 def _measure(path: str, size: int, runs: int) -> tuple[list[dict[str, float]], float]:
