@@ -155,6 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     have_api = find_script() is not None
     rows: list[Row] = []
+    ran: set[str] = set()  # a plot is drawn only from a scenario of this invocation
     for name, scenario in scenarios.items():
         if args.only and name not in args.only:
             continue
@@ -175,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             t0 = time.perf_counter()
             print(f"bench: {name} ...", file=sys.stderr, flush=True)
             new = collect(name, scenario, command)
+            ran.add(name)
             print(f"bench: {name} done in {time.perf_counter() - t0:.1f}s", file=sys.stderr, flush=True)
         rows += new
     print(table(rows))
@@ -185,9 +187,9 @@ def main(argv: list[str] | None = None) -> int:
                                               "rows": rows}, indent=2))
     if args.plot and admission.LATENCIES:
         plot(admission.LATENCIES, args.plot)
-    if args.scale_plot and len(scale.FIGURES) >= 2:
+    if args.scale_plot and "scale" in ran and len(scale.FIGURES) >= 2:
         scale.plot(args.scale_plot)
-    if args.growth_plot and growth.FIGURES and all(len(f) >= 2 for f in growth.FIGURES.values()):
+    if args.growth_plot and "growth" in ran and growth.FIGURES and all(len(f) >= 2 for f in growth.FIGURES.values()):
         growth.plot(args.growth_plot)
     failed = [f"{r['scenario']}: {r['value']}" for r in rows if r.get("failed")]
     for line in failed:

@@ -159,6 +159,7 @@ def run(smoke: bool, runs: int) -> Iterator[dict[str, Any]]:
     """Every path at each size of its ladder, ``runs`` times (medians), then the growth rows;
     each row as it comes, so a size that fails loses none measured before it."""
     ladders = SMOKE if smoke else LADDERS
+    FIGURES.clear()
     for path, sizes in ladders.items():
         FIGURES[path] = {}
         for size in sizes:
