@@ -7,6 +7,7 @@ either too short on a loaded machine or wasted on an idle one.
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -15,7 +16,7 @@ from typing import Any
 
 from kustodian.testing.testserver import free_port
 
-__all__ = ["Clock", "eventually", "free_port", "wait_for", "wait_while_running"]
+__all__ = ["Clock", "ThreadStartGate", "eventually", "free_port", "wait_for", "wait_while_running"]
 
 
 class Clock:
@@ -68,3 +69,33 @@ def wait_while_running(proc: subprocess.Popen[Any], log: Path, cond: Callable[[]
         return False
 
     wait_for(met, lambda: f"{what}\n{log.read_text()}", timeout, poll)
+
+
+_RealThread = threading.Thread  # before any test replaces it
+
+
+class ThreadStartGate:
+    """Holds ``Thread.start()`` of the threads whose name ``match`` accepts at a gate: the window
+    between creating a thread and starting it, kept open while a test races a stop against it.
+    ``install`` replaces ``threading.Thread`` for the test (``monkeypatch`` undoes it); ``entered``
+    is set once a matching thread waits, ``gate.set()`` lets it start."""
+
+    Thread = _RealThread  # the real one, for the test's own threads
+
+    def __init__(self, match: Callable[[str], bool]) -> None:
+        self.match = match
+        self.entered = threading.Event()
+        self.gate = threading.Event()
+
+    def install(self, monkeypatch: Any) -> ThreadStartGate:
+        gate = self
+
+        class Gated(_RealThread):
+            def start(self) -> None:
+                if gate.match(self.name):
+                    gate.entered.set()
+                    gate.gate.wait(30)
+                super().start()
+
+        monkeypatch.setattr(threading, "Thread", Gated)
+        return self

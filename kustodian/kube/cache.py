@@ -499,7 +499,7 @@ class WatchCache:
             _abort_stream(resp)
             return
         # Established: events since our resourceVersion follow in order on this stream.
-        if resp.status_code < 300 and not self._stop.is_set():
+        if resp.status_code < 300:
             self._mark_fresh()
 
     def _prepare(self, obj: Obj) -> Obj:

@@ -16,26 +16,9 @@ import pytest
 from kustodian.kube.cache import WatchCache
 from kustodian.kube.resources import CONFIG_MAPS
 from tests.conftest import KubeApi
-from tests.support import wait_for
+from tests.support import ThreadStartGate, wait_for
 
 pytestmark = pytest.mark.api
-
-_Thread = threading.Thread
-
-
-class _GatedThread(_Thread):
-    """A cache's thread whose ``start()`` waits at a gate: the window between creating the thread
-    and starting it, held open as long as the test needs."""
-
-    entered = threading.Event()
-    gate = threading.Event()
-
-    def start(self) -> None:
-        if self.name.startswith("cache-"):
-            type(self).entered.set()
-            type(self).gate.wait(30)
-        super().start()
-
 
 class _AskedLock:
     """A lock that counts who asked for it: the test knows ``stop()`` is waiting for ``start()``."""
@@ -56,12 +39,10 @@ class _AskedLock:
 
 
 @pytest.fixture
-def gated(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_GatedThread]]:
-    _GatedThread.entered.clear()
-    _GatedThread.gate.clear()
-    monkeypatch.setattr(threading, "Thread", _GatedThread)  # only a cache-* thread is gated
-    yield _GatedThread
-    _GatedThread.gate.set()
+def gated(monkeypatch: pytest.MonkeyPatch) -> Iterator[ThreadStartGate]:
+    gate = ThreadStartGate(lambda name: name.startswith("cache-")).install(monkeypatch)
+    yield gate
+    gate.gate.set()
 
 
 def _in_thread(fn: Any) -> tuple[threading.Thread, list[BaseException]]:
@@ -73,13 +54,13 @@ def _in_thread(fn: Any) -> tuple[threading.Thread, list[BaseException]]:
         except BaseException as exc:  # the test reads what the call raised
             errors.append(exc)
 
-    t = _Thread(target=run, daemon=True)
+    t = ThreadStartGate.Thread(target=run, daemon=True)
     t.start()
     return t, errors
 
 
 def test_a_stop_while_the_cache_is_starting_waits_for_the_start_and_ends_the_thread(
-        kube_api: KubeApi, namespace: str, gated: type[_GatedThread]) -> None:
+        kube_api: KubeApi, namespace: str, gated: ThreadStartGate) -> None:
     cache = WatchCache(kube_api.client, CONFIG_MAPS, namespace=namespace)
     asked = _AskedLock()
     cache._life = asked  # type: ignore[assignment]  # the same lock, counting who waits for it

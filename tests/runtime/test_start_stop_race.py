@@ -14,35 +14,17 @@ import pytest
 
 from kustodian.runtime import Loop, Periodic
 from kustodian.testing.clock import ManualTimer
-from tests.support import wait_for
-
-_Thread = threading.Thread
-
-
-class _GatedThread(_Thread):
-    """A thread named ``gated`` whose ``start()`` waits at a gate: the window between creating the
-    thread and starting it, held open while the test stops the runnable."""
-
-    entered = threading.Event()
-    gate = threading.Event()
-
-    def start(self) -> None:
-        if self.name == "gated":
-            type(self).entered.set()
-            type(self).gate.wait(30)
-        super().start()
+from tests.support import ThreadStartGate, wait_for
 
 
 @pytest.fixture
-def gated(monkeypatch: pytest.MonkeyPatch) -> Iterator[type[_GatedThread]]:
-    _GatedThread.entered.clear()
-    _GatedThread.gate.clear()
-    monkeypatch.setattr(threading, "Thread", _GatedThread)  # only the thread named "gated" waits
-    yield _GatedThread
-    _GatedThread.gate.set()
+def gated(monkeypatch: pytest.MonkeyPatch) -> Iterator[ThreadStartGate]:
+    gate = ThreadStartGate(lambda name: name == "gated").install(monkeypatch)  # only that one waits
+    yield gate
+    gate.gate.set()
 
 
-def _stop_while_starting(gated: type[_GatedThread], start: Callable[[], object], stop: Callable[[], object],
+def _stop_while_starting(gated: ThreadStartGate, start: Callable[[], object], stop: Callable[[], object],
                          ran: Callable[[], bool]) -> None:
     errors: list[BaseException] = []
 
@@ -52,7 +34,7 @@ def _stop_while_starting(gated: type[_GatedThread], start: Callable[[], object],
         except BaseException as exc:  # read below
             errors.append(exc)
 
-    starter = _Thread(target=starting, daemon=True)
+    starter = ThreadStartGate.Thread(target=starting, daemon=True)
     starter.start()
     assert gated.entered.wait(10), "start() never created its thread"
     try:
@@ -64,7 +46,7 @@ def _stop_while_starting(gated: type[_GatedThread], start: Callable[[], object],
     assert not ran(), "the runnable acted after it was stopped"
 
 
-def test_a_loop_stopped_while_it_starts_stops_and_never_runs_its_body(gated: type[_GatedThread]) -> None:
+def test_a_loop_stopped_while_it_starts_stops_and_never_runs_its_body(gated: ThreadStartGate) -> None:
     calls: list[bool] = []
 
     def body(stopping: threading.Event) -> None:
@@ -76,7 +58,7 @@ def test_a_loop_stopped_while_it_starts_stops_and_never_runs_its_body(gated: typ
     wait_for(lambda: not loop.alive(), "the loop's thread to end", 10)
 
 
-def test_a_periodic_stopped_while_it_starts_stops_and_runs_no_pass(gated: type[_GatedThread]) -> None:
+def test_a_periodic_stopped_while_it_starts_stops_and_runs_no_pass(gated: ThreadStartGate) -> None:
     passes: list[int] = []
     loop = Periodic("gated", lambda: passes.append(1), interval=60.0, timer=ManualTimer())
     _stop_while_starting(gated, loop.start, loop.stop, lambda: bool(passes))
